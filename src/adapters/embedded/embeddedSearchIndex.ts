@@ -1,0 +1,641 @@
+import Database from 'better-sqlite3';
+import type {
+  DocumentFields,
+  IndexedChunk,
+  Purpose,
+  SearchFilters,
+  SearchHit,
+  SearchIndex,
+  SearchRequest,
+} from '../../ports/searchIndex';
+import { type Candidate, type HybridConfig, fuse, resolveHybridConfig } from '../../search/hybrid';
+import { createMemory, createScanner, type ScanFn, type WasmMemory, WASM_PAGE as PAGE } from './int8Scan';
+
+export interface EmbeddedSearchIndexOptions {
+  hybrid?: Partial<HybridConfig>;
+}
+
+/** Words dropped from full-text queries (kept if the query has nothing else). */
+const STOPWORDS = new Set(
+  ('a about above after again against all am an and any are as at be because been before being below between both but by ' +
+    'can could did do does doing down during each few for from further had has have having he her here hers herself him ' +
+    'himself his how i if in into is it its itself just me more most must my myself no nor not now of off on once only or ' +
+    'other our ours ourselves out over own same she should so some such than that the their theirs them themselves then ' +
+    'there these they this those through to too under until up very was we were what when where which while who whom why ' +
+    'will with would you your yours yourself yourselves')
+    .split(' '),
+);
+const MAX_QUERY_TERMS = 64;
+const BM25_K1 = 1.2; // FTS5's constant
+const QUERY_REGION = 16384; // bytes reserved for the int16 query (dims <= 8192)
+
+/** Terms of user text, safe to quote for FTS5 MATCH. */
+export function queryTerms(text: string): string[] {
+  const all = (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((t) => t.length <= 64);
+  const content = all.filter((t) => !STOPWORDS.has(t));
+  const chosen = content.length > 0 ? content : all;
+  return [...new Set(chosen)].slice(0, MAX_QUERY_TERMS);
+}
+
+/** FTS5 MATCH expression ORing the quoted terms; never a syntax error. */
+export function toMatchExpression(terms: string[]): string {
+  return terms.map((t) => `"${t.replace(/"/g, '""')}"`).join(' OR ');
+}
+
+const PURPOSE_CODE: Record<Purpose, number> = { KNOWLEDGE: 1, INSTRUCTION: 2 };
+
+interface ChunkRow {
+  id: number;
+  workspace_id: string;
+  document_id: string;
+  document_title: string;
+  purpose: Purpose;
+  tags: string;
+  chunk_index: number;
+  content: string;
+  page: number | null;
+  section: string | null;
+  vector: Buffer | null;
+}
+
+interface DocInfo {
+  workspace: number;
+  purpose: number;
+  tags: string[];
+  chunks: number;
+}
+
+/**
+ * Embedded SearchIndex: one SQLite file (WAL) with an FTS5 table for BM25 and a chunk
+ * table holding metadata and float32 vectors; the vectors are also held in memory as
+ * int8 (per-vector scale) in WebAssembly memory, scanned with SIMD for dense kNN, and
+ * the top candidates are re-scored exactly from the stored float32 vectors.
+ */
+export class EmbeddedSearchIndex implements SearchIndex {
+  private readonly db: Database.Database;
+  private readonly cfg: HybridConfig;
+  private dims = 0;
+  private stride = 0;
+  private queryMax = 0;
+  private capacity = 0;
+  private highWater = 0;
+  private memory?: WasmMemory;
+  private scan?: ScanFn;
+  private readonly free: number[] = [];
+  private rowOf = new Float64Array(0);
+  private docOf = new Int32Array(0);
+  private invScale = new Float32Array(0);
+  private live = new Uint8Array(0);
+  private readonly slotOfRow = new Map<number, number>();
+  private readonly docIds = new Map<string, number>();
+  private readonly docNames: string[] = [];
+  private readonly docs: (DocInfo | undefined)[] = [];
+  private readonly workspaces = new Map<string, number>();
+  private liveCount = 0;
+  private closed = false;
+
+  constructor(filePath: string, options: EmbeddedSearchIndexOptions = {}) {
+    this.cfg = resolveHybridConfig(options.hybrid);
+    this.db = new Database(filePath);
+    if (filePath !== ':memory:') this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS chunks (
+        id INTEGER PRIMARY KEY,
+        workspace_id TEXT NOT NULL,
+        document_id TEXT NOT NULL,
+        document_title TEXT NOT NULL,
+        purpose TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        chunk_index INTEGER NOT NULL,
+        content TEXT NOT NULL,
+        page INTEGER,
+        section TEXT,
+        vector BLOB
+      );
+      CREATE INDEX IF NOT EXISTS chunks_document ON chunks(document_id, chunk_index);
+      CREATE INDEX IF NOT EXISTS chunks_workspace ON chunks(workspace_id);
+      CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+        title, content, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
+      CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
+      CREATE TABLE IF NOT EXISTS checkpoint (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5(t, tokenize='porter unicode61 remove_diacritics 2');
+      CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_vocab USING fts5vocab(temp, query_tokens, 'row');
+    `);
+    const dims = this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'dims'").get();
+    if (dims) this.setDims(Number(dims.value));
+    this.load();
+  }
+
+  // ---------------------------------------------------------------- in-memory vectors
+
+  private setDims(dims: number): void {
+    if (!Number.isInteger(dims) || dims <= 0 || dims * 2 > QUERY_REGION) throw new Error(`unsupported vector dimensions: ${dims}`);
+    this.dims = dims;
+    this.stride = Math.ceil(dims / 32) * 32;
+    this.queryMax = Math.min(32767, Math.floor(0x7fffffff / (127 * this.stride)));
+  }
+
+  private ensureCapacity(needed: number): void {
+    if (needed <= this.capacity) return;
+    let cap = Math.max(1024, this.capacity);
+    while (cap < needed) cap *= 2;
+    const bytes = QUERY_REGION + cap * this.stride + cap * 4;
+    const pages = Math.ceil(bytes / PAGE);
+    if (!this.memory) {
+      this.memory = createMemory(pages);
+      this.scan = createScanner(this.memory);
+    } else {
+      const have = this.memory.buffer.byteLength / PAGE;
+      if (pages > have) this.memory.grow(pages - have);
+    }
+    const grow = <T extends Float64Array | Int32Array | Float32Array | Uint8Array>(old: T, make: (n: number) => T): T => {
+      const next = make(cap);
+      next.set(old);
+      return next;
+    };
+    this.rowOf = grow(this.rowOf, (n) => new Float64Array(n));
+    this.docOf = grow(this.docOf, (n) => new Int32Array(n));
+    this.invScale = grow(this.invScale, (n) => new Float32Array(n));
+    this.live = grow(this.live, (n) => new Uint8Array(n));
+    this.capacity = cap;
+  }
+
+  private vectorsView(): Int8Array {
+    // Vectors start right after the query region and never move when memory grows.
+    return new Int8Array(this.memory!.buffer, QUERY_REGION, this.capacity * this.stride);
+  }
+
+  private addSlot(rowId: number, doc: number, vector: Float32Array | null): void {
+    const slot = this.free.length > 0 ? this.free.pop()! : this.highWater++;
+    this.ensureCapacity(slot + 1);
+    this.rowOf[slot] = rowId;
+    this.docOf[slot] = doc;
+    this.live[slot] = 1;
+    this.slotOfRow.set(rowId, slot);
+    this.liveCount++;
+    const view = this.vectorsView();
+    const base = slot * this.stride;
+    view.fill(0, base, base + this.stride);
+    let max = 0;
+    if (vector) for (let i = 0; i < vector.length; i++) max = Math.max(max, Math.abs(vector[i]));
+    if (vector && max > 0) {
+      const s = 127 / max;
+      for (let i = 0; i < vector.length; i++) view[base + i] = Math.round(vector[i] * s);
+      this.invScale[slot] = max / 127;
+    } else {
+      this.invScale[slot] = 0;
+    }
+  }
+
+  private removeSlot(rowId: number): void {
+    const slot = this.slotOfRow.get(rowId);
+    if (slot === undefined) return;
+    this.slotOfRow.delete(rowId);
+    this.live[slot] = 0;
+    this.invScale[slot] = 0;
+    this.liveCount--;
+    this.free.push(slot);
+  }
+
+  private internDoc(documentId: string): number {
+    let d = this.docIds.get(documentId);
+    if (d === undefined) {
+      d = this.docNames.length;
+      this.docIds.set(documentId, d);
+      this.docNames.push(documentId);
+    }
+    return d;
+  }
+
+  private internWorkspace(workspaceId: string): number {
+    let w = this.workspaces.get(workspaceId);
+    if (w === undefined) {
+      w = this.workspaces.size + 1;
+      this.workspaces.set(workspaceId, w);
+    }
+    return w;
+  }
+
+  private load(): void {
+    const rows = this.db
+      .prepare<[], Pick<ChunkRow, 'id' | 'workspace_id' | 'document_id' | 'purpose' | 'tags' | 'vector'>>(
+        'SELECT id, workspace_id, document_id, purpose, tags, vector FROM chunks ORDER BY id',
+      )
+      .iterate();
+    for (const r of rows) {
+      const doc = this.internDoc(r.document_id);
+      const info = this.docs[doc];
+      if (info) info.chunks++;
+      else
+        this.docs[doc] = {
+          workspace: this.internWorkspace(r.workspace_id),
+          purpose: PURPOSE_CODE[r.purpose],
+          tags: JSON.parse(r.tags) as string[],
+          chunks: 1,
+        };
+      const vector = r.vector ? bufferToFloats(r.vector) : null;
+      if (vector && this.dims === 0) this.setDims(vector.length);
+      if (this.dims > 0) this.addSlot(r.id, doc, vector);
+      else this.pendingWithoutVector.push({ id: r.id, doc });
+    }
+  }
+
+  /** Rows loaded before any vector fixed the dimensions (only vector-less chunks). */
+  private readonly pendingWithoutVector: { id: number; doc: number }[] = [];
+
+  private fixDims(dims: number): void {
+    this.setDims(dims);
+    this.db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('dims', ?)").run(String(dims));
+    for (const p of this.pendingWithoutVector.splice(0)) this.addSlot(p.id, p.doc, null);
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  async upsertDocument(documentId: string, chunks: IndexedChunk[]): Promise<void> {
+    this.assertOpen();
+    const prepared = chunks.map((c) => {
+      if (c.documentId !== documentId) throw new Error(`chunk of ${c.documentId} upserted as ${documentId}`);
+      const v = c.vector.length > 0 ? normalise(c.vector) : null;
+      return { c, v };
+    });
+    const firstDims = prepared.find((p) => p.v)?.v?.length;
+    if (firstDims !== undefined && this.dims === 0) this.fixDims(firstDims);
+    for (const p of prepared) {
+      if (p.v && p.v.length !== this.dims) throw new Error(`vector has ${p.v.length} dimensions, index has ${this.dims}`);
+    }
+    const insert = this.db.prepare(
+      `INSERT INTO chunks (workspace_id, document_id, document_title, purpose, tags, chunk_index, content, page, section, vector)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const insertFts = this.db.prepare('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
+    const tx = this.db.transaction(() => {
+      this.deleteRows(documentId);
+      const added: { id: number; v: Float32Array | null }[] = [];
+      for (const { c, v } of prepared) {
+        const info = insert.run(
+          c.workspaceId,
+          documentId,
+          c.documentTitle,
+          c.purpose,
+          JSON.stringify(c.tags),
+          c.chunkIndex,
+          c.content,
+          c.page ?? null,
+          c.section ?? null,
+          v ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : null,
+        );
+        const id = Number(info.lastInsertRowid);
+        insertFts.run(id, c.documentTitle, c.content);
+        added.push({ id, v });
+      }
+      return added;
+    });
+    const added = tx();
+    if (chunks.length === 0) return;
+    const doc = this.internDoc(documentId);
+    const first = chunks[0];
+    this.docs[doc] = {
+      workspace: this.internWorkspace(first.workspaceId),
+      purpose: PURPOSE_CODE[first.purpose],
+      tags: [...first.tags],
+      chunks: chunks.length,
+    };
+    if (this.dims === 0) {
+      for (const a of added) this.pendingWithoutVector.push({ id: a.id, doc });
+    } else {
+      for (const a of added) this.addSlot(a.id, doc, a.v);
+    }
+  }
+
+  /** Deletes a document's rows in SQL and memory; call inside a transaction. */
+  private deleteRows(documentId: string): void {
+    const ids = this.db.prepare<[string], { id: number }>('SELECT id FROM chunks WHERE document_id = ?').all(documentId);
+    if (ids.length === 0) return;
+    const delFts = this.db.prepare('DELETE FROM chunks_fts WHERE rowid = ?');
+    for (const { id } of ids) {
+      delFts.run(id);
+      this.removeSlot(id);
+    }
+    this.db.prepare('DELETE FROM chunks WHERE document_id = ?').run(documentId);
+    const d = this.docIds.get(documentId);
+    if (d !== undefined) this.docs[d] = undefined;
+    const pending = this.pendingWithoutVector;
+    for (let i = pending.length - 1; i >= 0; i--) if (d !== undefined && pending[i].doc === d) pending.splice(i, 1);
+  }
+
+  async deleteDocument(documentId: string): Promise<void> {
+    this.assertOpen();
+    this.db.transaction(() => this.deleteRows(documentId))();
+  }
+
+  async deleteWorkspace(workspaceId: string): Promise<void> {
+    this.assertOpen();
+    const docs = this.db
+      .prepare<[string], { document_id: string }>('SELECT DISTINCT document_id FROM chunks WHERE workspace_id = ?')
+      .all(workspaceId);
+    this.db.transaction(() => {
+      for (const d of docs) this.deleteRows(d.document_id);
+    })();
+  }
+
+  async updateDocumentFields(documentId: string, fields: DocumentFields): Promise<void> {
+    this.assertOpen();
+    const d = this.docIds.get(documentId);
+    const info = d === undefined ? undefined : this.docs[d];
+    if (!info) return;
+    this.db.transaction(() => {
+      if (fields.purpose !== undefined) this.db.prepare('UPDATE chunks SET purpose = ? WHERE document_id = ?').run(fields.purpose, documentId);
+      if (fields.tags !== undefined) this.db.prepare('UPDATE chunks SET tags = ? WHERE document_id = ?').run(JSON.stringify(fields.tags), documentId);
+      if (fields.documentTitle !== undefined) {
+        this.db.prepare('UPDATE chunks SET document_title = ? WHERE document_id = ?').run(fields.documentTitle, documentId);
+        const rows = this.db.prepare<[string], { id: number; content: string }>('SELECT id, content FROM chunks WHERE document_id = ?').all(documentId);
+        const del = this.db.prepare('DELETE FROM chunks_fts WHERE rowid = ?');
+        const ins = this.db.prepare('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
+        for (const r of rows) {
+          del.run(r.id);
+          ins.run(r.id, fields.documentTitle, r.content);
+        }
+      }
+    })();
+    if (fields.purpose !== undefined) info.purpose = PURPOSE_CODE[fields.purpose];
+    if (fields.tags !== undefined) info.tags = [...fields.tags];
+  }
+
+  async clear(): Promise<void> {
+    this.assertOpen();
+    this.db.exec("DELETE FROM chunks; DELETE FROM chunks_fts; DELETE FROM checkpoint; DELETE FROM meta WHERE key = 'dims';");
+    this.slotOfRow.clear();
+    this.free.length = 0;
+    this.highWater = 0;
+    this.liveCount = 0;
+    this.live.fill(0);
+    this.docs.length = 0;
+    this.pendingWithoutVector.length = 0;
+    this.dims = 0;
+    this.capacity = 0;
+    this.memory = undefined;
+    this.scan = undefined;
+    this.rowOf = new Float64Array(0);
+    this.docOf = new Int32Array(0);
+    this.invScale = new Float32Array(0);
+    this.live = new Uint8Array(0);
+  }
+
+  async getCheckpoint(): Promise<number> {
+    this.assertOpen();
+    const row = this.db.prepare<[], { position: number }>('SELECT position FROM checkpoint WHERE id = 1').get();
+    return row ? row.position : 0;
+  }
+
+  async setCheckpoint(position: number): Promise<void> {
+    this.assertOpen();
+    this.db.prepare('INSERT INTO checkpoint(id, position) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET position = excluded.position').run(position);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('search index is closed');
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** Allowed-document mask for filters, or undefined when the workspace is unknown. */
+  private docMask(filters: SearchFilters): Uint8Array | undefined {
+    const ws = this.workspaces.get(filters.workspaceId);
+    if (ws === undefined) return undefined;
+    const mask = new Uint8Array(this.docNames.length);
+    const purpose = filters.purpose ? PURPOSE_CODE[filters.purpose] : 0;
+    const tags = filters.tags ? new Set(filters.tags) : undefined;
+    const consider = (d: number): void => {
+      const info = this.docs[d];
+      if (!info || info.workspace !== ws) return;
+      if (purpose && info.purpose !== purpose) return;
+      if (tags && !info.tags.some((t) => tags.has(t))) return;
+      mask[d] = 1;
+    };
+    if (filters.documentIds) {
+      for (const id of filters.documentIds) {
+        const d = this.docIds.get(id);
+        if (d !== undefined) consider(d);
+      }
+    } else {
+      for (let d = 0; d < this.docs.length; d++) consider(d);
+    }
+    return mask;
+  }
+
+  async countDocuments(filters: SearchFilters): Promise<number> {
+    this.assertOpen();
+    const mask = this.docMask(filters);
+    if (!mask) return 0;
+    let n = 0;
+    for (let d = 0; d < mask.length; d++) n += mask[d];
+    return n;
+  }
+
+  /** Top `m` rows by approximate (int8) cosine among allowed documents. */
+  private denseCandidates(query: Float32Array, mask: Uint8Array, m: number): number[] {
+    if (!this.scan || !this.memory || this.highWater === 0) return [];
+    let qmax = 0;
+    for (let i = 0; i < query.length; i++) qmax = Math.max(qmax, Math.abs(query[i]));
+    if (qmax === 0) return [];
+    const q16 = new Int16Array(this.memory.buffer, 0, this.stride);
+    q16.fill(0);
+    const qs = this.queryMax / qmax;
+    for (let i = 0; i < query.length; i++) q16[i] = Math.round(query[i] * qs);
+    const n = this.highWater;
+    const outOff = QUERY_REGION + this.capacity * this.stride;
+    this.scan(QUERY_REGION, n, this.stride, 0, outOff);
+    const out = new Int32Array(this.memory.buffer, outOff, n);
+    // Bounded min-heap of (score, slot).
+    const heapScore = new Float64Array(m);
+    const heapSlot = new Int32Array(m);
+    let size = 0;
+    const live = this.live;
+    const docOf = this.docOf;
+    const inv = this.invScale;
+    for (let s = 0; s < n; s++) {
+      if (live[s] === 0 || mask[docOf[s]] === 0) continue;
+      const score = out[s] * inv[s];
+      if (size < m) {
+        let i = size++;
+        while (i > 0) {
+          const p = (i - 1) >> 1;
+          if (heapScore[p] <= score) break;
+          heapScore[i] = heapScore[p];
+          heapSlot[i] = heapSlot[p];
+          i = p;
+        }
+        heapScore[i] = score;
+        heapSlot[i] = s;
+      } else if (score > heapScore[0]) {
+        let i = 0;
+        for (;;) {
+          const l = 2 * i + 1;
+          if (l >= size) break;
+          const r = l + 1;
+          const c = r < size && heapScore[r] < heapScore[l] ? r : l;
+          if (heapScore[c] >= score) break;
+          heapScore[i] = heapScore[c];
+          heapSlot[i] = heapSlot[c];
+          i = c;
+        }
+        heapScore[i] = score;
+        heapSlot[i] = s;
+      }
+    }
+    const order = Array.from({ length: size }, (_, i) => i).sort((a, b) => heapScore[b] - heapScore[a]);
+    return order.map((i) => this.rowOf[heapSlot[i]]);
+  }
+
+  /** Rows matching the terms within the filters, best BM25 first, with normalised scores. */
+  private lexicalCandidates(terms: string[], filters: SearchFilters, m: number): { id: number; lexical: number }[] {
+    if (terms.length === 0) return [];
+    const match = toMatchExpression(terms);
+    const where: string[] = ['chunks_fts MATCH ?', 'c.workspace_id = ?'];
+    const params: (string | number)[] = [match, filters.workspaceId];
+    if (filters.purpose) {
+      where.push('c.purpose = ?');
+      params.push(filters.purpose);
+    }
+    if (filters.documentIds) {
+      where.push('c.document_id IN (SELECT value FROM json_each(?))');
+      params.push(JSON.stringify(filters.documentIds));
+    }
+    if (filters.tags) {
+      where.push('EXISTS (SELECT 1 FROM json_each(c.tags) t WHERE t.value IN (SELECT value FROM json_each(?)))');
+      params.push(JSON.stringify(filters.tags));
+    }
+    params.push(m);
+    const titleWeight = Number(this.cfg.titleWeight) || 0;
+    const rows = this.db
+      .prepare<(string | number)[], { id: number; s: number }>(
+        `SELECT c.id AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s
+         FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+         WHERE ${where.join(' AND ')} ORDER BY s LIMIT ?`,
+      )
+      .all(...params);
+    if (rows.length === 0) return [];
+    const best = this.maxBm25(terms);
+    return rows.map((r) => ({ id: r.id, lexical: best > 0 ? Math.min(1, -r.s / best) : 0 }));
+  }
+
+  /**
+   * Upper bound of FTS5's BM25 for these terms, Σ idf·(k1 + 1): each term's contribution
+   * idf·tf·(k1 + 1)/(tf + k1·(1 − b + b·len/avg)) stays below idf·(k1 + 1) whatever the
+   * (column-weighted) frequency tf. IDF uses FTS5's formula over all indexed chunks.
+   */
+  private maxBm25(terms: string[]): number {
+    const stemmed = this.db.transaction(() => {
+      this.db.prepare('INSERT INTO temp.query_tokens(rowid, t) VALUES (1, ?)').run(terms.join(' '));
+      const out = this.db.prepare<[], { term: string }>('SELECT term FROM temp.query_vocab').all().map((r) => r.term);
+      this.db.prepare('DELETE FROM temp.query_tokens').run();
+      return out;
+    })();
+    if (stemmed.length === 0) return 0;
+    const counts = this.db
+      .prepare<[string], { term: string; doc: number }>('SELECT term, doc FROM chunks_vocab WHERE term IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify(stemmed));
+    const n = Math.max(1, this.liveCount);
+    let sum = 0;
+    for (const { doc } of counts) {
+      const idf = Math.log((n - doc + 0.5) / (doc + 0.5));
+      sum += Math.max(idf, 1e-6);
+    }
+    return sum * (BM25_K1 + 1);
+  }
+
+  async search(request: SearchRequest): Promise<SearchHit[]> {
+    this.assertOpen();
+    const k = Math.max(0, Math.floor(request.k));
+    if (k === 0) return [];
+    const mask = this.docMask(request.filters);
+    if (!mask) return [];
+    const m = Math.max(k, this.cfg.candidates);
+    const query = request.vector && request.vector.length > 0 && this.dims > 0 ? normalise(request.vector) : undefined;
+    if (query && query.length !== this.dims) throw new Error(`query vector has ${query.length} dimensions, index has ${this.dims}`);
+    // Without a query vector every mode degrades to BM25.
+    const mode = !query ? 'bm25' : (request.mode ?? 'hybrid');
+
+    const candidates = new Map<number, Candidate<number>>();
+    if (mode !== 'dense') {
+      const lex = this.lexicalCandidates(queryTerms(request.text ?? ''), request.filters, m);
+      lex.forEach((r, rank) => candidates.set(r.id, { key: r.id, lexical: r.lexical, lexicalRank: rank }));
+    }
+    if (mode !== 'bm25' && query) {
+      this.denseCandidates(query, mask, m).forEach((id, rank) => {
+        const c = candidates.get(id);
+        if (c) c.denseRank = rank;
+        else candidates.set(id, { key: id, denseRank: rank });
+      });
+    }
+    if (candidates.size === 0) return [];
+    const ids = [...candidates.keys()];
+    const rows = this.db
+      .prepare<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify(ids));
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    if (query) {
+      for (const c of candidates.values()) {
+        const v = byId.get(c.key)?.vector;
+        c.cosine = v ? dotBuffer(query, v) : 0;
+      }
+    }
+    const fused = fuse([...candidates.values()], k, mode, this.cfg);
+    const hits: SearchHit[] = [];
+    for (const f of fused) {
+      const r = byId.get(f.key);
+      if (!r) continue;
+      const hit: SearchHit = {
+        documentId: r.document_id,
+        documentTitle: r.document_title,
+        content: r.content,
+        chunkIndex: r.chunk_index,
+        score: f.score,
+        tags: JSON.parse(r.tags) as string[],
+        purpose: r.purpose,
+      };
+      if (r.page !== null) hit.page = r.page;
+      if (r.section !== null) hit.section = r.section;
+      hits.push(hit);
+    }
+    return hits;
+  }
+
+  /** Approximate in-memory footprint of the dense side, for benchmarks. */
+  stats(): { chunks: number; dims: number; vectorBytes: number } {
+    return { chunks: this.liveCount, dims: this.dims, vectorBytes: this.memory?.buffer.byteLength ?? 0 };
+  }
+}
+
+function normalise(v: Float32Array | number[]): Float32Array {
+  const out = Float32Array.from(v);
+  let s = 0;
+  for (let i = 0; i < out.length; i++) s += out[i] * out[i];
+  if (s > 0) {
+    const inv = 1 / Math.sqrt(s);
+    for (let i = 0; i < out.length; i++) out[i] *= inv;
+  }
+  return out;
+}
+
+function bufferToFloats(b: Buffer): Float32Array {
+  const copy = new Uint8Array(b.byteLength);
+  copy.set(b);
+  return new Float32Array(copy.buffer, 0, b.byteLength >> 2);
+}
+
+function dotBuffer(q: Float32Array, b: Buffer): number {
+  const v = bufferToFloats(b);
+  const n = Math.min(q.length, v.length);
+  let s = 0;
+  for (let i = 0; i < n; i++) s += q[i] * v[i];
+  return s;
+}

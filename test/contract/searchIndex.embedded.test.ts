@@ -1,0 +1,96 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { EmbeddedSearchIndex } from '../../src/adapters/embedded/embeddedSearchIndex';
+import type { IndexedChunk } from '../../src/ports/searchIndex';
+import { searchIndexContract } from './searchIndex.contract';
+
+searchIndexContract('embedded (in memory)', async () => new EmbeddedSearchIndex(':memory:'));
+
+describe('EmbeddedSearchIndex specifics', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-index-'));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  // Deterministic pseudo-random numbers (mulberry32).
+  function rng(seed: number): () => number {
+    let a = seed;
+    return () => {
+      a = (a + 0x6d2b79f5) | 0;
+      let t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  function unit(rand: () => number, dims: number): Float32Array {
+    const v = new Float32Array(dims);
+    let s = 0;
+    for (let i = 0; i < dims; i++) {
+      v[i] = rand() * 2 - 1;
+      s += v[i] * v[i];
+    }
+    for (let i = 0; i < dims; i++) v[i] /= Math.sqrt(s);
+    return v;
+  }
+  const chunk = (ws: string, docId: string, i: number, v: Float32Array, tags: string[] = []): IndexedChunk => ({
+    workspaceId: ws, documentId: docId, documentTitle: `Title ${docId}`, purpose: 'KNOWLEDGE', tags, chunkIndex: i, content: `content ${docId} ${i}`, vector: v,
+  });
+
+  it('persists chunks, vectors and checkpoint across reopen', async () => {
+    const file = path.join(dir, 'persist.sqlite');
+    const rand = rng(1);
+    const a = unit(rand, 40);
+    const b = unit(rand, 40);
+    let index = new EmbeddedSearchIndex(file);
+    await index.upsertDocument('d1', [chunk('w', 'd1', 0, a, ['t1'])]);
+    await index.upsertDocument('d2', [chunk('w', 'd2', 0, b)]);
+    await index.setCheckpoint(99);
+    await index.close();
+    index = new EmbeddedSearchIndex(file);
+    expect(await index.getCheckpoint()).toBe(99);
+    expect(await index.countDocuments({ workspaceId: 'w', tags: ['t1'] })).toBe(1);
+    const hits = await index.search({ text: '', vector: b, filters: { workspaceId: 'w' }, k: 2, mode: 'dense' });
+    expect(hits.map((h) => h.documentId)).toEqual(['d2', 'd1']);
+    const lexical = await index.search({ text: 'content d1', filters: { workspaceId: 'w' }, k: 1, mode: 'bm25' });
+    expect(lexical[0].documentId).toBe('d1');
+    await index.close();
+  });
+
+  it('dense kNN over thousands of vectors matches brute force, with filters and deletions', async () => {
+    const rand = rng(7);
+    const dims = 48; // not a multiple of 32: exercises padding
+    const index = new EmbeddedSearchIndex(':memory:');
+    const vectors = new Map<string, Float32Array>();
+    for (let d = 0; d < 1500; d++) {
+      const v = unit(rand, dims);
+      vectors.set(`d${d}`, v);
+      await index.upsertDocument(`d${d}`, [chunk(d % 3 === 0 ? 'other' : 'w', `d${d}`, 0, v, d % 2 === 0 ? ['even'] : [])]);
+    }
+    for (let d = 0; d < 1500; d += 10) {
+      await index.deleteDocument(`d${d}`);
+      vectors.delete(`d${d}`);
+    }
+    for (let t = 0; t < 5; t++) {
+      const q = unit(rand, dims);
+      const expected = [...vectors.entries()]
+        .filter(([id]) => { const n = Number(id.slice(1)); return n % 3 !== 0 && n % 2 === 0; })
+        .map(([id, v]) => ({ id, cos: v.reduce((s, x, i) => s + x * q[i], 0) }))
+        .sort((x, y) => y.cos - x.cos)
+        .slice(0, 10);
+      const hits = await index.search({ text: '', vector: q, filters: { workspaceId: 'w', tags: ['even'] }, k: 10, mode: 'dense' });
+      expect(hits.map((h) => h.documentId)).toEqual(expected.map((e) => e.id));
+    }
+    await index.close();
+  });
+
+  it('rejects vectors of the wrong dimension', async () => {
+    const index = new EmbeddedSearchIndex(':memory:');
+    const rand = rng(3);
+    await index.upsertDocument('d1', [chunk('w', 'd1', 0, unit(rand, 8))]);
+    await expect(index.upsertDocument('d2', [chunk('w', 'd2', 0, unit(rand, 9))])).rejects.toThrow(/dimensions/);
+    await expect(index.search({ text: 'x', vector: unit(rand, 9), filters: { workspaceId: 'w' }, k: 1 })).rejects.toThrow(/dimensions/);
+    await index.close();
+  });
+});
