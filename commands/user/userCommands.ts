@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import { AppContext } from '../../src/app/context';
+import { CommandContext, handleCommand } from '../../src/core/commandHandler';
+import { DomainError } from '../../src/domain/errors';
+import { apiKeyDecider, sessionDecider, userDecider } from '../../src/domain/user/deciders';
+import { apiKeyStream, sessionStream, userStream } from '../../src/domain/user/events';
+import { hashPassword, randomToken, sha256Hex, verifyPassword } from '../../src/util/crypto';
+import { usersCollection } from '../../projections/user/userProjection';
+import { signAccessToken, API_KEY_PREFIX } from '../../src/http/auth';
+
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+export async function registerUser(ctx: AppContext, cc: CommandContext, input: { email: string; password: string; name: string }) {
+  const email = normalizeEmail(input.email);
+  const userId = randomUUID();
+  const passwordHash = await hashPassword(input.password);
+  const r = await handleCommand(ctx.eventStore, userStream(sha256Hex(email)), userDecider, { type: 'RegisterUser', userId, email, name: input.name.trim(), passwordHash, now: cc.now }, { ...cc, actorId: userId });
+  return { user: r.events[0].data, position: r.position };
+}
+
+/** Refresh tokens are `<sessionId>.<secret>`; only the hash of the whole token is stored. */
+function newRefreshToken(sessionId: string): { token: string; hash: string } {
+  const token = `${sessionId}.${randomToken(32)}`;
+  return { token, hash: sha256Hex(token) };
+}
+
+function sessionIdOf(refreshToken: string): string {
+  const id = refreshToken.split('.')[0];
+  if (!/^[0-9a-f-]{36}$/.test(id)) throw new DomainError('UNAUTHORIZED', 'Invalid refresh token.');
+  return id;
+}
+
+export async function login(ctx: AppContext, cc: CommandContext, input: { email: string; password: string }) {
+  const user = (await usersCollection(ctx.readStore).find({ email: normalizeEmail(input.email) }, { limit: 1 }))[0];
+  // Hash even when the user is unknown, so timing does not reveal which emails exist.
+  const ok = user ? await verifyPassword(input.password, user.passwordHash) : (await hashPassword(input.password), false);
+  if (!user || !ok) throw new DomainError('INVALID_CREDENTIALS', 'Invalid email or password.');
+  const sessionId = randomUUID();
+  const refresh = newRefreshToken(sessionId);
+  const expiresAt = new Date(cc.now.getTime() + ctx.config.refreshTokenTtl * 1000);
+  const r = await handleCommand(ctx.eventStore, sessionStream(sessionId), sessionDecider, { type: 'StartSession', sessionId, userId: user.id, refreshTokenHash: refresh.hash, expiresAt }, { ...cc, actorId: user.id, authMethod: 'session' });
+  return { accessToken: signAccessToken(ctx, user.id, sessionId), refreshToken: refresh.token, expiresIn: ctx.config.accessTokenTtl, position: r.position };
+}
+
+export async function refresh(ctx: AppContext, cc: CommandContext, refreshToken: string) {
+  const sessionId = sessionIdOf(refreshToken);
+  const next = newRefreshToken(sessionId);
+  const expiresAt = new Date(cc.now.getTime() + ctx.config.refreshTokenTtl * 1000);
+  const r = await handleCommand(ctx.eventStore, sessionStream(sessionId), sessionDecider, { type: 'RotateRefreshToken', presentedHash: sha256Hex(refreshToken), newHash: next.hash, expiresAt, now: cc.now }, { ...cc, authMethod: 'session' });
+  const e = r.events[0];
+  if (!e || e.type !== 'RefreshTokenRotated') {
+    // Reuse of a rotated token: the family was just revoked.
+    throw new DomainError('UNAUTHORIZED', 'Refresh token already used; the session has been revoked.');
+  }
+  return { accessToken: signAccessToken(ctx, e.data.userId, sessionId), refreshToken: next.token, expiresIn: ctx.config.accessTokenTtl, position: r.position };
+}
+
+export async function logout(ctx: AppContext, cc: CommandContext, refreshToken: string) {
+  let sessionId: string;
+  try {
+    sessionId = sessionIdOf(refreshToken);
+  } catch {
+    return { position: 0 };
+  }
+  const r = await handleCommand(ctx.eventStore, sessionStream(sessionId), sessionDecider, { type: 'EndSession', presentedHash: sha256Hex(refreshToken) }, cc);
+  return { position: r.position };
+}
+
+export async function createApiKey(ctx: AppContext, cc: CommandContext, userId: string, name: string) {
+  const keyId = randomUUID();
+  const key = `${API_KEY_PREFIX}${randomToken(32)}`;
+  const prefix = key.slice(0, API_KEY_PREFIX.length + 6);
+  const r = await handleCommand(ctx.eventStore, apiKeyStream(keyId), apiKeyDecider, { type: 'CreateApiKey', keyId, userId, name, prefix, keyHash: sha256Hex(key), now: cc.now }, cc);
+  return { id: keyId, name, key, createdAt: cc.now.toISOString(), position: r.position };
+}
+
+export async function revokeApiKey(ctx: AppContext, cc: CommandContext, userId: string, keyId: string) {
+  if (!/^[0-9a-f-]{36}$/.test(keyId)) throw new DomainError('API_KEY_NOT_FOUND', 'API key not found.');
+  const r = await handleCommand(ctx.eventStore, apiKeyStream(keyId), apiKeyDecider, { type: 'RevokeApiKey', userId, now: cc.now }, cc);
+  return { position: r.position };
+}

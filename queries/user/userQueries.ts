@@ -1,0 +1,9 @@
+import { AppContext } from '../../src/app/context';
+import { apiKeysCollection } from '../../projections/user/userProjection';
+
+export async function listApiKeys(ctx: AppContext, userId: string) {
+  const keys = await apiKeysCollection(ctx.readStore).find({ userId, revoked: false }, { sort: [{ field: 'createdAt', direction: 'asc' }] });
+  const usage = await ctx.readStore.collection<{ id: string; lastUsedAt: string }>('api_key_usage').getMany(keys.map((k) => k.id));
+  const used = new Map(usage.map((u) => [u.id, u.lastUsedAt]));
+  return keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, createdAt: k.createdAt, lastUsedAt: used.get(k.id) ?? null }));
+}

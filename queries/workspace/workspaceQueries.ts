@@ -1,0 +1,56 @@
+import { AppContext } from '../../src/app/context';
+import { DomainError } from '../../src/domain/errors';
+import { Role } from '../../src/domain/workspace/events';
+import { invitationsCollection, membersCollection, memberId, tagsCollection, workspacesCollection, WorkspaceView } from '../../projections/workspace/workspaceProjection';
+import { usersCollection } from '../../projections/user/userProjection';
+
+/** Documents of a workspace, counted from the documents read model when it exists. */
+async function documentCount(ctx: AppContext, workspaceId: string): Promise<number> {
+  return ctx.readStore.collection<{ id: string }>('documents', [{ fields: ['workspaceId'] }]).count({ workspaceId, deleted: { $ne: true } });
+}
+
+async function summary(ctx: AppContext, w: WorkspaceView, role: Role) {
+  return {
+    id: w.id,
+    name: w.name,
+    role,
+    createdAt: w.createdAt,
+    documentCount: await documentCount(ctx, w.id),
+    memberCount: await membersCollection(ctx.readStore).count({ workspaceId: w.id }),
+  };
+}
+
+export async function listWorkspaces(ctx: AppContext, userId: string) {
+  const memberships = await membersCollection(ctx.readStore).find({ userId });
+  const workspaces = await workspacesCollection(ctx.readStore).getMany(memberships.map((m) => m.workspaceId));
+  const byId = new Map(workspaces.map((w) => [w.id, w]));
+  const out = [];
+  for (const m of memberships) {
+    const w = byId.get(m.workspaceId);
+    if (w) out.push(await summary(ctx, w, m.role));
+  }
+  return out.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+}
+
+export async function getWorkspace(ctx: AppContext, workspaceId: string, userId: string) {
+  const m = await membersCollection(ctx.readStore).get(memberId(workspaceId, userId));
+  const w = m ? await workspacesCollection(ctx.readStore).get(workspaceId) : null;
+  if (!m || !w) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
+  return { ...(await summary(ctx, w, m.role)), settings: w.settings };
+}
+
+export async function listMembers(ctx: AppContext, workspaceId: string) {
+  const members = await membersCollection(ctx.readStore).find({ workspaceId }, { sort: [{ field: 'joinedAt', direction: 'asc' }] });
+  const users = await usersCollection(ctx.readStore).getMany(members.map((m) => m.userId));
+  const byId = new Map(users.map((u) => [u.id, u]));
+  return members.map((m) => ({ userId: m.userId, email: byId.get(m.userId)?.email ?? '', name: byId.get(m.userId)?.name ?? '', role: m.role, joinedAt: m.joinedAt }));
+}
+
+export async function getInvitation(ctx: AppContext, invitationId: string) {
+  return invitationsCollection(ctx.readStore).get(invitationId);
+}
+
+export async function listTags(ctx: AppContext, workspaceId: string) {
+  const tags = await tagsCollection(ctx.readStore).find({ workspaceId }, { sort: [{ field: 'name', direction: 'asc' }] });
+  return tags.map((t) => ({ id: t.id, name: t.name, color: t.color }));
+}

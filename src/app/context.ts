@@ -1,0 +1,38 @@
+import { Logger } from 'pino';
+import { Config } from '../config/config';
+import { ProjectionRunner } from '../core/projectionRunner';
+import { Projection } from '../core/projection';
+import { EventStore } from '../ports/eventStore';
+import { ReadStore } from '../ports/readStore';
+import { SearchIndex } from '../ports/searchIndex';
+import { EmbeddingProvider } from '../ports/embeddings';
+import { BlobStore } from '../ports/blobStore';
+
+/** Creates a rate limiter: `points` per `durationSeconds` per key. */
+export interface RateLimiterLike {
+  consume(key: string, points?: number): Promise<{ remainingPoints: number; msBeforeNext: number }>;
+}
+export type RateLimiterFactory = (opts: { keyPrefix: string; points: number; durationSeconds: number }) => RateLimiterLike;
+
+/** Everything the HTTP layer, the processor and the CLI need, resolved at the composition root. */
+export interface AppContext {
+  config: Config;
+  logger: Logger;
+  eventStore: EventStore;
+  readStore: ReadStore;
+  runner: ProjectionRunner;
+  projections: Projection[];
+  searchIndex: SearchIndex;
+  embeddings: EmbeddingProvider;
+  blobStore: BlobStore;
+  rateLimiter: RateLimiterFactory;
+  jwtSecret: string;
+  /** The clock; only the edges read it. */
+  now: () => Date;
+  /** Background services (document processor ...) started with the app; stopped on close. */
+  services: { name: string; start(): Promise<void>; stop(): Promise<void> }[];
+}
+
+export const APP_CONTEXT = Symbol('APP_CONTEXT');
+export const CONFIG = Symbol('CONFIG');
+export const LOGGER = Symbol('LOGGER');

@@ -1,0 +1,60 @@
+import 'reflect-metadata';
+import { loadConfig } from './config/config';
+import { createLogger } from './app/logger';
+import { buildContainer, closeContext } from './container';
+import { rebuildProjections } from './core/projectionRunner';
+
+/** A one-line progress bar on a terminal; silent when not a TTY. */
+export function progress(label: string, done: number, total: number): void {
+  if (!process.stderr.isTTY) return;
+  const width = 30;
+  const frac = total > 0 ? Math.min(1, done / total) : 1;
+  const bar = '#'.repeat(Math.round(frac * width)).padEnd(width, '.');
+  process.stderr.write(`\r${label} [${bar}] ${done}/${total}`);
+  if (done >= total) process.stderr.write('\n');
+}
+
+const USAGE = `Usage: npm run kb -- <command>
+  rebuild [projection...]   rebuild read models (and the search index) from the event log (server stopped)
+  projections               list projections and their checkpoints`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...args] = argv;
+  const config = loadConfig();
+  const logger = createLogger(process.env.KB_LOG_LEVEL ?? 'warn');
+  const { ctx } = await buildContainer(config, logger);
+  try {
+    switch (command) {
+      case 'rebuild': {
+        const names = args.filter((a) => !a.startsWith('-'));
+        const unknown = names.filter((n) => !ctx.projections.some((p) => p.name === n));
+        if (unknown.length) {
+          console.error(`unknown projection(s): ${unknown.join(', ')}; known: ${ctx.projections.map((p) => p.name).join(', ')}`);
+          return 2;
+        }
+        const chosen = names.length ? ctx.projections.filter((p) => names.includes(p.name)) : ctx.projections;
+        const r = await rebuildProjections(ctx.eventStore, chosen, (i) => progress(`rebuild ${i.projection}`, i.position, i.head));
+        const rate = r.seconds > 0 ? Math.round(r.events / r.seconds) : r.events;
+        console.log(`rebuilt ${chosen.map((p) => p.name).join(', ')}: ${r.events} events applied in ${r.seconds.toFixed(2)} s (${rate} events/s)`);
+        return 0;
+      }
+      case 'projections': {
+        const head = await ctx.eventStore.headPosition();
+        for (const p of ctx.projections) console.log(`${p.name}\t${await p.checkpoint()}/${head}`);
+        return 0;
+      }
+      default:
+        console.error(USAGE);
+        return command ? 2 : 0;
+    }
+  } finally {
+    await closeContext(ctx);
+  }
+}
+
+main(process.argv.slice(2))
+  .then((code) => process.exit(code))
+  .catch((err) => {
+    console.error('error:', err instanceof Error ? err.message : err);
+    process.exit(1);
+  });

@@ -1,0 +1,137 @@
+import * as t from 'io-ts';
+import { isLeft } from 'fp-ts/Either';
+import path from 'node:path';
+import { BooleanFromString, IntFromString } from '../http/codecs';
+
+const Env = t.partial({
+  PORT: IntFromString,
+  HOST: t.string,
+  KB_DATA_DIR: t.string,
+  KB_BASE_URL: t.string,
+  KB_APP_URL: t.string,
+  KB_JWT_SECRET: t.string,
+  KB_ACCESS_TOKEN_TTL: IntFromString,
+  KB_REFRESH_TOKEN_TTL: IntFromString,
+  KB_ALLOW_REGISTRATION: BooleanFromString,
+  KB_MAX_UPLOAD_BYTES: IntFromString,
+  KB_RATE_LIMITS: t.keyof({ on: null, off: null }),
+  KB_LOG_LEVEL: t.keyof({ fatal: null, error: null, warn: null, info: null, debug: null, trace: null, silent: null }),
+  KB_DURABILITY: t.keyof({ full: null, normal: null }),
+  KB_ROLE: t.keyof({ all: null, api: null, projector: null, worker: null }),
+  KB_EVENT_STORE: t.keyof({ sqlite: null, eventstoredb: null }),
+  KB_READ_STORE: t.keyof({ sqlite: null, mongodb: null }),
+  KB_SEARCH_INDEX: t.keyof({ embedded: null, elasticsearch: null }),
+  KB_FEED: t.keyof({ none: null, kafka: null }),
+  KB_EMBEDDINGS: t.keyof({ local: null, openai: null }),
+  KB_EMBEDDING_THREADS: IntFromString,
+  KB_CHUNK_TOKENS: IntFromString,
+  KB_CHUNK_OVERLAP: IntFromString,
+  KB_OPENAI_API_KEY: t.string,
+  KB_OPENAI_BASE_URL: t.string,
+  KB_OPENAI_MODEL: t.string,
+  KB_OPENAI_DIMENSIONS: IntFromString,
+  KB_EVENTSTOREDB_URL: t.string,
+  KB_MONGODB_URL: t.string,
+  KB_MONGODB_DB: t.string,
+  KB_ELASTICSEARCH_URL: t.string,
+  KB_ELASTICSEARCH_INDEX: t.string,
+  KB_KAFKA_BROKERS: t.string,
+  KB_KAFKA_CLIENT_ID: t.string,
+  KB_READ_YOUR_WRITES_MS: IntFromString,
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  baseUrl: string;
+  appUrl: string;
+  jwtSecret?: string;
+  accessTokenTtl: number;
+  refreshTokenTtl: number;
+  allowRegistration: boolean;
+  maxUploadBytes: number;
+  rateLimits: boolean;
+  logLevel: string;
+  durability: 'full' | 'normal';
+  role: 'all' | 'api' | 'projector' | 'worker';
+  eventStore: 'sqlite' | 'eventstoredb';
+  readStore: 'sqlite' | 'mongodb';
+  searchIndex: 'embedded' | 'elasticsearch';
+  feed: 'none' | 'kafka';
+  embeddings: 'local' | 'openai';
+  embeddingThreads: number;
+  chunkTokens: number;
+  chunkOverlap: number;
+  openai: { apiKey?: string; baseUrl?: string; model: string; dimensions?: number };
+  eventStoreDbUrl?: string;
+  mongoUrl?: string;
+  mongoDb: string;
+  elasticsearchUrl?: string;
+  elasticsearchIndex: string;
+  kafkaBrokers: string[];
+  kafkaClientId: string;
+  readYourWritesMs: number;
+}
+
+export class ConfigError extends Error {}
+
+/** Decode and validate the environment; throws ConfigError with every problem named. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const raw: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '' && (k.startsWith('KB_') || k === 'PORT' || k === 'HOST')) raw[k] = v;
+  const decoded = Env.decode(raw);
+  if (isLeft(decoded)) {
+    const problems = decoded.left.map((e) => {
+      const key = e.context.map((c) => c.key).filter(Boolean).join('.');
+      return `${key}=${JSON.stringify(raw[key] ?? '')} is not valid (${e.message ?? `expected ${e.context[e.context.length - 1]?.type.name}`})`;
+    });
+    throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  const e = decoded.right;
+  const port = e.PORT ?? 3000;
+  const host = e.HOST ?? '127.0.0.1';
+  const baseUrl = (e.KB_BASE_URL ?? `http://${host}:${port}`).replace(/\/+$/, '');
+  const config: Config = {
+    port,
+    host,
+    dataDir: path.resolve(e.KB_DATA_DIR ?? './data'),
+    baseUrl,
+    appUrl: (e.KB_APP_URL ?? baseUrl).replace(/\/+$/, ''),
+    jwtSecret: e.KB_JWT_SECRET,
+    accessTokenTtl: e.KB_ACCESS_TOKEN_TTL ?? 900,
+    refreshTokenTtl: e.KB_REFRESH_TOKEN_TTL ?? 7 * 24 * 3600,
+    allowRegistration: e.KB_ALLOW_REGISTRATION ?? true,
+    maxUploadBytes: e.KB_MAX_UPLOAD_BYTES ?? 50 * 1024 * 1024,
+    rateLimits: (e.KB_RATE_LIMITS ?? 'on') === 'on',
+    logLevel: e.KB_LOG_LEVEL ?? 'info',
+    durability: e.KB_DURABILITY ?? 'full',
+    role: e.KB_ROLE ?? 'all',
+    eventStore: e.KB_EVENT_STORE ?? 'sqlite',
+    readStore: e.KB_READ_STORE ?? 'sqlite',
+    searchIndex: e.KB_SEARCH_INDEX ?? 'embedded',
+    feed: e.KB_FEED ?? 'none',
+    embeddings: e.KB_EMBEDDINGS ?? 'local',
+    embeddingThreads: e.KB_EMBEDDING_THREADS ?? 1,
+    chunkTokens: e.KB_CHUNK_TOKENS ?? 200,
+    chunkOverlap: e.KB_CHUNK_OVERLAP ?? 40,
+    openai: { apiKey: e.KB_OPENAI_API_KEY, baseUrl: e.KB_OPENAI_BASE_URL, model: e.KB_OPENAI_MODEL ?? 'text-embedding-3-small', dimensions: e.KB_OPENAI_DIMENSIONS },
+    eventStoreDbUrl: e.KB_EVENTSTOREDB_URL,
+    mongoUrl: e.KB_MONGODB_URL,
+    mongoDb: e.KB_MONGODB_DB ?? 'kb',
+    elasticsearchUrl: e.KB_ELASTICSEARCH_URL,
+    elasticsearchIndex: e.KB_ELASTICSEARCH_INDEX ?? 'kb-chunks',
+    kafkaBrokers: (e.KB_KAFKA_BROKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    kafkaClientId: e.KB_KAFKA_CLIENT_ID ?? 'kb-service',
+    readYourWritesMs: e.KB_READ_YOUR_WRITES_MS ?? 5000,
+  };
+  const missing: string[] = [];
+  if (config.eventStore === 'eventstoredb' && !config.eventStoreDbUrl) missing.push('KB_EVENTSTOREDB_URL (KB_EVENT_STORE=eventstoredb)');
+  if (config.readStore === 'mongodb' && !config.mongoUrl) missing.push('KB_MONGODB_URL (KB_READ_STORE=mongodb)');
+  if (config.searchIndex === 'elasticsearch' && !config.elasticsearchUrl) missing.push('KB_ELASTICSEARCH_URL (KB_SEARCH_INDEX=elasticsearch)');
+  if (config.feed === 'kafka' && config.kafkaBrokers.length === 0) missing.push('KB_KAFKA_BROKERS (KB_FEED=kafka)');
+  if (config.embeddings === 'openai' && !config.openai.apiKey && !config.openai.baseUrl) missing.push('KB_OPENAI_API_KEY or KB_OPENAI_BASE_URL (KB_EMBEDDINGS=openai)');
+  if (config.chunkOverlap >= config.chunkTokens) missing.push('KB_CHUNK_OVERLAP must be smaller than KB_CHUNK_TOKENS');
+  if (missing.length) throw new ConfigError(`Invalid configuration, missing or inconsistent:\n  ${missing.join('\n  ')}`);
+  return config;
+}

@@ -1,0 +1,193 @@
+import { domainError } from '../errors';
+import { DEFAULT_SETTINGS, Role, WorkspaceEvent, WorkspaceSettings } from './events';
+
+export interface WorkspaceState {
+  status: 'none' | 'active' | 'deleted';
+  workspaceId: string;
+  name: string;
+  settings: WorkspaceSettings;
+  members: Record<string, Role>;
+  invitations: Record<string, { email: string; role: Role; expiresAt: string; accepted: boolean }>;
+  tags: Record<string, { name: string; color: string }>;
+}
+
+export type WorkspaceCommand =
+  | { type: 'CreateWorkspace'; workspaceId: string; actorId: string; name: string; now: Date }
+  | { type: 'UpdateWorkspace'; actorId: string; name?: string; settings?: Partial<WorkspaceSettings>; now: Date }
+  | { type: 'DeleteWorkspace'; actorId: string; now: Date }
+  | { type: 'AddMember'; actorId: string; userId: string; role: Role; now: Date }
+  | { type: 'ChangeMemberRole'; actorId: string; userId: string; role: Role }
+  | { type: 'RemoveMember'; actorId: string; userId: string }
+  | { type: 'InviteMember'; actorId: string; invitationId: string; email: string; role: Role; now: Date }
+  | { type: 'AcceptInvitation'; actorId: string; actorEmail: string; invitationId: string; now: Date }
+  | { type: 'CreateTag'; actorId: string; tagId: string; name: string; color: string }
+  | { type: 'UpdateTag'; actorId: string; tagId: string; name?: string; color?: string }
+  | { type: 'DeleteTag'; actorId: string; tagId: string };
+
+export const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
+
+const RANK: Record<Role, number> = { MEMBER: 1, ADMIN: 2, OWNER: 3 };
+
+export function roleAtLeast(role: Role | undefined, needed: Role): boolean {
+  return role !== undefined && RANK[role] >= RANK[needed];
+}
+
+function initialState(): WorkspaceState {
+  return { status: 'none', workspaceId: '', name: '', settings: DEFAULT_SETTINGS, members: {}, invitations: {}, tags: {} };
+}
+
+function evolve(s: WorkspaceState, e: WorkspaceEvent): WorkspaceState {
+  switch (e.type) {
+    case 'WorkspaceCreated':
+      return { ...s, status: 'active', workspaceId: e.data.workspaceId, name: e.data.name, settings: e.data.settings, members: { [e.data.ownerId]: 'OWNER' } };
+    case 'WorkspaceUpdated':
+      return { ...s, name: e.data.name ?? s.name, settings: { ...s.settings, ...(e.data.settings ?? {}) } };
+    case 'WorkspaceDeleted':
+      return { ...s, status: 'deleted' };
+    case 'MemberAdded': {
+      const invitations = e.data.invitationId
+        ? { ...s.invitations, [e.data.invitationId]: { ...s.invitations[e.data.invitationId], accepted: true } }
+        : s.invitations;
+      return { ...s, members: { ...s.members, [e.data.userId]: e.data.role }, invitations };
+    }
+    case 'MemberRoleChanged':
+      return { ...s, members: { ...s.members, [e.data.userId]: e.data.role } };
+    case 'MemberRemoved': {
+      const members = { ...s.members };
+      delete members[e.data.userId];
+      return { ...s, members };
+    }
+    case 'InvitationCreated':
+      return { ...s, invitations: { ...s.invitations, [e.data.invitationId]: { email: e.data.email, role: e.data.role, expiresAt: e.data.expiresAt, accepted: false } } };
+    case 'InvitationAccepted':
+      return { ...s, invitations: { ...s.invitations, [e.data.invitationId]: { ...s.invitations[e.data.invitationId], accepted: true } } };
+    case 'TagCreated':
+    case 'TagUpdated':
+      return { ...s, tags: { ...s.tags, [e.data.tagId]: { name: e.data.name, color: e.data.color } } };
+    case 'TagDeleted': {
+      const tags = { ...s.tags };
+      delete tags[e.data.tagId];
+      return { ...s, tags };
+    }
+    default: {
+      const _never: never = e;
+      return _never;
+    }
+  }
+}
+
+/** Membership and role checks shared by every command on an existing workspace. */
+function authorize(s: WorkspaceState, actorId: string, needed: Role): Role {
+  if (s.status !== 'active' || !(actorId in s.members)) throw domainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
+  const role = s.members[actorId];
+  if (!roleAtLeast(role, needed)) throw domainError('FORBIDDEN', `This action needs the ${needed} role.`);
+  return role;
+}
+
+function owners(s: WorkspaceState): string[] {
+  return Object.entries(s.members)
+    .filter(([, r]) => r === 'OWNER')
+    .map(([u]) => u);
+}
+
+function decide(c: WorkspaceCommand, s: WorkspaceState): WorkspaceEvent[] {
+  const workspaceId = s.workspaceId;
+  switch (c.type) {
+    case 'CreateWorkspace':
+      if (s.status !== 'none') throw domainError('CONFLICT', 'Workspace already exists.');
+      return [{ type: 'WorkspaceCreated', data: { workspaceId: c.workspaceId, name: c.name, ownerId: c.actorId, createdAt: c.now.toISOString(), settings: DEFAULT_SETTINGS } }];
+    case 'UpdateWorkspace': {
+      authorize(s, c.actorId, 'ADMIN');
+      const name = c.name !== undefined && c.name !== s.name ? c.name : undefined;
+      const changed: Partial<WorkspaceSettings> = {};
+      for (const [k, v] of Object.entries(c.settings ?? {}) as [keyof WorkspaceSettings, WorkspaceSettings[keyof WorkspaceSettings]][]) {
+        if (s.settings[k] !== v) Object.assign(changed, { [k]: v });
+      }
+      if (name === undefined && Object.keys(changed).length === 0) return [];
+      return [
+        {
+          type: 'WorkspaceUpdated',
+          data: { workspaceId, ...(name !== undefined ? { name } : {}), ...(Object.keys(changed).length ? { settings: changed } : {}), updatedAt: c.now.toISOString() },
+        },
+      ];
+    }
+    case 'DeleteWorkspace':
+      authorize(s, c.actorId, 'OWNER');
+      return [{ type: 'WorkspaceDeleted', data: { workspaceId, deletedAt: c.now.toISOString() } }];
+    case 'AddMember': {
+      const actorRole = authorize(s, c.actorId, 'ADMIN');
+      if (c.role === 'OWNER' && actorRole !== 'OWNER') throw domainError('FORBIDDEN', 'Only an OWNER can grant the OWNER role.');
+      if (c.userId in s.members) throw domainError('MEMBER_EXISTS', 'The user is already a member of this workspace.');
+      return [{ type: 'MemberAdded', data: { workspaceId, userId: c.userId, role: c.role, joinedAt: c.now.toISOString() } }];
+    }
+    case 'ChangeMemberRole': {
+      const actorRole = authorize(s, c.actorId, 'ADMIN');
+      const current = s.members[c.userId];
+      if (current === undefined) throw domainError('MEMBER_NOT_FOUND', 'The user is not a member of this workspace.');
+      if ((c.role === 'OWNER' || current === 'OWNER') && actorRole !== 'OWNER') throw domainError('FORBIDDEN', 'Only an OWNER can grant or take the OWNER role.');
+      if (current === c.role) return [];
+      if (current === 'OWNER' && owners(s).length === 1) {
+        throw domainError('CANNOT_REMOVE_OWNER', 'The workspace must keep an owner: make another member OWNER first.');
+      }
+      return [{ type: 'MemberRoleChanged', data: { workspaceId, userId: c.userId, role: c.role, previousRole: current } }];
+    }
+    case 'RemoveMember': {
+      const self = c.actorId === c.userId;
+      const actorRole = authorize(s, c.actorId, self ? 'MEMBER' : 'ADMIN');
+      const target = s.members[c.userId];
+      if (target === undefined) throw domainError('MEMBER_NOT_FOUND', 'The user is not a member of this workspace.');
+      if (self && target === 'OWNER') throw domainError('CANNOT_REMOVE_OWNER', 'An owner cannot remove themselves: transfer ownership first.');
+      if (target === 'OWNER' && actorRole !== 'OWNER') throw domainError('FORBIDDEN', 'Only an OWNER can remove an OWNER.');
+      return [{ type: 'MemberRemoved', data: { workspaceId, userId: c.userId } }];
+    }
+    case 'InviteMember': {
+      const actorRole = authorize(s, c.actorId, 'ADMIN');
+      if (c.role === 'OWNER' && actorRole !== 'OWNER') throw domainError('FORBIDDEN', 'Only an OWNER can invite an OWNER.');
+      return [
+        {
+          type: 'InvitationCreated',
+          data: { workspaceId, invitationId: c.invitationId, email: c.email.toLowerCase(), role: c.role, createdAt: c.now.toISOString(), expiresAt: new Date(c.now.getTime() + INVITATION_TTL_MS).toISOString() },
+        },
+      ];
+    }
+    case 'AcceptInvitation': {
+      const inv = s.invitations[c.invitationId];
+      if (s.status !== 'active' || !inv || inv.accepted || inv.email !== c.actorEmail.toLowerCase()) {
+        throw domainError('INVITATION_NOT_FOUND', 'Invitation not found.');
+      }
+      if (Date.parse(inv.expiresAt) <= c.now.getTime()) throw domainError('INVITATION_EXPIRED', 'The invitation has expired; ask for a new one.');
+      if (c.actorId in s.members) throw domainError('MEMBER_EXISTS', 'You are already a member of this workspace.');
+      return [
+        { type: 'InvitationAccepted', data: { workspaceId, invitationId: c.invitationId, userId: c.actorId } },
+        { type: 'MemberAdded', data: { workspaceId, userId: c.actorId, role: inv.role, joinedAt: c.now.toISOString(), invitationId: c.invitationId } },
+      ];
+    }
+    case 'CreateTag': {
+      authorize(s, c.actorId, 'ADMIN');
+      if (Object.values(s.tags).some((t) => t.name.toLowerCase() === c.name.toLowerCase())) throw domainError('TAG_EXISTS', 'A tag with this name already exists.');
+      return [{ type: 'TagCreated', data: { workspaceId, tagId: c.tagId, name: c.name, color: c.color } }];
+    }
+    case 'UpdateTag': {
+      authorize(s, c.actorId, 'ADMIN');
+      const tag = s.tags[c.tagId];
+      if (!tag) throw domainError('TAG_NOT_FOUND', 'Tag not found.');
+      const name = c.name ?? tag.name;
+      const color = c.color ?? tag.color;
+      if (Object.entries(s.tags).some(([id, t]) => id !== c.tagId && t.name.toLowerCase() === name.toLowerCase())) {
+        throw domainError('TAG_EXISTS', 'A tag with this name already exists.');
+      }
+      if (name === tag.name && color === tag.color) return [];
+      return [{ type: 'TagUpdated', data: { workspaceId, tagId: c.tagId, name, color } }];
+    }
+    case 'DeleteTag':
+      authorize(s, c.actorId, 'ADMIN');
+      if (!s.tags[c.tagId]) throw domainError('TAG_NOT_FOUND', 'Tag not found.');
+      return [{ type: 'TagDeleted', data: { workspaceId, tagId: c.tagId } }];
+    default: {
+      const _never: never = c;
+      return _never;
+    }
+  }
+}
+
+export const workspaceDecider = { initialState, evolve, decide };

@@ -1,0 +1,83 @@
+import express, { NextFunction, Request, Response } from 'express';
+import { randomUUID } from 'node:crypto';
+import { AppContext } from '../app/context';
+import { redactUrl } from '../app/logger';
+import { DomainError } from '../domain/errors';
+import { familyOf, HttpError, sendError } from './errors';
+import { routeModules } from './routes';
+import './types';
+
+const JSON_LIMIT = '1mb';
+
+function isBodyParserError(err: unknown): err is { type: string; status?: number } {
+  return typeof err === 'object' && err !== null && 'type' in err && typeof (err as { type: unknown }).type === 'string';
+}
+
+export function createApp(ctx: AppContext): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+
+  // Correlation id and an access log with secrets scrubbed (no tokens, no query text).
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const incoming = req.headers['x-request-id'];
+    req.correlationId = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', req.correlationId);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      ctx.logger.info(
+        { reqId: req.correlationId, method: req.method, path: redactUrl(req.originalUrl), status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+        'request',
+      );
+    });
+    next();
+  });
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', (_req, res, next) => {
+    (async () => {
+      const head = await ctx.eventStore.headPosition();
+      const low = ctx.runner.lowWatermark();
+      const ready = head - low <= 1000;
+      res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'catching_up', head, projected: low });
+    })().catch(next);
+  });
+
+  // JSON bodies for every route but the tool endpoint (it reads its own raw body for -32700).
+  const json = express.json({ limit: JSON_LIMIT, type: ['application/json', 'application/*+json'] });
+  app.use((req, res, next) => (req.path.startsWith('/mcp/') ? next() : json(req, res, next)));
+
+  const modules = routeModules.map((f) => f(ctx));
+  for (const m of modules) {
+    if (m.v1) {
+      app.use('/v1', m.v1);
+      app.use('/api/v1', m.v1);
+    }
+  }
+  for (const m of modules) if (m.api) app.use('/api', m.api);
+  for (const m of modules) if (m.root) app.use('/', m.root);
+
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    next(new HttpError(404, 'NOT_FOUND', `No route for ${req.method} ${redactUrl(req.path)}.`));
+  });
+
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) return;
+    if (err instanceof DomainError) return sendError(req, res, err);
+    if (isBodyParserError(err)) {
+      if (err.type === 'entity.parse.failed') return sendError(req, res, new HttpError(400, 'VALIDATION_ERROR', 'Malformed JSON in the request body.'));
+      if (err.type === 'entity.too.large') return sendError(req, res, new HttpError(413, 'PAYLOAD_TOO_LARGE', `The request body exceeds ${JSON_LIMIT}.`));
+      return sendError(req, res, new HttpError(400, 'VALIDATION_ERROR', 'The request body could not be read.'));
+    }
+    ctx.logger.error({ err, reqId: req.correlationId, path: redactUrl(req.path) }, 'unhandled error');
+    if (familyOf(req.path) === 'mcp') {
+      res.status(500).json({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } });
+      return;
+    }
+    sendError(req, res, new HttpError(500, 'INTERNAL_ERROR', 'Something went wrong on our side.'));
+  });
+  return app;
+}

@@ -1,0 +1,102 @@
+import { Request, Response } from 'express';
+import { DomainError } from '../domain/errors';
+
+const STATUS: Record<string, number> = {
+  VALIDATION_ERROR: 400,
+  BAD_REQUEST: 400,
+  QUERY_REQUIRED: 400,
+  QUERY_TOO_LONG: 400,
+  INVALID_FILE_TYPE: 400,
+  FILE_TOO_LARGE: 400,
+  SIZE_LIMIT_EXCEEDED: 400,
+  DOCUMENT_LIMIT_EXCEEDED: 400,
+  DOCUMENT_NOT_VERIFIED: 400,
+  CANNOT_REMOVE_OWNER: 400,
+  UNAUTHORIZED: 401,
+  TOKEN_EXPIRED: 401,
+  INVALID_CREDENTIALS: 401,
+  FORBIDDEN: 403,
+  PUBLIC_LINKS_DISABLED: 403,
+  REGISTRATION_DISABLED: 403,
+  NOT_FOUND: 404,
+  WORKSPACE_NOT_FOUND: 404,
+  DOCUMENT_NOT_FOUND: 404,
+  USER_NOT_FOUND: 404,
+  MEMBER_NOT_FOUND: 404,
+  TAG_NOT_FOUND: 404,
+  INVITATION_NOT_FOUND: 404,
+  API_KEY_NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  MEMBER_EXISTS: 409,
+  EMAIL_TAKEN: 409,
+  TAG_EXISTS: 409,
+  DOCUMENT_ALREADY_IN_SET: 409,
+  DOCUMENT_LOCKED: 409,
+  EXPIRED: 410,
+  INVITATION_EXPIRED: 410,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+};
+
+const SUGGESTIONS: Record<string, string> = {
+  VALIDATION_ERROR: 'Check the request body against the API reference: field names, types and length limits.',
+  SIZE_LIMIT_EXCEEDED: 'Remove a document from the set or add a smaller one; a set holds at most 102400 bytes of text.',
+  DOCUMENT_LIMIT_EXCEEDED: 'A set holds at most 20 documents: remove one first or create another set.',
+  DOCUMENT_NOT_VERIFIED: 'Wait until the document has finished processing (processingStatus VERIFIED), or reprocess it if it FAILED.',
+  DOCUMENT_ALREADY_IN_SET: 'The document is already in this set; use reorder to change its position.',
+  CONFLICT: 'Someone else changed this resource: fetch it again, re-apply your change and send the new updatedAt as expectedUpdatedAt.',
+  NOT_FOUND: 'Check the identifier; it may have been deleted or belong to a workspace you are not a member of.',
+  UNAUTHORIZED: 'Send a valid access token or API key as Authorization: Bearer <token>.',
+  TOKEN_EXPIRED: 'Obtain a new access token with POST /v1/auth/refresh.',
+  FORBIDDEN: 'This action needs the ADMIN or OWNER role in the workspace.',
+  PUBLIC_LINKS_DISABLED: 'Enable settings.allowPublicSearchLinks on the workspace (PUT /v1/workspaces/:id) first.',
+  RATE_LIMITED: 'Slow down and retry after the number of seconds in the Retry-After header.',
+  WORKSPACE_NOT_FOUND: 'Check the workspace id and that you are a member of it.',
+  INTERNAL_ERROR: 'Retry later; if it persists, contact the operator with the X-Request-Id header value.',
+};
+
+export function statusOf(code: string): number {
+  return STATUS[code] ?? 400;
+}
+
+export type ErrorFamily = 'v1' | 'api' | 'public' | 'mcp';
+
+/** Which envelope a path answers in (decisions.md, "Errors"). */
+export function familyOf(path: string): ErrorFamily {
+  if (path.startsWith('/v1/') || path === '/v1' || path.startsWith('/api/v1/') || path === '/api/v1') return 'v1';
+  if (path.startsWith('/api/')) return 'api';
+  if (path.startsWith('/mcp/')) return 'mcp';
+  return 'public';
+}
+
+/** An HTTP-level error with a code (bad JSON, body too large, ...). */
+export class HttpError extends DomainError {
+  constructor(
+    readonly status: number,
+    code: string,
+    message: string,
+    details?: Record<string, unknown>,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(code, message, details);
+  }
+}
+
+export function sendError(req: Request, res: Response, err: DomainError): void {
+  const status = err instanceof HttpError ? err.status : statusOf(err.code);
+  if (err instanceof HttpError) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  const family = familyOf(req.path);
+  if (family === 'public') {
+    res.status(status).json({ error: err.code, message: err.message });
+  } else if (family === 'api') {
+    res.status(status).json({
+      error: { code: err.code, message: err.message, details: err.details ?? {}, suggestion: SUGGESTIONS[err.code] ?? 'Check the request and try again.' },
+    });
+  } else {
+    res.status(status).json({ error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } });
+  }
+}

@@ -1,0 +1,25 @@
+import { RouteModuleFactory } from './module';
+import { authRoutes } from './authRoutes';
+import { workspaceRoutes } from './workspaceRoutes';
+import { documentRoutes } from './documentRoutes';
+import { searchRoutes } from './searchRoutes';
+import { instructionSetRoutes } from './instructionSetRoutes';
+import { publicSetRoutes } from './publicSetRoutes';
+import { searchLinkRoutes } from './searchLinkRoutes';
+import { publicSearchRoutes } from './publicSearchRoutes';
+import { mcpRoutes } from './mcpRoutes';
+import { auditRoutes } from './auditRoutes';
+
+/** Every feature's routes, in mounting order (public set pages before search-link pages on /s/:id). */
+export const routeModules: RouteModuleFactory[] = [
+  authRoutes,
+  workspaceRoutes,
+  documentRoutes,
+  searchRoutes,
+  instructionSetRoutes,
+  searchLinkRoutes,
+  auditRoutes,
+  mcpRoutes,
+  publicSetRoutes,
+  publicSearchRoutes,
+];

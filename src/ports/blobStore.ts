@@ -1,0 +1,25 @@
+import { Readable } from 'node:stream';
+
+export interface StoredBlob {
+  sha256: string;
+  size: number;
+}
+
+/** Content-addressed storage of uploaded files. */
+export interface BlobStore {
+  /** Stream `source` in, stopping with BlobTooLargeError past `maxBytes`. Same content, same address. */
+  put(source: Readable, maxBytes: number): Promise<StoredBlob>;
+  get(sha256: string): Promise<Readable>;
+  /** Path on local disk, when the store has one (extractors that need a file). */
+  localPath?(sha256: string): string;
+  exists(sha256: string): Promise<boolean>;
+  delete(sha256: string): Promise<void>;
+}
+
+export class BlobTooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`file exceeds ${maxBytes} bytes`);
+  }
+}
+
+export const BLOB_STORE = Symbol('BLOB_STORE');

@@ -1,0 +1,58 @@
+/** A comparison on one field of a read-model document. */
+export type FieldCondition =
+  | string
+  | number
+  | boolean
+  | null
+  | { $in: (string | number)[] }
+  | { $ne: string | number | boolean | null }
+  | { $contains: string } // array field contains the value
+  | { $containsAny: string[] } // array field contains any of the values
+  | { $ilike: string } // case-insensitive substring of a string field
+  | { $gt?: string | number; $gte?: string | number; $lt?: string | number; $lte?: string | number };
+
+/** Conjunction of conditions on top-level fields. */
+export type Filter = Record<string, FieldCondition>;
+
+export interface FindOptions {
+  sort?: { field: string; direction: 'asc' | 'desc' }[];
+  skip?: number;
+  limit?: number;
+}
+
+export interface ReadDoc {
+  id: string;
+}
+
+/** One read model: JSON documents addressed by id, queryable by top-level fields. */
+export interface Collection<T extends ReadDoc> {
+  get(id: string): Promise<T | null>;
+  getMany(ids: string[]): Promise<T[]>;
+  put(doc: T): Promise<void>;
+  delete(id: string): Promise<void>;
+  deleteMany(filter: Filter): Promise<number>;
+  find(filter: Filter, options?: FindOptions): Promise<T[]>;
+  count(filter: Filter): Promise<number>;
+}
+
+export interface IndexSpec {
+  fields: string[];
+  unique?: boolean;
+}
+
+/**
+ * Storage for read models and projection checkpoints. A projection's batch and its
+ * checkpoint are written in one `transaction`, so a crash never half-applies a batch.
+ */
+export interface ReadStore {
+  collection<T extends ReadDoc>(name: string, indexes?: IndexSpec[]): Collection<T>;
+  getCheckpoint(projection: string): Promise<number>;
+  setCheckpoint(projection: string, position: number): Promise<void>;
+  /** Run `fn` atomically. Writers are serialised by the caller (one projector per read model). */
+  transaction<R>(fn: () => Promise<R>): Promise<R>;
+  /** Drop every document of the given collections (for a rebuild). */
+  clear(collections: string[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const READ_STORE = Symbol('READ_STORE');
