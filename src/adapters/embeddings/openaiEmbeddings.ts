@@ -1,0 +1,158 @@
+import OpenAI from 'openai';
+import type { EmbeddingProvider } from '../../ports/embeddings';
+
+export interface EmbeddingsRequest {
+  model: string;
+  input: string[];
+  dimensions?: number;
+}
+export interface EmbeddingsResponse {
+  data: { index: number; embedding: number[] }[];
+}
+/** The one call the provider needs; defaults to the `openai` client's `embeddings.create`. */
+export type CreateEmbeddings = (request: EmbeddingsRequest) => Promise<EmbeddingsResponse>;
+
+export interface OpenAIEmbeddingsOptions {
+  apiKey?: string;
+  /** OpenAI-compatible server, e.g. http://localhost:8080/v1. */
+  baseURL?: string;
+  /** Default text-embedding-3-small. */
+  model?: string;
+  /** Requested output dimensions (text-embedding-3-* support shortening). */
+  dimensions?: number;
+  /** Inputs per request (default 256). */
+  batchSize?: number;
+  /** Retries after the first attempt on 429, 5xx and connection errors (default 5). */
+  maxRetries?: number;
+  /** First back-off in ms (default 500); doubles per retry, capped at maxDelayMs. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** Per-request time-out in ms (default 60 000). */
+  timeoutMs?: number;
+  /** Injected for tests. */
+  create?: CreateEmbeddings;
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+}
+
+const KNOWN_DIMENSIONS: Record<string, number> = {
+  'text-embedding-3-small': 1536,
+  'text-embedding-3-large': 3072,
+  'text-embedding-ada-002': 1536,
+};
+
+interface ErrorLike {
+  status?: number;
+  headers?: { get?: (name: string) => string | null } | Record<string, string>;
+  name?: string;
+}
+
+/** Status of an error from the client, or undefined for network errors. */
+function statusOf(err: unknown): number | undefined {
+  const s = (err as ErrorLike | null)?.status;
+  return typeof s === 'number' ? s : undefined;
+}
+
+function isRetryable(err: unknown): boolean {
+  const status = statusOf(err);
+  if (status === undefined) {
+    const name = (err as ErrorLike | null)?.name ?? '';
+    return name === 'APIConnectionError' || name === 'APIConnectionTimeoutError' || name === 'FetchError';
+  }
+  return status === 429 || status === 408 || status >= 500;
+}
+
+/** Server-requested delay (Retry-After seconds) in ms, if any. */
+function retryAfterMs(err: unknown): number | undefined {
+  const h = (err as ErrorLike | null)?.headers;
+  if (!h) return undefined;
+  const raw = typeof (h as { get?: unknown }).get === 'function'
+    ? (h as { get: (n: string) => string | null }).get('retry-after')
+    : (h as Record<string, string>)['retry-after'];
+  const secs = raw === null || raw === undefined ? NaN : Number(raw);
+  return Number.isFinite(secs) && secs >= 0 ? secs * 1000 : undefined;
+}
+
+/**
+ * `openai` embedding provider (also any OpenAI-compatible server through `baseURL`).
+ * Splits inputs into batches, sends them one after another, and retries 429/5xx and
+ * connection failures with exponential back-off and full jitter.
+ */
+export class OpenAIEmbeddings implements EmbeddingProvider {
+  readonly modelId: string;
+  readonly dimensions: number;
+  private readonly model: string;
+  private readonly requestDimensions?: number;
+  private readonly batchSize: number;
+  private readonly maxRetries: number;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+  private readonly create: CreateEmbeddings;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly random: () => number;
+
+  constructor(options: OpenAIEmbeddingsOptions = {}) {
+    this.model = options.model ?? 'text-embedding-3-small';
+    this.requestDimensions = options.dimensions;
+    this.dimensions = options.dimensions ?? KNOWN_DIMENSIONS[this.model] ?? 0;
+    this.modelId = `openai:${this.model}${options.dimensions ? `@${options.dimensions}` : ''}`;
+    this.batchSize = Math.min(2048, Math.max(1, Math.floor(options.batchSize ?? 256)));
+    this.maxRetries = Math.max(0, Math.floor(options.maxRetries ?? 5));
+    this.baseDelayMs = options.baseDelayMs ?? 500;
+    this.maxDelayMs = options.maxDelayMs ?? 20_000;
+    this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.random = options.random ?? Math.random;
+    if (options.create) {
+      this.create = options.create;
+    } else {
+      const client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL, maxRetries: 0, timeout: options.timeoutMs ?? 60_000 });
+      this.create = (req) => client.embeddings.create({ ...req, encoding_format: 'float' });
+    }
+  }
+
+  async embed(texts: string[]): Promise<Float32Array[]> {
+    const out: Float32Array[] = [];
+    for (let i = 0; i < texts.length; i += this.batchSize) {
+      // The API rejects empty strings.
+      const input = texts.slice(i, i + this.batchSize).map((t) => (t.length === 0 ? ' ' : t));
+      out.push(...(await this.embedBatch(input)));
+    }
+    return out;
+  }
+
+  private async embedBatch(input: string[]): Promise<Float32Array[]> {
+    const request: EmbeddingsRequest = { model: this.model, input };
+    if (this.requestDimensions) request.dimensions = this.requestDimensions;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const res = await this.create(request);
+        const vectors = new Array<Float32Array | undefined>(input.length);
+        for (const d of res.data) vectors[d.index] = normalise(d.embedding);
+        if (vectors.some((v) => v === undefined) || res.data.length !== input.length) {
+          throw new Error(`embedding response has ${res.data.length} vectors for ${input.length} inputs`);
+        }
+        return vectors as Float32Array[];
+      } catch (err) {
+        if (attempt >= this.maxRetries || !isRetryable(err)) throw err;
+        const backoff = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** attempt);
+        const jittered = this.random() * backoff;
+        await this.sleep(Math.min(this.maxDelayMs, Math.max(jittered, retryAfterMs(err) ?? 0)));
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    // Stateless HTTP client: nothing to release.
+  }
+}
+
+function normalise(v: number[]): Float32Array {
+  const out = Float32Array.from(v);
+  let s = 0;
+  for (let i = 0; i < out.length; i++) s += out[i] * out[i];
+  if (s > 0) {
+    const inv = 1 / Math.sqrt(s);
+    for (let i = 0; i < out.length; i++) out[i] *= inv;
+  }
+  return out;
+}
