@@ -1,0 +1,303 @@
+/**
+ * Worker-thread side of `extractText` (see extract.ts). Loaded as compiled JS from dist/.
+ * Streams sections to the parent in batches, so neither side holds more than a batch plus
+ * what the parent accumulates.
+ */
+import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import mammoth from 'mammoth';
+import { PasswordException, PDFParse } from 'pdf-parse';
+import WordExtractor from 'word-extractor';
+import type { DocumentKind } from './detectType';
+import { ExtractedSection, ExtractionError, ExtractJob, ExtractWorkerMessage } from './extract';
+import { normalizeInline, normalizeText } from './normalize';
+
+/** Text files are read and handed on in pieces of about this many characters. */
+const PIECE_CHARS = 256 * 1024;
+const BATCH_CHARS = 1024 * 1024;
+const HEADING_SEPARATOR = ' > ';
+
+export async function* extractSections(filePath: string, kind: DocumentKind): AsyncGenerator<ExtractedSection> {
+  switch (kind) {
+    case 'pdf':
+      yield* pdfSections(filePath);
+      return;
+    case 'docx':
+      yield* docxSections(filePath);
+      return;
+    case 'doc':
+      yield* docSections(filePath);
+      return;
+    case 'txt':
+      yield* textSections(filePath);
+      return;
+    case 'md':
+      yield* markdownSections(filePath);
+      return;
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+// ---- PDF: page by page, one section per page with text ------------------------------------
+
+async function* pdfSections(filePath: string): AsyncGenerator<ExtractedSection> {
+  const data = await readFile(filePath);
+  const parser = new PDFParse({
+    data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    isEvalSupported: false, // never compile code from a hostile font
+    verbosity: 0,
+  });
+  try {
+    let total = 1;
+    for (let page = 1; page <= total; page++) {
+      let text: string;
+      try {
+        const result = await parser.getText({ partial: [page] });
+        total = result.total;
+        text = result.pages[0]?.text ?? '';
+      } catch (err) {
+        if (err instanceof PasswordException) {
+          throw new ExtractionError('ENCRYPTED', 'the PDF is password-protected; upload a copy without a password');
+        }
+        throw new ExtractionError('CORRUPT', `the PDF could not be read (${describe(err)})`);
+      }
+      const normalized = normalizeText(text);
+      if (normalized) yield { text: normalized, page };
+    }
+  } finally {
+    await parser.destroy().catch(() => undefined);
+  }
+}
+
+// ---- .docx: mammoth's HTML, split at headings -----------------------------------------------
+
+async function* docxSections(filePath: string): AsyncGenerator<ExtractedSection> {
+  let html: string;
+  try {
+    html = (await mammoth.convertToHtml({ path: filePath }, { ignoreEmptyParagraphs: true })).value;
+  } catch (err) {
+    throw new ExtractionError('CORRUPT', `the Word document could not be read (${describe(err)})`);
+  }
+  yield* htmlSections(html);
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0' };
+
+function decodeEntities(s: string): string {
+  return s.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (m, e: string) => {
+    if (e[0] === '#') {
+      const cp = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
+      return Number.isFinite(cp) && cp <= 0x10ffff ? String.fromCodePoint(cp) : m;
+    }
+    return ENTITIES[e.toLowerCase()] ?? m;
+  });
+}
+
+/** Sections of mammoth's (simple, well-formed) HTML: text between headings, with the heading path. */
+export function* htmlSections(html: string): Generator<ExtractedSection> {
+  const headings: string[] = [];
+  let body = '';
+  let heading: { level: number; text: string } | undefined;
+  const path = (): string | undefined => (headings.some(Boolean) ? headings.filter(Boolean).join(HEADING_SEPARATOR) : undefined);
+  const flush = function* (): Generator<ExtractedSection> {
+    const text = normalizeText(body);
+    body = '';
+    if (!text) return;
+    const section = path();
+    yield section === undefined ? { text } : { text, section };
+  };
+  const tokens = /<(\/?)([a-z0-9]+)[^>]*>|([^<]+)/gi;
+  for (const m of html.matchAll(tokens)) {
+    const [, closing, tagName, textPart] = m;
+    if (textPart !== undefined) {
+      const text = decodeEntities(textPart);
+      if (heading) heading.text += text;
+      else body += text;
+      continue;
+    }
+    const tag = tagName.toLowerCase();
+    const level = /^h[1-6]$/.test(tag) ? Number(tag[1]) : 0;
+    if (level && !closing) {
+      yield* flush();
+      heading = { level, text: '' };
+    } else if (level && closing && heading) {
+      headings.length = heading.level - 1;
+      headings[heading.level - 1] = normalizeInline(heading.text);
+      heading = undefined;
+    } else if (tag === 'br') {
+      if (heading) heading.text += ' ';
+      else body += '\n';
+    } else if (closing && (tag === 'p' || tag === 'li' || tag === 'tr' || tag === 'table' || tag === 'ul' || tag === 'ol')) {
+      body += '\n\n';
+    } else if (closing && (tag === 'td' || tag === 'th')) {
+      body += '\t';
+    }
+  }
+  yield* flush();
+}
+
+// ---- .doc: word-extractor ---------------------------------------------------------------------
+
+async function* docSections(filePath: string): AsyncGenerator<ExtractedSection> {
+  let text: string;
+  try {
+    const doc = await new WordExtractor().extract(filePath);
+    text = [doc.getBody(), doc.getFootnotes(), doc.getEndnotes()].join('\n\n');
+  } catch (err) {
+    throw new ExtractionError('CORRUPT', `the Word 97-2003 document could not be read (${describe(err)})`);
+  }
+  const normalized = normalizeText(text);
+  if (normalized) yield { text: normalized };
+}
+
+// ---- text files: streamed ------------------------------------------------------------------
+
+/** Decoded text of a UTF-8 file in pieces (BOM dropped, invalid bytes replaced). */
+async function* decodeFile(filePath: string): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8');
+  for await (const buf of createReadStream(filePath, { highWaterMark: 64 * 1024 })) {
+    const s = decoder.decode(buf as Buffer, { stream: true });
+    if (s) yield s;
+  }
+  const rest = decoder.decode();
+  if (rest) yield rest;
+}
+
+async function* textSections(filePath: string): AsyncGenerator<ExtractedSection> {
+  let buf = '';
+  const emit = (piece: string): ExtractedSection | undefined => {
+    const text = normalizeText(piece);
+    return text ? { text } : undefined;
+  };
+  for await (const s of decodeFile(filePath)) {
+    buf += s;
+    if (buf.length < PIECE_CHARS) continue;
+    // Cut at a paragraph break, else a line end, else a space (normalisation is line-local).
+    let cut = buf.lastIndexOf('\n\n');
+    if (cut < buf.length / 2) cut = buf.lastIndexOf('\n');
+    if (cut < buf.length / 2) cut = buf.lastIndexOf(' ');
+    if (cut < buf.length / 2) cut = buf.length;
+    const section = emit(buf.slice(0, cut));
+    buf = buf.slice(cut);
+    if (section) yield section;
+  }
+  const last = emit(buf);
+  if (last) yield last;
+}
+
+/** Lines of a file, streamed (without their line ends). */
+async function* fileLines(filePath: string): AsyncGenerator<string> {
+  let carry = '';
+  for await (const s of decodeFile(filePath)) {
+    const parts = (carry + s).split(/\r?\n/);
+    carry = parts.pop() ?? '';
+    yield* parts;
+  }
+  if (carry) yield carry;
+}
+
+const ATX_HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+const SETEXT_UNDERLINE = /^ {0,3}(=+|-+)[ \t]*$/;
+const NOT_PARAGRAPH_TEXT = /^ {0,3}(?:[-*+>]|\d+[.)]|#|`{3}|~{3}|\|)|^\s*$/;
+
+/**
+ * Markdown, streamed line by line: the text under each heading becomes a section whose
+ * `section` is the heading path ("Install > Linux"). ATX and setext headings; `#` lines
+ * inside fenced code are code. Body text keeps its Markdown; headings are not repeated in it.
+ */
+async function* markdownSections(filePath: string): AsyncGenerator<ExtractedSection> {
+  const headings: string[] = [];
+  let lines: string[] = [];
+  let chars = 0;
+  let fence: string | undefined;
+  const path = (): string | undefined => (headings.some(Boolean) ? headings.filter(Boolean).join(HEADING_SEPARATOR) : undefined);
+  const flush = (): ExtractedSection | undefined => {
+    const text = normalizeText(lines.join('\n'));
+    lines = [];
+    chars = 0;
+    if (!text) return undefined;
+    const section = path();
+    return section === undefined ? { text } : { text, section };
+  };
+  const setHeading = (level: number, text: string): void => {
+    headings.length = level - 1;
+    headings[level - 1] = normalizeInline(text);
+  };
+
+  for await (const line of fileLines(filePath)) {
+    if (fence !== undefined) {
+      lines.push(line);
+      chars += line.length + 1;
+      const close = FENCE.exec(line);
+      if (close && close[1][0] === fence[0] && close[1].length >= fence.length && line.trim() === close[1]) fence = undefined;
+    } else if (FENCE.test(line)) {
+      fence = (FENCE.exec(line) as RegExpExecArray)[1];
+      lines.push(line);
+    } else if (ATX_HEADING.test(line)) {
+      const m = ATX_HEADING.exec(line) as RegExpExecArray;
+      const done = flush();
+      if (done) yield done;
+      setHeading(m[1].length, m[2] ?? '');
+    } else if (SETEXT_UNDERLINE.test(line) && lines.length > 0 && !NOT_PARAGRAPH_TEXT.test(lines[lines.length - 1])) {
+      const title = lines.pop() as string;
+      const done = flush();
+      if (done) yield done;
+      setHeading(line.trim()[0] === '=' ? 1 : 2, title);
+    } else {
+      lines.push(line);
+      chars += line.length + 1;
+    }
+    // Hand long sections on in pieces, at a blank line when possible.
+    if (chars >= PIECE_CHARS && (line.trim() === '' || chars >= 2 * PIECE_CHARS)) {
+      const done = flush();
+      if (done) yield done;
+    }
+  }
+  const done = flush();
+  if (done) yield done;
+}
+
+// ---- worker entry -----------------------------------------------------------------------------
+
+async function run(job: ExtractJob): Promise<void> {
+  const port = parentPort;
+  if (!port) return;
+  const send = (msg: ExtractWorkerMessage): void => port.postMessage(msg);
+  try {
+    let batch: ExtractedSection[] = [];
+    let batchChars = 0;
+    let anyText = false;
+    for await (const section of extractSections(job.filePath, job.kind)) {
+      anyText = true;
+      batch.push(section);
+      batchChars += section.text.length;
+      if (batchChars >= BATCH_CHARS) {
+        send({ type: 'sections', sections: batch });
+        batch = [];
+        batchChars = 0;
+      }
+    }
+    if (!anyText) {
+      throw new ExtractionError(
+        'NO_TEXT',
+        job.kind === 'pdf'
+          ? 'the PDF has no extractable text (no text layer: a scanned document? OCR is not supported)'
+          : 'the file contains no text',
+      );
+    }
+    if (batch.length > 0) send({ type: 'sections', sections: batch });
+    send({ type: 'done' });
+  } catch (err) {
+    if (err instanceof ExtractionError) send({ type: 'error', code: err.code, message: err.message });
+    else send({ type: 'error', code: 'CORRUPT', message: `the ${job.kind} file could not be read (${describe(err)})` });
+  }
+}
+
+if (!isMainThread && parentPort && workerData && typeof (workerData as ExtractJob).filePath === 'string') {
+  void run(workerData as ExtractJob);
+}

@@ -1,0 +1,166 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { DocumentKind } from '../../src/processing/detectType';
+import { ExtractedText, ExtractionError, ExtractionErrorCode, extractText } from '../../src/processing/extract';
+import { normalizeText } from '../../src/processing/normalize';
+
+// extractText runs the compiled worker from dist/ (jest's globalSetup, or `npm run build`).
+
+const fixture = (name: string): string => path.join(__dirname, '..', 'fixtures', name);
+const opts = { timeoutMs: 30_000 };
+
+async function failure(p: Promise<ExtractedText>): Promise<ExtractionError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(ExtractionError);
+    return err as ExtractionError;
+  }
+  throw new Error('expected extraction to fail');
+}
+
+describe('normalizeText', () => {
+  it('normalises line ends, spaces, blank lines and invisible characters', () => {
+    expect(normalizeText('\ufeff  a\u00a0\u00a0b\t\tc  \r\nd\re\n\n\n\n f\u200b\u00adg \n')).toBe('a b c\nd\ne\n\nf' + 'g');
+    expect(normalizeText('x\u0000y\u0007z')).toBe('x y z');
+    expect(normalizeText('e\u0301')).toBe('é'); // NFC
+    expect(normalizeText(' \n\t ')).toBe('');
+  });
+});
+
+describe('extractText', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'kb-extract-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('PDF: one section per page, with page numbers and the page text', async () => {
+    const { sections } = await extractText(fixture('sample.pdf'), 'pdf', opts);
+    expect(sections).toEqual([
+      { page: 1, text: 'Alpha page. The aardvark eats ants at dawn.\nApples grow on the first page.' },
+      { page: 2, text: 'Beta page. Bears fish for salmon in the river.\nBananas belong to the second page.' },
+      { page: 3, text: 'Gamma page. Giraffes reach the tallest leaves.\nGrapes close the third page.' },
+    ]);
+  });
+
+  it('.docx: text under each heading carries the heading path', async () => {
+    const { sections } = await extractText(fixture('sample.docx'), 'docx', opts);
+    expect(sections).toEqual([
+      { text: 'Preface paragraph before headings.' },
+      { text: 'Install the service first. Bold words & more.', section: 'Installation' },
+      { text: 'Use the package manager on Linux.', section: 'Installation > Linux' },
+      { text: 'Use the installer on Windows.', section: 'Installation > Windows' },
+      { text: 'Start the service and search.', section: 'Usage' },
+    ]);
+  });
+
+  it('.doc (written by LibreOffice): the body text, paragraphs in order', async () => {
+    const { sections } = await extractText(fixture('sample.doc'), 'doc', opts);
+    expect(sections).toEqual([
+      {
+        text: [
+          'Preface paragraph before headings.',
+          'Installation',
+          'Install the service first. Bold words & more.',
+          'Linux',
+          'Use the package manager on Linux.',
+          'Windows',
+          'Use the installer on Windows.',
+          'Usage',
+          'Start the service and search.',
+        ].join('\n'),
+      },
+    ]);
+  });
+
+  it('.md: sections know their nearest heading path; code is not a heading', async () => {
+    const { sections } = await extractText(fixture('sample.md'), 'md', opts);
+    expect(sections).toEqual([
+      { text: 'Intro text before any heading.' },
+      { text: 'General installation notes.', section: 'Install' },
+      {
+        text: 'Run the package manager on Linux.\n\n```sh\n# this is a shell comment, not a heading\napt-get install kb\n```',
+        section: 'Install > Linux',
+      },
+      { text: 'Debian needs the contrib repository.', section: 'Install > Linux > Debian' },
+      { text: 'Use the installer on Windows.', section: 'Install > Windows' },
+      { text: 'Start the service with npm start.', section: 'Usage' }, // setext heading, level 1
+    ]);
+  });
+
+  it('.txt: UTF-8 text, whitespace normalised', async () => {
+    const { sections } = await extractText(fixture('sample.txt'), 'txt', opts);
+    expect(sections).toEqual([
+      {
+        text:
+          'The quick brown fox jumps over the lazy dog. Extra spaces collapse.\n\n' +
+          'Second paragraph: café, naïve, 東京 and an emoji 🙂.\nA CRLF line ended above.\n\n' +
+          'Third paragraph after many blank lines.',
+      },
+    ]);
+  });
+
+  it('.txt with a BOM and a multi-megabyte body arrives in pieces that add up to the text', async () => {
+    const para = (i: number) => `Paragraph ${i} has a few words in it, é 東 🙂.`;
+    const body = Array.from({ length: 60_000 }, (_, i) => para(i)).join('\n\n');
+    const p = path.join(dir, 'big.txt');
+    await writeFile(p, '\ufeff' + body);
+    const { sections } = await extractText(p, 'txt', opts);
+    expect(sections.length).toBeGreaterThan(5);
+    expect(sections.every((s) => s.page === undefined && s.section === undefined)).toBe(true);
+    expect(sections.map((s) => s.text).join('\n\n')).toBe(body);
+  });
+
+  it('.md: long sections are handed on in pieces that keep their heading', async () => {
+    const body = Array.from({ length: 30_000 }, (_, i) => `Line ${i} of the long section.`).join('\n\n');
+    const p = path.join(dir, 'big.md');
+    await writeFile(p, `# Big\n\n## Part\n\n${body}\n\n# After\n\nEnd.\n`);
+    const { sections } = await extractText(p, 'md', opts);
+    const part = sections.filter((s) => s.section === 'Big > Part');
+    expect(part.length).toBeGreaterThan(1);
+    expect(part.map((s) => s.text).join('\n\n')).toBe(body);
+    expect(sections[sections.length - 1]).toEqual({ text: 'End.', section: 'After' });
+  });
+
+  const failures: [string, DocumentKind, ExtractionErrorCode, RegExp][] = [
+    ['truncated.pdf', 'pdf', 'CORRUPT', /PDF could not be read/],
+    ['random.pdf', 'pdf', 'CORRUPT', /PDF could not be read/],
+    ['encrypted.pdf', 'pdf', 'ENCRYPTED', /password-protected/],
+    ['scanned.pdf', 'pdf', 'NO_TEXT', /no extractable text.*scanned/],
+    ['empty.txt', 'txt', 'NO_TEXT', /contains no text/],
+    ['blank.md', 'md', 'NO_TEXT', /contains no text/],
+    ['not-word.docx', 'docx', 'CORRUPT', /Word document could not be read/],
+    ['sample.doc', 'docx', 'CORRUPT', /Word document could not be read/],
+    ['random.pdf', 'doc', 'CORRUPT', /Word 97-2003 document could not be read/],
+  ];
+  it.each(failures)('%s as %s fails with %s', async (name, kind, code, message) => {
+    const err = await failure(extractText(fixture(name), kind, opts));
+    expect(err.code).toBe(code);
+    expect(err.message).toMatch(message);
+  });
+
+  it('a worker that does not finish in time is stopped with TIMEOUT, and the next extraction works', async () => {
+    // 1 ms cannot fit even starting a worker thread and loading pdf.js.
+    const err = await failure(extractText(fixture('sample.pdf'), 'pdf', { timeoutMs: 1 }));
+    expect(err.code).toBe('TIMEOUT');
+    expect(err.message).toMatch(/did not finish within 1 ms/);
+    await expect(extractText(fixture('sample.pdf'), 'pdf', opts)).resolves.toMatchObject({ sections: [{ page: 1 }, { page: 2 }, { page: 3 }] });
+  });
+
+  it('a worker that runs out of memory fails with CORRUPT, not a crash', async () => {
+    const p = path.join(dir, 'huge-line.md');
+    // One 40 MB line: the Markdown reader holds a line, which does not fit a 16 MB heap.
+    await writeFile(p, 'word '.repeat(8 * 1024 * 1024));
+    const err = await failure(extractText(p, 'md', { timeoutMs: 60_000, maxHeapMb: 16 }));
+    expect(err.code).toBe('CORRUPT');
+    expect(err.message).toMatch(/more than 16 MB of memory/);
+  });
+
+  it('a missing file is not an extraction error', async () => {
+    await expect(extractText(path.join(dir, 'nope.pdf'), 'pdf', opts)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
