@@ -19,6 +19,8 @@ import { SqliteReadStore } from './adapters/sqlite/sqliteReadStore';
 import { EmbeddedSearchIndex } from './adapters/embedded/embeddedSearchIndex';
 import { FsBlobStore } from './adapters/fs/fsBlobStore';
 import { createEmbeddingProvider } from './adapters/embeddings/factory';
+import { EncryptingEventStore } from './adapters/encryption/encryptingEventStore';
+import { SqliteKeyStore } from './adapters/sqlite/sqliteKeyStore';
 
 /** The JWT secret: from the environment, else generated once and kept owner-only in the data dir. */
 function jwtSecret(config: Config): string {
@@ -42,7 +44,11 @@ export async function buildContainer(config: Config, logger: Logger): Promise<{ 
   di.register(CONFIG, { useValue: config });
   di.register(LOGGER, { useValue: logger });
 
-  const eventStore: EventStore = new SqliteEventStore(path.join(config.dataDir, 'events.db'), { synchronous: config.durability });
+  // Document text in events is sealed with a per-document key (erasure = destroying the key).
+  const eventStore: EventStore = new EncryptingEventStore(
+    new SqliteEventStore(path.join(config.dataDir, 'events.db'), { synchronous: config.durability }),
+    new SqliteKeyStore(path.join(config.dataDir, 'keys.db')),
+  );
   const readStore: ReadStore = new SqliteReadStore(path.join(config.dataDir, 'read.db'));
   const searchIndex: SearchIndex = new EmbeddedSearchIndex(path.join(config.dataDir, 'search.db'));
   const blobStore: BlobStore = new FsBlobStore(path.join(config.dataDir, 'blobs'));

@@ -162,6 +162,8 @@ export class SqliteReadStore implements ReadStore {
     // so they do not need an fsync per commit.
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
+    // Deleted read models (a deleted document's text) are zeroed in the file, not just unlinked.
+    this.db.pragma('secure_delete = ON');
     this.db.exec('CREATE TABLE IF NOT EXISTS checkpoints (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)');
   }
 
