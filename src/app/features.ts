@@ -2,6 +2,8 @@ import { AppContext } from './context';
 import { Projection } from '../core/projection';
 import { userProjection } from '../../projections/user/userProjection';
 import { workspaceProjection } from '../../projections/workspace/workspaceProjection';
+import { instructionSetProjection } from '../../projections/instructionSet/instructionSetProjection';
+import { instructionSetDocumentCleanup } from '../../commands/instructionSet/documentCleanup';
 
 type ProjectionFactory = (ctx: Omit<AppContext, 'runner' | 'projections' | 'services'>) => Projection;
 type ServiceFactory = (ctx: AppContext) => AppContext['services'][number];
@@ -10,7 +12,7 @@ type ServiceFactory = (ctx: AppContext) => AppContext['services'][number];
  * Read models kept up to date from the log, in the order they are started and rebuilt.
  * Features add theirs here.
  */
-export const projectionFactories: ProjectionFactory[] = [(c) => userProjection(c.readStore), (c) => workspaceProjection(c.readStore)];
+export const projectionFactories: ProjectionFactory[] = [(c) => userProjection(c.readStore), (c) => workspaceProjection(c.readStore), (c) => instructionSetProjection(c.readStore)];
 
 /** Background services (process managers such as the document processor). */
-export const serviceFactories: ServiceFactory[] = [];
+export const serviceFactories: ServiceFactory[] = [(c) => instructionSetDocumentCleanup(c)];

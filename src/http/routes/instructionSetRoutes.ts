@@ -1,7 +1,165 @@
-import { RouteModule } from './module';
+import { Request, Router } from 'express';
+import * as t from 'io-ts';
+import { randomUUID } from 'node:crypto';
 import { AppContext } from '../../app/context';
+import { DomainError } from '../../domain/errors';
+import { DocumentSnapshot, InstructionSetCommand, SetActor } from '../../domain/instructionSet/decider';
+import { memberId, membersCollection } from '../../../projections/workspace/workspaceProjection';
+import { InstructionSetView } from '../../../projections/instructionSet/instructionSetProjection';
+import { runInstructionSetCommand } from '../../../commands/instructionSet/instructionSetCommands';
+import {
+  documentSizeBytes,
+  findDocument,
+  getInstructionSetOrThrow,
+  listInstructionSets,
+  publicUrlOf,
+  setDetail,
+  setSummary,
+} from '../../../queries/instructionSet/instructionSetQueries';
+import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
+import { decode, IsoDateString, NonEmptyTrimmed } from '../codecs';
+import { commandContext } from '../exec';
+import { byUser, rateLimit } from '../rateLimit';
+import { RouteModule } from './module';
 
-// Routes of this feature are added by the feature's issue; nothing is mounted yet.
-export function instructionSetRoutes(_ctx: AppContext): RouteModule {
-  return {};
+/** Lengths in characters (code points), as a person counts them. */
+const maxChars = (max: number, name: string) => t.refinement(t.string, (s) => [...s].length <= max, name);
+const Name = t.intersection([NonEmptyTrimmed, maxChars(200, 'string of at most 200 characters')]);
+const Description = t.union([maxChars(500, 'string of at most 500 characters'), t.null]);
+const CreateBody = t.intersection([t.type({ name: Name }), t.partial({ description: Description, isPublic: t.boolean })]);
+const UpdateBody = t.partial({ name: Name, description: Description, isPublic: t.boolean, expectedUpdatedAt: IsoDateString });
+const AddDocumentBody = t.type({ documentId: t.refinement(t.string, (s) => s.length > 0 && s.length <= 200, 'document id') });
+const ReorderBody = t.type({ documentIds: t.array(t.string) });
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function workspaceIdOf(req: Request): string {
+  const id = String(req.params.workspaceId);
+  if (!UUID.test(id)) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
+  return id.toLowerCase();
+}
+
+const blankToNull = (s: string | null | undefined): string | null | undefined => (s === undefined ? undefined : s === null || s.trim() === '' ? null : s.trim());
+
+export function instructionSetRoutes(ctx: AppContext): RouteModule {
+  const api = Router();
+  api.use('/instruction-sets', requireAuth(ctx));
+  api.use('/workspaces/:workspaceId/instruction-sets', requireAuth(ctx));
+
+  // Per-user limits (spec section 8); reading one set shares the list's budget figure but has its own bucket.
+  const limits = {
+    list: rateLimit(ctx, 'instruction-sets:list', 60, byUser),
+    read: rateLimit(ctx, 'instruction-sets:read', 60, byUser),
+    write: rateLimit(ctx, 'instruction-sets:write', 30, byUser),
+    documents: rateLimit(ctx, 'instruction-sets:documents', 60, byUser),
+    reorder: rateLimit(ctx, 'instruction-sets:reorder', 10, byUser),
+  };
+
+  /** The set, if the caller is a member of its workspace; non-members get 404 NOT_FOUND like a missing set. */
+  async function setForCaller(req: Request): Promise<{ set: InstructionSetView; actor: SetActor }> {
+    const id = String(req.params.id);
+    if (!UUID.test(id)) throw new DomainError('NOT_FOUND', 'Instruction set not found.');
+    const set = await getInstructionSetOrThrow(ctx, id.toLowerCase());
+    const userId = authOf(req).userId;
+    const m = await membersCollection(ctx.readStore).get(memberId(set.workspaceId, userId));
+    if (!m) throw new DomainError('NOT_FOUND', 'Instruction set not found.');
+    return { set, actor: { userId, role: m.role } };
+  }
+
+  const run = (req: Request, set: Pick<InstructionSetView, 'id' | 'workspaceId'>, command: InstructionSetCommand) =>
+    runInstructionSetCommand(ctx, commandContext(ctx, req, set.workspaceId), set.id, set.workspaceId, command);
+
+  api.get('/workspaces/:workspaceId/instruction-sets', limits.list, async (req, res) => {
+    const workspaceId = workspaceIdOf(req);
+    await requireWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
+    res.json({ data: await listInstructionSets(ctx, workspaceId) });
+  });
+
+  api.post('/workspaces/:workspaceId/instruction-sets', limits.write, async (req, res) => {
+    const workspaceId = workspaceIdOf(req);
+    const role = await requireWorkspaceRole(ctx, req, workspaceId, 'ADMIN');
+    const body = decode(CreateBody, req.body ?? {});
+    const setId = randomUUID();
+    const r = await run(req, { id: setId, workspaceId }, {
+      type: 'CreateInstructionSet',
+      setId,
+      workspaceId,
+      actor: { userId: authOf(req).userId, role },
+      name: body.name.trim(),
+      description: blankToNull(body.description) ?? null,
+      isPublic: body.isPublic ?? false,
+      now: ctx.now(),
+    });
+    const s = r.state;
+    res.status(201).json(
+      setSummary(ctx, {
+        id: setId,
+        workspaceId,
+        name: s.name,
+        description: s.description,
+        isPublic: s.isPublic,
+        documents: [],
+        documentIds: [],
+        documentCount: 0,
+        totalSizeBytes: 0,
+        createdAt: s.createdAt,
+        updatedAt: s.updatedAt,
+      }),
+    );
+  });
+
+  api.get('/instruction-sets/:id', limits.read, async (req, res) => {
+    const { set } = await setForCaller(req);
+    res.json(setDetail(ctx, set));
+  });
+
+  api.patch('/instruction-sets/:id', limits.write, async (req, res) => {
+    const { set, actor } = await setForCaller(req);
+    const body = decode(UpdateBody, req.body ?? {});
+    const r = await run(req, set, {
+      type: 'UpdateInstructionSet',
+      actor,
+      name: body.name?.trim(),
+      description: blankToNull(body.description),
+      isPublic: body.isPublic,
+      expectedUpdatedAt: body.expectedUpdatedAt,
+      now: ctx.now(),
+    });
+    const s = r.state;
+    res.json({ id: set.id, name: s.name, description: s.description, isPublic: s.isPublic, publicUrl: publicUrlOf(ctx, { id: set.id, isPublic: s.isPublic }), updatedAt: s.updatedAt });
+  });
+
+  api.delete('/instruction-sets/:id', limits.write, async (req, res) => {
+    const { set, actor } = await setForCaller(req);
+    await run(req, set, { type: 'DeleteInstructionSet', actor, now: ctx.now() });
+    res.status(204).end();
+  });
+
+  api.post('/instruction-sets/:id/documents', limits.documents, async (req, res) => {
+    const { set, actor } = await setForCaller(req);
+    const body = decode(AddDocumentBody, req.body ?? {});
+    const doc = await findDocument(ctx, body.documentId);
+    const snapshot: DocumentSnapshot | null = doc
+      ? { documentId: doc.id, workspaceId: doc.workspaceId, title: doc.title, purpose: doc.purpose, processingStatus: doc.processingStatus, sizeBytes: await documentSizeBytes(ctx, doc) }
+      : null;
+    const r = await run(req, set, { type: 'AddSetDocument', actor, documentId: body.documentId, document: snapshot, now: ctx.now() });
+    const order = r.state.documents.findIndex((d) => d.documentId === body.documentId);
+    const entry = r.state.documents[order];
+    res.status(201).json({ documentId: entry.documentId, title: entry.title, sizeBytes: entry.sizeBytes, purpose: entry.purpose, order });
+  });
+
+  api.patch('/instruction-sets/:id/documents/reorder', limits.reorder, async (req, res) => {
+    const { set, actor } = await setForCaller(req);
+    const body = decode(ReorderBody, req.body ?? {});
+    const r = await run(req, set, { type: 'ReorderSetDocuments', actor, documentIds: body.documentIds, now: ctx.now() });
+    res.json({ documents: r.state.documents.map((d, order) => ({ documentId: d.documentId, order })) });
+  });
+
+  api.delete('/instruction-sets/:id/documents/:documentId', limits.documents, async (req, res) => {
+    const { set, actor } = await setForCaller(req);
+    await run(req, set, { type: 'RemoveSetDocument', actor, documentId: String(req.params.documentId), reason: 'removed', now: ctx.now() });
+    res.status(204).end();
+  });
+
+  return { api };
 }

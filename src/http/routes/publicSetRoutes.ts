@@ -1,7 +1,55 @@
-import { RouteModule } from './module';
+import { NextFunction, Request, Response, Router } from 'express';
 import { AppContext } from '../../app/context';
+import { DomainError } from '../../domain/errors';
+import { joinRaw, publicSetContent } from '../../../queries/instructionSet/instructionSetQueries';
+import { renderInstructionSetPage, SET_PAGE_CSP } from '../../views/instructionSetPage';
+import { byIp, consumeRateLimit } from '../rateLimit';
+import { RouteModule } from './module';
 
-// Routes of this feature are added by the feature's issue; nothing is mounted yet.
-export function publicSetRoutes(_ctx: AppContext): RouteModule {
-  return {};
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const notFound = () => new DomainError('NOT_FOUND', 'Instruction set not found or not public.');
+
+/**
+ * {app_url}/s/:id (HTML) and /s/:id/raw (text/plain) of public sets. /s/:id is shared with
+ * search links: when :id is not a public set this router steps aside (next()) and the
+ * search-link router, mounted after it, answers.
+ */
+export function publicSetRoutes(ctx: AppContext): RouteModule {
+  const root = Router();
+  const htmlLimiter = ctx.rateLimiter({ keyPrefix: 'public-set:html', points: 60, durationSeconds: 60 });
+  const rawLimiter = ctx.rateLimiter({ keyPrefix: 'public-set:raw', points: 30, durationSeconds: 60 });
+
+  const contentOf = async (id: string) => (UUID.test(id) ? publicSetContent(ctx, id.toLowerCase()) : null);
+
+  root.get('/s/:id', async (req: Request, res: Response, next: NextFunction) => {
+    const content = await contentOf(String(req.params.id));
+    if (!content) return next();
+    await consumeRateLimit(ctx, htmlLimiter, 60, byIp(req), res);
+    const { set, parts } = content;
+    const html = renderInstructionSetPage({
+      id: set.id,
+      name: set.name,
+      description: set.description,
+      updatedAt: set.updatedAt,
+      totalSizeBytes: set.totalSizeBytes,
+      documents: parts.map((p) => ({ title: p.title, purpose: p.purpose, text: p.text, format: p.format })),
+    });
+    res.setHeader('Content-Security-Policy', SET_PAGE_CSP);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.setHeader('Cache-Control', 'no-store');
+    res.type('html').send(html);
+  });
+
+  root.get('/s/:id/raw', async (req: Request, res: Response) => {
+    await consumeRateLimit(ctx, rawLimiter, 30, byIp(req), res);
+    const content = await contentOf(String(req.params.id));
+    if (!content) throw notFound();
+    res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'no-store');
+    res.type('text/plain; charset=utf-8').send(joinRaw(content.parts.map((p) => p.text)));
+  });
+
+  return { root };
 }
