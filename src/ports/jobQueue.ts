@@ -1,0 +1,37 @@
+/** A unit of background work (e.g. process an uploaded document). `id` is its idempotency key. */
+export interface Job {
+  id: string;
+  type: string;
+  payload: Record<string, unknown>;
+}
+
+export type JobHandler = (job: Job) => Promise<void>;
+
+export interface ConsumeOptions {
+  /** Attempts per job before it is dead-lettered (default 5). */
+  maxAttempts?: number;
+  /** Delay before retry `attempt` (1-based count of failures so far); default exponential from 500 ms. */
+  retryDelayMs?: (attempt: number) => number;
+  /** Jobs handled at the same time by this consumer (default 1). */
+  concurrency?: number;
+  /** Called after a job was moved to the dead-letter queue. */
+  onDeadLetter?: (job: Job, error: unknown) => void | Promise<void>;
+}
+
+export interface JobConsumer {
+  /** Stop taking jobs; resolves once no handler of this consumer is running. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Work queue with at-least-once delivery: a job is handled until its handler succeeds,
+ * at most `maxAttempts` times, then dead-lettered. A job id that was already handled
+ * successfully is not handled again.
+ */
+export interface JobQueue {
+  enqueue(job: Job): Promise<void>;
+  consume(handler: JobHandler, options?: ConsumeOptions): Promise<JobConsumer>;
+  close(): Promise<void>;
+}
+
+export const JOB_QUEUE = Symbol('JOB_QUEUE');
