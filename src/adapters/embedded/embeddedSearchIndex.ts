@@ -73,7 +73,7 @@ interface DocInfo {
  */
 export class EmbeddedSearchIndex implements SearchIndex {
   private readonly db: Database.Database;
-  private readonly cfg: HybridConfig;
+  private cfg: HybridConfig;
   private dims = 0;
   private stride = 0;
   private queryMax = 0;
@@ -126,6 +126,16 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const dims = this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'dims'").get();
     if (dims) this.setDims(Number(dims.value));
     this.load();
+  }
+
+  /** Current ranking configuration. */
+  get hybridConfig(): HybridConfig {
+    return this.cfg;
+  }
+
+  /** Changes the ranking configuration (used by the evaluation to compare settings). */
+  configure(hybrid: Partial<HybridConfig>): void {
+    this.cfg = resolveHybridConfig({ ...this.cfg, ...hybrid, dense: { ...this.cfg.dense, ...hybrid.dense } });
   }
 
   // ---------------------------------------------------------------- in-memory vectors

@@ -1,0 +1,204 @@
+/**
+ * Retrieval quality on a test collection (Cranfield layout: documents.json, queries.json,
+ * qrels.json). Documents go through the upload path minus extraction: chunker → local
+ * embeddings → embedded index; queries are embedded with the same provider.
+ *
+ *   npm run eval -- --data ../shared/eval/cranfield [--threads 2] [--sweep] [--no-cache]
+ *
+ * Prints nDCG@10, Recall@10, Recall@100 and MRR@10 for BM25, dense and hybrid ranking,
+ * chunk hits aggregated to documents by their best chunk. Embeddings are cached under
+ * .tmp/ (keyed by model and text) so reruns take seconds.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { EmbeddedSearchIndex } from '../src/adapters/embedded/embeddedSearchIndex';
+import { LocalEmbeddings } from '../src/adapters/embeddings/localEmbeddings';
+import type { EmbeddingProvider } from '../src/ports/embeddings';
+import type { IndexedChunk } from '../src/ports/searchIndex';
+import { chunkText, DEFAULT_CHUNK_OPTIONS } from '../src/processing/chunker';
+import { DEFAULT_HYBRID_CONFIG, type HybridConfig } from '../src/search/hybrid';
+import { repoRoot } from '../src/util/paths';
+
+interface EvalDoc { id: number | string; title: string; body: string }
+interface EvalQuery { id: number | string; text: string }
+interface Qrel { queryId: number | string; docId: number | string; relevance: number }
+
+export interface Metrics { ndcg10: number; recall10: number; recall100: number; mrr10: number }
+export type Mode = 'bm25' | 'dense' | 'hybrid';
+
+const WORKSPACE = 'eval';
+
+/** Embeds with a file cache keyed by model id and text hash. */
+async function embedCached(provider: EmbeddingProvider, texts: string[], cacheDir: string | undefined): Promise<Float32Array[]> {
+  const hash = (t: string): string => crypto.createHash('sha1').update(t).digest('hex');
+  const file = cacheDir ? path.join(cacheDir, `embeddings-${provider.modelId.replace(/[^a-z0-9]+/gi, '_')}.json`) : undefined;
+  const cache: Record<string, number[]> = file && fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, number[]>) : {};
+  const missing = [...new Set(texts.filter((t) => !cache[hash(t)]))];
+  if (missing.length > 0) {
+    const started = Date.now();
+    const vectors = await provider.embed(missing);
+    missing.forEach((t, i) => (cache[hash(t)] = Array.from(vectors[i])));
+    console.error(`embedded ${missing.length} texts in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    if (file) {
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, JSON.stringify(cache));
+    }
+  }
+  return texts.map((t) => Float32Array.from(cache[hash(t)]));
+}
+
+export interface Collection {
+  index: EmbeddedSearchIndex;
+  queries: { id: string; text: string; vector: Float32Array }[];
+  qrels: Map<string, Map<string, number>>;
+  chunks: number;
+}
+
+/** Loads, chunks, embeds and indexes a collection. */
+export async function buildCollection(dataDir: string, opts: { threads?: number; cacheDir?: string } = {}): Promise<Collection> {
+  const read = <T>(f: string): T => JSON.parse(fs.readFileSync(path.join(dataDir, f), 'utf8')) as T;
+  const docs = read<EvalDoc[]>('documents.json');
+  const rawQueries = read<EvalQuery[]>('queries.json');
+  const rawQrels = read<Qrel[]>('qrels.json');
+  const provider = new LocalEmbeddings({ threads: opts.threads ?? 2 });
+  try {
+    const perDoc = docs.map((d) => ({ d, chunks: chunkText([{ text: d.body }], DEFAULT_CHUNK_OPTIONS) }));
+    const allTexts = perDoc.flatMap((p) => p.chunks.map((c) => c.content));
+    const vectors = await embedCached(provider, allTexts, opts.cacheDir);
+    const queryVectors = await embedCached(provider, rawQueries.map((q) => q.text), opts.cacheDir);
+    const index = new EmbeddedSearchIndex(':memory:');
+    let v = 0;
+    for (const { d, chunks } of perDoc) {
+      const id = String(d.id);
+      const indexed: IndexedChunk[] = chunks.map((c) => ({
+        workspaceId: WORKSPACE, documentId: id, documentTitle: d.title, purpose: 'KNOWLEDGE', tags: [],
+        chunkIndex: c.index, content: c.content, vector: vectors[v++], page: c.page, section: c.section,
+      }));
+      await index.upsertDocument(id, indexed);
+    }
+    const qrels = new Map<string, Map<string, number>>();
+    for (const r of rawQrels) {
+      const q = String(r.queryId);
+      if (!qrels.has(q)) qrels.set(q, new Map());
+      qrels.get(q)!.set(String(r.docId), r.relevance);
+    }
+    const queries = rawQueries.map((q, i) => ({ id: String(q.id), text: q.text, vector: queryVectors[i] }));
+    return { index, queries, qrels, chunks: v };
+  } finally {
+    await provider.close();
+  }
+}
+
+/** Ranked document ids for a query: chunk hits aggregated by best chunk (first occurrence). */
+async function rankDocuments(c: Collection, q: Collection['queries'][number], mode: Mode, depth: number): Promise<{ docs: string[]; scores: number[] }> {
+  const hits = await c.index.search({ text: q.text, vector: q.vector, filters: { workspaceId: WORKSPACE }, k: depth * 3, mode });
+  const docs: string[] = [];
+  const scores: number[] = [];
+  const seen = new Set<string>();
+  for (const h of hits) {
+    if (seen.has(h.documentId)) continue;
+    seen.add(h.documentId);
+    docs.push(h.documentId);
+    scores.push(h.score);
+    if (docs.length === depth) break;
+  }
+  return { docs, scores };
+}
+
+function metricsFor(ranked: string[], judged: Map<string, number>): Metrics {
+  const relevant = [...judged.entries()].filter(([, g]) => g > 0);
+  const gains = relevant.map(([, g]) => g).sort((a, b) => b - a);
+  let dcg = 0;
+  let idcg = 0;
+  for (let i = 0; i < 10; i++) {
+    dcg += (judged.get(ranked[i]) ?? 0) / Math.log2(i + 2);
+    if (i < gains.length) idcg += gains[i] / Math.log2(i + 2);
+  }
+  const relSet = new Set(relevant.map(([d]) => d));
+  const found = (k: number): number => ranked.slice(0, k).filter((d) => relSet.has(d)).length;
+  const first = ranked.slice(0, 10).findIndex((d) => relSet.has(d));
+  return {
+    ndcg10: idcg > 0 ? dcg / idcg : 0,
+    recall10: relSet.size ? found(10) / relSet.size : 0,
+    recall100: relSet.size ? found(100) / relSet.size : 0,
+    mrr10: first >= 0 ? 1 / (first + 1) : 0,
+  };
+}
+
+/** Mean metrics over the judged queries, plus score samples by relevance grade (for calibration). */
+export async function evaluate(c: Collection, mode: Mode): Promise<Metrics & { scoreByGrade: Map<number, number[]> }> {
+  const sum: Metrics = { ndcg10: 0, recall10: 0, recall100: 0, mrr10: 0 };
+  const scoreByGrade = new Map<number, number[]>();
+  let n = 0;
+  for (const q of c.queries) {
+    const judged = c.qrels.get(q.id);
+    if (!judged || ![...judged.values()].some((g) => g > 0)) continue;
+    const { docs, scores } = await rankDocuments(c, q, mode, 100);
+    const m = metricsFor(docs, judged);
+    for (const key of Object.keys(sum) as (keyof Metrics)[]) sum[key] += m[key];
+    docs.slice(0, 10).forEach((d, i) => {
+      const g = judged.get(d) ?? 0;
+      if (!scoreByGrade.has(g)) scoreByGrade.set(g, []);
+      scoreByGrade.get(g)!.push(scores[i]);
+    });
+    n++;
+  }
+  for (const key of Object.keys(sum) as (keyof Metrics)[]) sum[key] /= Math.max(1, n);
+  return { ...sum, scoreByGrade };
+}
+
+const fmt = (x: number): string => x.toFixed(4);
+
+function quantiles(xs: number[]): string {
+  if (xs.length === 0) return '-';
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p: number): string => s[Math.min(s.length - 1, Math.floor(p * s.length))].toFixed(2);
+  return `p10 ${q(0.1)} p50 ${q(0.5)} p90 ${q(0.9)} (n=${s.length})`;
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const arg = (name: string): string | undefined => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const data = path.resolve(process.cwd(), arg('--data') ?? '../shared/eval/cranfield');
+  const cacheDir = args.includes('--no-cache') ? undefined : path.join(repoRoot, '.tmp', 'eval-cache');
+  const started = Date.now();
+  const c = await buildCollection(data, { threads: Number(arg('--threads') ?? 2), cacheDir });
+  console.log(`collection ${data}: ${c.queries.length} queries, ${c.chunks} chunks (built in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  const cfg = c.index.hybridConfig;
+  console.log(`hybrid config: ${JSON.stringify(cfg)}`);
+  console.log('\nmode     nDCG@10  Recall@10  Recall@100  MRR@10');
+  for (const mode of ['bm25', 'dense', 'hybrid'] as const) {
+    const m = await evaluate(c, mode);
+    console.log(`${mode.padEnd(8)} ${fmt(m.ndcg10)}   ${fmt(m.recall10)}     ${fmt(m.recall100)}     ${fmt(m.mrr10)}`);
+    if (mode === 'hybrid') {
+      console.log('\nhybrid score of top-10 documents by relevance grade (0 = not relevant):');
+      for (const g of [...m.scoreByGrade.keys()].sort()) console.log(`  grade ${g}: ${quantiles(m.scoreByGrade.get(g)!)}`);
+    }
+  }
+  if (args.includes('--sweep')) {
+    console.log('\nsweep (hybrid nDCG@10 / Recall@100):');
+    const grid: Partial<HybridConfig>[] = [{ method: 'rrf', rrfK: 60 }, { method: 'rrf', rrfK: 20 }];
+    for (const denseWeight of [0.1, 0.2, 0.3, 0.4, 0.5]) {
+      for (const lexicalScale of [0.15, 0.25, 0.4]) {
+        for (const low of [0, 0.1, 0.2]) grid.push({ method: 'weighted', denseWeight, lexicalScale, dense: { low, high: DEFAULT_HYBRID_CONFIG.dense.high } });
+      }
+    }
+    for (const g of grid) {
+      c.index.configure({ ...cfg, ...g });
+      const m = await evaluate(c, 'hybrid');
+      console.log(`  ${JSON.stringify(g)}: ${fmt(m.ndcg10)} / ${fmt(m.recall100)}`);
+    }
+  }
+  await c.index.close();
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
