@@ -1,7 +1,183 @@
-import { RouteModule } from './module';
+import { Request, Response, Router } from 'express';
 import { AppContext } from '../../app/context';
+import { SearchLinkView } from '../../../projections/searchLink/searchLinkProjection';
+import { searchLinkByToken, scopeTags } from '../../../queries/searchLink/searchLinkQueries';
+import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
+import { searchWorkspace } from '../../../queries/search/searchService';
+import { ACCEPTED_PROTOCOL_VERSIONS, classify, errorMessage, idOf, Incoming, parseJson, resultMessage, RPC, RpcError, RpcId } from '../../mcp/protocol';
+import { dispatch, McpLinkSession } from '../../mcp/server';
+import { consumeRateLimit } from '../rateLimit';
+import { HttpError } from '../errors';
+import { RouteModule } from './module';
 
-// Routes of this feature are added by the feature's issue; nothing is mounted yet.
-export function mcpRoutes(_ctx: AppContext): RouteModule {
-  return {};
+export const MCP_BODY_LIMIT = 1024 * 1024;
+const ALLOW = 'POST, OPTIONS';
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+function send(res: Response, status: number, body: unknown): void {
+  res.status(status).type('application/json').send(JSON.stringify(body));
+}
+
+function sendRpcError(res: Response, id: RpcId, err: RpcError): void {
+  send(res, err.httpStatus, errorMessage(id, err));
+}
+
+/** Read the raw body ourselves (the app skips JSON parsing on /mcp/) so bad JSON is a -32700. */
+function readBody(req: Request, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) {
+      reject(new RpcError(RPC.INVALID_REQUEST, `Invalid request: the body exceeds ${limit} bytes.`, undefined, 413));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    req.on('data', (c: Buffer) => {
+      if (done) return;
+      size += c.length;
+      if (size > limit) {
+        done = true;
+        reject(new RpcError(RPC.INVALID_REQUEST, `Invalid request: the body exceeds ${limit} bytes.`, undefined, 413));
+        req.resume();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      if (!done) {
+        done = true;
+        resolve(Buffer.concat(chunks).toString('utf8'));
+      }
+    });
+    req.on('error', (err) => {
+      if (!done) {
+        done = true;
+        reject(err);
+      }
+    });
+  });
+}
+
+/**
+ * DNS-rebinding protection: a browser page on another origin must not reach the tool
+ * endpoint. An Origin, when sent, must be the service's own (KB_BASE_URL); a loopback
+ * service also accepts its loopback names on the port it actually listens on, and then
+ * requires a loopback Host too.
+ */
+function originAllowed(ctx: AppContext, req: Request): boolean {
+  const base = new URL(ctx.config.baseUrl);
+  const loopback = LOOPBACK.has(base.hostname);
+  const port = req.socket.localPort;
+  const loopbackHosts = loopback ? [...LOOPBACK].map((h) => `${h}:${port}`) : [];
+  const host = req.headers.host?.toLowerCase();
+  if (loopback && host !== undefined && host !== base.host && !loopbackHosts.includes(host)) return false;
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  if (origin === base.origin) return true;
+  return loopback && loopbackHosts.some((h) => origin.toLowerCase() === `http://${h}` || origin.toLowerCase() === `https://${h}`);
+}
+
+async function limit(ctx: AppContext, res: Response, limiter: ReturnType<AppContext['rateLimiter']>, perMinute: number, key: string): Promise<void> {
+  try {
+    await consumeRateLimit(ctx, limiter, perMinute, key, res);
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 429) {
+      for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+      const retryAfter = Number(err.headers['Retry-After'] ?? 60);
+      throw new RpcError(RPC.RATE_LIMITED, `Rate limit exceeded; retry after ${retryAfter} s.`, { retryAfter });
+    }
+    throw err;
+  }
+}
+
+function linkSession(ctx: AppContext, link: SearchLinkView): McpLinkSession {
+  let tags: Promise<{ id: string; name: string }[]> | undefined;
+  const scope = () => (tags ??= scopeTags(ctx, link));
+  return {
+    scoped: link.allowedTags.length > 0,
+    scopeTags: scope,
+    search: async (args) => {
+      const hits = await searchWorkspace(ctx, {
+        workspaceId: link.workspaceId,
+        query: args.query,
+        limit: args.limit,
+        ...(args.tags ? { tags: args.tags } : link.allowedTags.length ? { tags: link.allowedTags } : {}),
+      });
+      // A requested tag is inside the scope (validated), so hits on it are inside it too.
+      return hits.map((h) => ({ title: h.documentTitle, content: h.content, score: h.score }));
+    },
+  };
+}
+
+export function mcpRoutes(ctx: AppContext): RouteModule {
+  const root = Router();
+  const perIp = ctx.rateLimiter({ keyPrefix: 'mcp-ip', points: 100, durationSeconds: 60 });
+  const perLink = ctx.rateLimiter({ keyPrefix: 'mcp-link', points: 30, durationSeconds: 60 });
+
+  root.all('/mcp/:token', async (req, res) => {
+    const started = process.hrtime.bigint();
+    let id: RpcId = null;
+    let link: SearchLinkView | undefined;
+    let query: string | undefined;
+    let ok = false;
+    try {
+      if (!originAllowed(ctx, req)) throw new RpcError(RPC.FORBIDDEN, 'Forbidden: requests from this origin are not allowed.', undefined, 403);
+      if (req.method === 'OPTIONS') {
+        res.setHeader('Allow', ALLOW);
+        res.status(204).end();
+        return;
+      }
+      if (req.method !== 'POST') {
+        res.setHeader('Allow', ALLOW);
+        throw new RpcError(RPC.INVALID_REQUEST, `Method not allowed: ${req.method}; this stateless endpoint answers POST (one JSON-RPC message) and OPTIONS.`, undefined, 405);
+      }
+      await limit(ctx, res, perIp, 100, req.ip ?? 'unknown');
+      const version = req.headers['mcp-protocol-version'];
+      if (version !== undefined && !ACCEPTED_PROTOCOL_VERSIONS.includes(String(version))) {
+        throw new RpcError(RPC.INVALID_REQUEST, `Invalid request: unsupported MCP-Protocol-Version; supported: ${ACCEPTED_PROTOCOL_VERSIONS.join(', ')}.`);
+      }
+      const raw = parseJson(await readBody(req, MCP_BODY_LIMIT));
+      id = idOf(raw);
+      const msg: Incoming = classify(raw);
+      const resolved = await searchLinkByToken(ctx, String(req.params.token));
+      if (resolved.status === 'not_found') throw new RpcError(RPC.FORBIDDEN, 'Forbidden: the token is invalid or the link is no longer active.');
+      if (resolved.status === 'expired') throw new RpcError(RPC.FORBIDDEN, 'Forbidden: this search link has expired.');
+      link = resolved.link;
+      await limit(ctx, res, perLink, 30, link.id);
+      if (msg.kind !== 'request') {
+        ok = true;
+        res.status(202).end();
+        return;
+      }
+      if (msg.method === 'tools/call' && typeof msg.params.arguments === 'object' && msg.params.arguments !== null) {
+        const q = (msg.params.arguments as Record<string, unknown>).query;
+        if (typeof q === 'string') query = q.trim();
+      }
+      const result = await dispatch(msg, linkSession(ctx, link));
+      ok = true;
+      send(res, 200, resultMessage(msg.id, result));
+    } catch (err) {
+      if (err instanceof RpcError) {
+        sendRpcError(res, id, err);
+        return;
+      }
+      // Never the message of an unexpected error: it might carry query text.
+      ctx.logger.error({ errName: err instanceof Error ? err.name : 'unknown', reqId: req.correlationId }, 'tool endpoint internal error');
+      sendRpcError(res, id, new RpcError(RPC.INTERNAL_ERROR, 'Internal error.'));
+    } finally {
+      if (link) {
+        void recordLinkUse(ctx, link, {
+          channel: 'mcp',
+          latencyMs: Number(process.hrtime.bigint() - started) / 1e6,
+          ok,
+          ip: req.ip,
+          userAgent: req.headers['user-agent'],
+          ...(ok && query !== undefined ? { query } : {}),
+        });
+      }
+    }
+  });
+
+  return { root };
 }

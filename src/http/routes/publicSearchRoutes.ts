@@ -1,7 +1,123 @@
-import { RouteModule } from './module';
+import { Request, Response, Router } from 'express';
+import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
+import { DomainError } from '../../domain/errors';
+import { sha256Hex } from '../../util/crypto';
+import { SearchLinkView } from '../../../projections/searchLink/searchLinkProjection';
+import { LinkResolution, searchLinkById, searchLinkByToken } from '../../../queries/searchLink/searchLinkQueries';
+import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
+import { searchWorkspace } from '../../../queries/search/searchService';
+import { decode, IntFromString } from '../codecs';
+import { consumeRateLimit } from '../rateLimit';
+import { requireQuery } from './searchRoutes';
+import { RouteModule } from './module';
 
-// Routes of this feature are added by the feature's issue; nothing is mounted yet.
-export function publicSearchRoutes(_ctx: AppContext): RouteModule {
-  return {};
+export const PUBLIC_QUERY_MAX = 1000;
+export const PUBLIC_LIMIT_MAX = 50;
+export const PUBLIC_PER_MINUTE = 30;
+
+const limitCodec = (max: number) => t.refinement(IntFromString, (n) => n >= 1 && n <= max, `integer 1..${max}`);
+const TagList = t.union([t.string, t.array(t.string)]);
+const GetQuery = t.partial({ q: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.string });
+const PostBody = t.partial({ query: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.union([t.null, TagList]) });
+const ShortQuery = t.partial({ q: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX) });
+
+function tagList(v: string | string[] | null | undefined): string[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  const list = (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean);
+  return list.length ? [...new Set(list)] : undefined;
+}
+
+interface PublicSearch {
+  query: string;
+  limit: number;
+  tags?: string[];
+}
+
+/**
+ * Search inside a link's scope. With allowedTags, only documents having one of them are
+ * searched, and requested tags must be among them; result tags are cut to the scope.
+ */
+async function searchInScope(ctx: AppContext, link: SearchLinkView, s: PublicSearch) {
+  const scoped = link.allowedTags.length > 0;
+  if (s.tags && scoped) {
+    const refused = s.tags.filter((x) => !link.allowedTags.includes(x));
+    if (refused.length) throw new DomainError('TAG_NOT_ALLOWED', `These tags are outside this link's scope: ${refused.slice(0, 10).join(', ')}.`);
+  }
+  const tags = s.tags ?? (scoped ? link.allowedTags : undefined);
+  const hits = await searchWorkspace(ctx, { workspaceId: link.workspaceId, query: s.query, limit: s.limit, ...(tags ? { tags } : {}) });
+  const results = hits.map((h) => ({
+    documentId: h.documentId,
+    title: h.documentTitle,
+    content: h.content,
+    score: h.score,
+    tags: scoped ? h.tags.filter((x) => link.allowedTags.includes(x)) : h.tags,
+  }));
+  return { results, totalResults: results.length };
+}
+
+export function publicSearchRoutes(ctx: AppContext): RouteModule {
+  const root = Router();
+  // One budget per link for its public HTTP uses (/public/<token>/search and /s/<linkId>);
+  // the tool endpoint has its own.
+  const limiter = ctx.rateLimiter({ keyPrefix: 'public-search', points: PUBLIC_PER_MINUTE, durationSeconds: 60 });
+
+  async function serve(req: Request, res: Response, resolve: () => Promise<LinkResolution>, unknownKey: string, channel: 'http' | 's', input: () => PublicSearch) {
+    const started = process.hrtime.bigint();
+    const resolved = await resolve();
+    await consumeRateLimit(ctx, limiter, PUBLIC_PER_MINUTE, resolved.status === 'not_found' ? `unknown:${unknownKey}` : resolved.link.id, res);
+    if (resolved.status === 'not_found') throw new DomainError('NOT_FOUND', 'Search link not found or revoked.');
+    if (resolved.status === 'expired') throw new DomainError('EXPIRED', 'This search link has expired.');
+    const link = resolved.link;
+    let ok = false;
+    let query: string | undefined;
+    try {
+      const s = input();
+      query = s.query;
+      const body = await searchInScope(ctx, link, s);
+      ok = true;
+      res.json(body);
+    } finally {
+      void recordLinkUse(ctx, link, {
+        channel,
+        latencyMs: Number(process.hrtime.bigint() - started) / 1e6,
+        ok,
+        ip: req.ip,
+        userAgent: req.headers['user-agent'],
+        ...(ok && query !== undefined ? { query } : {}),
+      });
+    }
+  }
+
+  const byToken = (req: Request) => {
+    const token = String(req.params.token);
+    return { resolve: () => searchLinkByToken(ctx, token), key: sha256Hex(token) };
+  };
+
+  root.get('/public/:token/search', async (req, res) => {
+    const { resolve, key } = byToken(req);
+    await serve(req, res, resolve, key, 'http', () => {
+      const q = decode(GetQuery, req.query);
+      return { query: requireQuery(q.q, PUBLIC_QUERY_MAX), limit: q.limit ?? 10, tags: tagList(q.tags) };
+    });
+  });
+
+  root.post('/public/:token/search', async (req, res) => {
+    const { resolve, key } = byToken(req);
+    await serve(req, res, resolve, key, 'http', () => {
+      const b = decode(PostBody, req.body ?? {});
+      return { query: requireQuery(b.query, PUBLIC_QUERY_MAX), limit: b.limit ?? 10, tags: tagList(b.tags) };
+    });
+  });
+
+  // Mounted after the public instruction-set pages, which answer /s/:id for their ids and pass the rest on.
+  root.get('/s/:linkId', async (req, res) => {
+    const linkId = String(req.params.linkId);
+    await serve(req, res, () => searchLinkById(ctx, linkId), `s:${sha256Hex(linkId)}`, 's', () => {
+      const q = decode(ShortQuery, req.query);
+      return { query: requireQuery(q.q, PUBLIC_QUERY_MAX), limit: q.limit ?? 3 };
+    });
+  });
+
+  return { root };
 }

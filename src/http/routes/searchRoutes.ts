@@ -1,7 +1,79 @@
-import { RouteModule } from './module';
+import { Request, Router } from 'express';
+import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
+import { DomainError } from '../../domain/errors';
+import { searchWorkspace } from '../../../queries/search/searchService';
+import { requireAuth, requireWorkspaceRole } from '../auth';
+import { decode, Purpose } from '../codecs';
+import { byUser, rateLimit } from '../rateLimit';
+import { RouteModule } from './module';
 
-// Routes of this feature are added by the feature's issue; nothing is mounted yet.
-export function searchRoutes(_ctx: AppContext): RouteModule {
-  return {};
+export const WORKSPACE_SEARCH_MAX_QUERY = 1000;
+export const WORKSPACE_SEARCH_MAX_LIMIT = 20;
+
+const Limit = t.refinement(t.number, (n) => Number.isInteger(n) && n >= 1 && n <= WORKSPACE_SEARCH_MAX_LIMIT, 'integer 1..20');
+const Ids = t.refinement(t.array(t.string), (a) => a.length <= 1000, 'at most 1000 ids');
+const Body = t.partial({
+  query: t.unknown,
+  limit: Limit,
+  filters: t.union([t.null, t.partial({ tags: t.union([t.null, Ids]), purpose: t.union([t.null, Purpose]), documentIds: t.union([t.null, Ids]) })]),
+});
+
+const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function workspaceIdOf(req: Request): string {
+  const id = String(req.params.id);
+  if (!ID.test(id)) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
+  return id.toLowerCase();
+}
+
+/** The query of a search request: required, non-blank, at most `max` characters. */
+export function requireQuery(value: unknown, max: number): string {
+  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) {
+    throw new DomainError('QUERY_REQUIRED', 'A non-empty query is required.');
+  }
+  if (typeof value !== 'string') throw new DomainError('VALIDATION_ERROR', 'Invalid request: query: must be a string.', { fields: [{ field: 'query', problem: 'must be a string' }] });
+  if (value.length > max) throw new DomainError('QUERY_TOO_LONG', `The query is ${value.length} characters long; the maximum is ${max}.`, { maxLength: max, length: value.length });
+  return value;
+}
+
+export function searchRoutes(ctx: AppContext): RouteModule {
+  const v1 = Router();
+  const limiter = rateLimit(ctx, 'workspace-search', 60, byUser);
+
+  v1.post('/workspaces/:id/search', requireAuth(ctx), async (req, res, next) => {
+    const workspaceId = workspaceIdOf(req);
+    await requireWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
+    limiter(req, res, next);
+  });
+
+  v1.post('/workspaces/:id/search', async (req, res) => {
+    const started = process.hrtime.bigint();
+    const workspaceId = workspaceIdOf(req);
+    const body = decode(Body, req.body ?? {});
+    const query = requireQuery(body.query, WORKSPACE_SEARCH_MAX_QUERY);
+    const f = body.filters ?? {};
+    const hits = await searchWorkspace(ctx, {
+      workspaceId,
+      query,
+      limit: body.limit ?? 5,
+      ...(f.tags ? { tags: f.tags } : {}),
+      ...(f.purpose ? { purpose: f.purpose } : {}),
+      ...(f.documentIds ? { documentIds: f.documentIds } : {}),
+    });
+    res.json({
+      query,
+      results: hits.map((h) => ({
+        documentId: h.documentId,
+        documentTitle: h.documentTitle,
+        content: h.content,
+        score: h.score,
+        chunkIndex: h.chunkIndex,
+        metadata: { ...(h.page !== undefined ? { page: h.page } : {}), ...(h.section !== undefined ? { section: h.section } : {}) },
+      })),
+      processingTime: Math.round((Number(process.hrtime.bigint() - started) / 1e6) * 100) / 100,
+    });
+  });
+
+  return { v1 };
 }

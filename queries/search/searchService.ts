@@ -1,0 +1,77 @@
+import { AppContext } from '../../src/app/context';
+import { CachedEmbeddings } from '../../src/adapters/embeddings/cachedEmbeddings';
+import { EmbeddingProvider } from '../../src/ports/embeddings';
+import { Purpose, SearchHit } from '../../src/ports/searchIndex';
+
+export interface WorkspaceSearch {
+  workspaceId: string;
+  query: string;
+  limit: number;
+  /** Documents having any of these tag ids (undefined: no tag filter). */
+  tags?: string[];
+  purpose?: Purpose;
+  documentIds?: string[];
+}
+
+interface DocumentRow {
+  id: string;
+  workspaceId: string;
+  title?: string;
+  processingStatus?: string;
+  tags?: string[];
+  deleted?: boolean;
+}
+
+/** Query embeddings are cached per provider: repeated queries (and MCP retries) skip the model. */
+const cachedByProvider = new WeakMap<EmbeddingProvider, CachedEmbeddings>();
+function queryEmbeddings(ctx: AppContext): EmbeddingProvider {
+  if (ctx.embeddings instanceof CachedEmbeddings) return ctx.embeddings;
+  let cached = cachedByProvider.get(ctx.embeddings);
+  if (!cached) {
+    cached = new CachedEmbeddings(ctx.embeddings, { maxEntries: 2000 });
+    cachedByProvider.set(ctx.embeddings, cached);
+  }
+  return cached;
+}
+
+export const documentsCollection = (ctx: AppContext) => ctx.readStore.collection<DocumentRow>('documents', [{ fields: ['workspaceId'] }]);
+
+/**
+ * Hybrid (BM25 + dense) search over a workspace's VERIFIED documents, used by the
+ * workspace search, the public search link and the tool endpoint. Hits are re-checked
+ * against the documents read model (VERIFIED, not deleted, tags still in the filter), so
+ * a document whose tags changed after it was indexed never leaks out of a tag scope.
+ */
+export async function searchWorkspace(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHit[]> {
+  if (s.limit <= 0 || (s.tags !== undefined && s.tags.length === 0) || (s.documentIds !== undefined && s.documentIds.length === 0)) return [];
+  const [vector] = await queryEmbeddings(ctx).embed([s.query]);
+  const filters = { workspaceId: s.workspaceId, ...(s.tags ? { tags: s.tags } : {}), ...(s.purpose ? { purpose: s.purpose } : {}), ...(s.documentIds ? { documentIds: s.documentIds } : {}) };
+  // Ask for a few more than needed: the re-check below may drop stale hits.
+  const hits = await ctx.searchIndex.search({ text: s.query, vector, filters, k: s.limit + 5, mode: 'hybrid' });
+  if (hits.length === 0) return [];
+  const docs = await documentsCollection(ctx).getMany([...new Set(hits.map((h) => h.documentId))]);
+  const byId = new Map(docs.map((d) => [d.id, d]));
+  const wanted = s.tags ? new Set(s.tags) : undefined;
+  const out: SearchHit[] = [];
+  for (const h of hits) {
+    const d = byId.get(h.documentId);
+    if (!d || d.workspaceId !== s.workspaceId || d.deleted === true || d.processingStatus !== 'VERIFIED') continue;
+    const tags = d.tags ?? h.tags;
+    if (wanted && !tags.some((t) => wanted.has(t))) continue;
+    out.push({ ...h, documentTitle: d.title ?? h.documentTitle, tags, score: clamp01(h.score) });
+    if (out.length === s.limit) break;
+  }
+  return out;
+}
+
+const clamp01 = (x: number): number => (Number.isFinite(x) ? Math.min(1, Math.max(0, x)) : 0);
+
+/** VERIFIED documents of a workspace within a tag scope (empty scope: the whole workspace). */
+export async function countDocumentsInScope(ctx: AppContext, workspaceId: string, allowedTags: string[]): Promise<number> {
+  return documentsCollection(ctx).count({
+    workspaceId,
+    processingStatus: 'VERIFIED',
+    deleted: { $ne: true },
+    ...(allowedTags.length ? { tags: { $containsAny: allowedTags } } : {}),
+  });
+}

@@ -1,0 +1,74 @@
+import { AppContext } from '../../src/app/context';
+import { DomainError } from '../../src/domain/errors';
+import { sha256Hex } from '../../src/util/crypto';
+import { searchLinksCollection, SearchLinkView } from '../../projections/searchLink/searchLinkProjection';
+import { tagsCollection, workspacesCollection } from '../../projections/workspace/workspaceProjection';
+import { countDocumentsInScope } from '../search/searchService';
+
+export const TOKEN_PATTERN = /^[0-9a-f]{64}$/;
+
+export const publicUrlOf = (ctx: AppContext, token: string): string => `${ctx.config.baseUrl}/public/${token}/search`;
+
+export const isExpired = (link: Pick<SearchLinkView, 'expiresAt'>, now: Date): boolean => link.expiresAt !== null && Date.parse(link.expiresAt) <= now.getTime();
+
+/** The management view of a link. The token itself is known only at creation; later views show its prefix. */
+export async function searchLinkView(ctx: AppContext, link: SearchLinkView, token?: string) {
+  return {
+    id: link.id,
+    ...(token ? { token } : {}),
+    tokenPrefix: link.tokenPrefix,
+    name: link.name,
+    allowedTags: link.allowedTags,
+    expiresAt: link.expiresAt,
+    historyMode: link.historyMode,
+    isActive: !link.revoked && !isExpired(link, ctx.now()),
+    isExpired: isExpired(link, ctx.now()),
+    createdAt: link.createdAt,
+    updatedAt: link.updatedAt,
+    publicUrl: token ? publicUrlOf(ctx, token) : null,
+    documentCount: await countDocumentsInScope(ctx, link.workspaceId, link.allowedTags),
+  };
+}
+
+export async function listSearchLinks(ctx: AppContext, workspaceId: string) {
+  const links = await searchLinksCollection(ctx.readStore).find({ workspaceId }, { sort: [{ field: 'createdAt', direction: 'asc' }] });
+  return Promise.all(links.map((l) => searchLinkView(ctx, l)));
+}
+
+export async function getSearchLink(ctx: AppContext, workspaceId: string, linkId: string): Promise<SearchLinkView> {
+  const link = await searchLinksCollection(ctx.readStore).get(linkId);
+  if (!link || link.workspaceId !== workspaceId) throw new DomainError('NOT_FOUND', 'Search link not found.');
+  return link;
+}
+
+export type LinkResolution = { status: 'ok'; link: SearchLinkView } | { status: 'not_found' } | { status: 'expired'; link: SearchLinkView };
+
+async function check(ctx: AppContext, link: SearchLinkView | null): Promise<LinkResolution> {
+  if (!link || link.revoked) return { status: 'not_found' };
+  const ws = await workspacesCollection(ctx.readStore).get(link.workspaceId);
+  // A workspace that turned public links off answers as if its links did not exist.
+  if (!ws || !ws.settings.allowPublicSearchLinks) return { status: 'not_found' };
+  if (isExpired(link, ctx.now())) return { status: 'expired', link };
+  return { status: 'ok', link };
+}
+
+/** The link a public token opens: looked up by the token's SHA-256, never by the token. */
+export async function searchLinkByToken(ctx: AppContext, token: string): Promise<LinkResolution> {
+  if (!TOKEN_PATTERN.test(token)) return { status: 'not_found' };
+  const link = (await searchLinksCollection(ctx.readStore).find({ tokenHash: sha256Hex(token) }, { limit: 1 }))[0] ?? null;
+  return check(ctx, link);
+}
+
+export async function searchLinkById(ctx: AppContext, linkId: string): Promise<LinkResolution> {
+  if (!/^[0-9a-f-]{36}$/i.test(linkId)) return { status: 'not_found' };
+  return check(ctx, await searchLinksCollection(ctx.readStore).get(linkId.toLowerCase()));
+}
+
+/** Tags of the link's scope with their names (for the tool description and tag-name arguments). */
+export async function scopeTags(ctx: AppContext, link: SearchLinkView): Promise<{ id: string; name: string }[]> {
+  const all = await tagsCollection(ctx.readStore).find({ workspaceId: link.workspaceId }, { sort: [{ field: 'name', direction: 'asc' }] });
+  const tags = all.map((t) => ({ id: t.id, name: t.name }));
+  if (link.allowedTags.length === 0) return tags;
+  const allowed = new Set(link.allowedTags);
+  return tags.filter((t) => allowed.has(t.id));
+}
