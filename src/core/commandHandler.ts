@@ -53,17 +53,49 @@ export function fold<S, E extends DomainEvent>(decider: Pick<Decider<S, never, E
   return events.reduce((s, e) => decider.evolve(s, e as unknown as E), decider.initialState());
 }
 
-/** The aggregate's current state, folded from its stream. */
+interface CachedState {
+  state: unknown;
+  revision: number;
+}
+
+const CACHE_LIMIT = 10_000;
+/**
+ * Folded states by decider and stream. A cached state is only a starting point: the
+ * stream is still read from the cached revision on, so writes by other processes are
+ * seen, and the append's expected revision guards the rest. States are immutable.
+ */
+const stateCache = new WeakMap<object, Map<string, CachedState>>();
+
+function cacheFor(decider: object): Map<string, CachedState> {
+  let m = stateCache.get(decider);
+  if (!m) {
+    m = new Map();
+    stateCache.set(decider, m);
+  }
+  return m;
+}
+
+function remember(cache: Map<string, CachedState>, streamId: string, entry: CachedState): void {
+  cache.delete(streamId);
+  cache.set(streamId, entry);
+  if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
+}
+
+/** The aggregate's current state, folded from its stream (from a cached fold when there is one). */
 export async function loadState<S, E extends DomainEvent>(
   store: EventStore,
   streamId: string,
   decider: Pick<Decider<S, never, E>, 'initialState' | 'evolve'>,
 ): Promise<{ state: S; revision: ExpectedRevision }> {
-  const events = await store.readStream(streamId);
-  return {
-    state: fold(decider, events),
-    revision: events.length === 0 ? 'no_stream' : events[events.length - 1].revision,
-  };
+  const cache = cacheFor(decider);
+  const cached = cache.get(streamId);
+  const from = cached ? cached.revision + 1 : 0;
+  const events = await store.readStream(streamId, from);
+  if (!cached && events.length === 0) return { state: decider.initialState(), revision: 'no_stream' };
+  const state = events.reduce((s, e) => decider.evolve(s, e as unknown as E), cached ? (cached.state as S) : decider.initialState());
+  const revision = events.length ? events[events.length - 1].revision : (cached as CachedState).revision;
+  remember(cache, streamId, { state, revision });
+  return { state, revision };
 }
 
 /**
@@ -88,6 +120,9 @@ export async function handleCommand<S, C, E extends DomainEvent>(
     try {
       const result = await store.append(streamId, toNewEvents(events, ctx, options.workspaceId), revision);
       const next = events.reduce((s, e) => decider.evolve(s, e), state);
+      if (result.nextRevision === (revision === 'no_stream' ? -1 : (revision as number)) + events.length) {
+        remember(cacheFor(decider), streamId, { state: next, revision: result.nextRevision });
+      }
       return { events, state: next, position: result.position, revision: result.nextRevision };
     } catch (err) {
       if (err instanceof WrongExpectedRevisionError && attempt < retries) continue;

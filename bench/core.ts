@@ -1,0 +1,168 @@
+/**
+ * Event-sourced core benchmarks: durable appends through the port, durable commands per
+ * second through the HTTP API (1 and 16 concurrent clients), projection rebuild rate.
+ */
+import autocannon from 'autocannon';
+import { randomUUID } from 'node:crypto';
+import { ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { SqliteEventStore } from '../src/adapters/sqlite/sqliteEventStore';
+import { NewEvent } from '../src/domain/event';
+import { loadConfig } from '../src/config/config';
+import { createLogger } from '../src/app/logger';
+import { buildContainer, closeContext } from '../src/container';
+import { rebuildProjections } from '../src/core/projectionRunner';
+import { repoRoot } from '../src/util/paths';
+
+const tmp = (p: string) => fs.mkdtempSync(path.join(os.tmpdir(), p));
+
+function event(type: string, data: Record<string, unknown>): NewEvent {
+  return {
+    id: randomUUID(),
+    type,
+    data,
+    metadata: { actorId: 'bench', authMethod: 'system', correlationId: randomUUID(), occurredAt: new Date().toISOString(), schemaVersion: 1, workspaceId: String(data.workspaceId ?? '') },
+  };
+}
+
+async function benchAppends(): Promise<void> {
+  const dir = tmp('kb-bench-es-');
+  const store = new SqliteEventStore(path.join(dir, 'events.db'), { synchronous: 'full' });
+  const n = 2000;
+  let t = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) await store.append(`bench-seq-${i % 50}`, [event('BenchEvent', { i })], 'any');
+  const seq = n / (Number(process.hrtime.bigint() - t) / 1e9);
+  for (const concurrency of [16, 64]) {
+    t = process.hrtime.bigint();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: concurrency }, async (_, c) => {
+        while (next < n * 5) {
+          next++;
+          await store.append(`bench-c${c}`, [event('BenchEvent', { c })], 'any');
+        }
+      }),
+    );
+    const rate = (n * 5) / (Number(process.hrtime.bigint() - t) / 1e9);
+    console.log(`  appends through the port, ${concurrency} concurrent writers (group commit, fsync per commit): ${Math.round(rate)} events/s`);
+  }
+  console.log(`  appends through the port, 1 writer awaiting each (fsync per append): ${Math.round(seq)} events/s`);
+  await store.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+async function startServer(dataDir: string): Promise<{ url: string; proc: ChildProcess }> {
+  const proc = spawn(process.execPath, [path.join(repoRoot, 'dist/src/main.js')], {
+    env: { ...process.env, PORT: '0', KB_DATA_DIR: dataDir, KB_ANNOUNCE_PORT: '1', KB_RATE_LIMITS: 'off', KB_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /KB_LISTENING (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.on('exit', (code) => reject(new Error(`server exited ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, proc };
+}
+
+async function json(url: string, method: string, body: unknown, token?: string): Promise<any> {
+  const res = await fetch(url, { method, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+  return res.json();
+}
+
+async function benchHttpCommands(): Promise<void> {
+  const dir = tmp('kb-bench-http-');
+  const { url, proc } = await startServer(dir);
+  try {
+    await json(`${url}/v1/auth/register`, 'POST', { email: 'bench@example.com', password: 'benchmark-password', name: 'Bench' });
+    const { accessToken } = await json(`${url}/v1/auth/login`, 'POST', { email: 'bench@example.com', password: 'benchmark-password' });
+    // One workspace and tag per client, so clients do not contend for one stream.
+    const targets: { ws: string; tag: string }[] = [];
+    for (let i = 0; i < 16; i++) {
+      const ws = (await json(`${url}/v1/workspaces`, 'POST', { name: `bench ${i}` }, accessToken)).id;
+      const tag = (await json(`${url}/v1/workspaces/${ws}/tags`, 'POST', { name: 'tag', color: '#000000' }, accessToken)).id;
+      targets.push({ ws, tag });
+    }
+    for (const connections of [1, 16]) {
+      let seq = 0;
+      const result = await autocannon({
+        url,
+        connections,
+        duration: 8,
+        requests: [
+          {
+            setupRequest: (req, context) => {
+              const c = context as { slot?: number };
+              if (c.slot === undefined) c.slot = seq++ % targets.length;
+              const t = targets[c.slot];
+              return {
+                ...req,
+                method: 'PUT',
+                path: `/v1/workspaces/${t.ws}/tags/${t.tag}`,
+                headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` },
+                body: JSON.stringify({ name: `tag-${randomUUID()}` }),
+              };
+            },
+          },
+        ],
+      });
+      const ok = result['2xx'];
+      console.log(
+        `  HTTP durable commands (rename a tag), ${connections} client(s): ${Math.round(ok / result.duration)} commands/s, latency p50 ${result.latency.p50} ms p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}`,
+      );
+    }
+  } finally {
+    proc.kill('SIGTERM');
+    await new Promise((r) => proc.on('exit', r));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function benchRebuild(total = 100_000): Promise<void> {
+  const dir = tmp('kb-bench-rebuild-');
+  const config = loadConfig({ ...process.env, KB_DATA_DIR: dir });
+  const { ctx } = await buildContainer(config, createLogger('silent'));
+  try {
+    const perWorkspace = 100;
+    const batch: Promise<unknown>[] = [];
+    for (let w = 0; w < total / perWorkspace; w++) {
+      const workspaceId = randomUUID();
+      const events: NewEvent[] = [
+        event('WorkspaceCreated', { workspaceId, name: `w${w}`, ownerId: 'u', createdAt: new Date().toISOString(), settings: { allowPublicSearchLinks: true, defaultDocumentPurpose: 'KNOWLEDGE' } }),
+      ];
+      for (let i = 1; i < perWorkspace; i++) {
+        events.push(i % 3 === 0 ? event('MemberAdded', { workspaceId, userId: `u${i}`, role: 'MEMBER', joinedAt: new Date().toISOString() }) : event('TagCreated', { workspaceId, tagId: randomUUID(), name: `t${i}`, color: '#000000' }));
+      }
+      batch.push(ctx.eventStore.append(`workspace-${workspaceId}`, events, 'no_stream'));
+      if (batch.length >= 50) await Promise.all(batch.splice(0));
+    }
+    await Promise.all(batch);
+    const r = await rebuildProjections(ctx.eventStore, ctx.projections);
+    const perProjection = r.events / ctx.projections.length;
+    console.log(
+      `  projection rebuild: ${ctx.projections.length} projections x ${Math.round(perProjection)} events in ${r.seconds.toFixed(2)} s = ${Math.round(r.events / r.seconds)} events/s applied (${Math.round(perProjection / r.seconds)} log events/s for all projections)`,
+    );
+  } finally {
+    await closeContext(ctx);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function benchCore(): Promise<void> {
+  console.log('Event-sourced core (embedded SQLite, synchronous=FULL)');
+  await benchAppends();
+  await benchHttpCommands();
+  await benchRebuild();
+}
+
+if (require.main === module) {
+  benchCore().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,31 @@
+import { DomainEvent } from '../../src/domain/event';
+import { DomainError } from '../../src/domain/errors';
+
+interface PureDecider<S, C, E extends DomainEvent> {
+  initialState(): S;
+  evolve(s: S, e: E): S;
+  decide(c: C, s: S): E[];
+}
+
+/** given(events).when(command).then(events) / .thenThrows(code) for pure deciders. */
+export function specFor<S, C, E extends DomainEvent>(decider: PureDecider<S, C, E>) {
+  return (given: E[]) => ({
+    when: (command: C) => {
+      const run = () => decider.decide(command, given.reduce(decider.evolve, decider.initialState()));
+      return {
+        then: (expected: E[]) => expect(run()).toEqual(expected),
+        thenThrows: (code: string) => {
+          let caught: unknown;
+          try {
+            run();
+          } catch (err) {
+            caught = err;
+          }
+          expect(caught).toBeInstanceOf(DomainError);
+          expect((caught as DomainError).code).toBe(code);
+        },
+        result: run,
+      };
+    },
+  });
+}
