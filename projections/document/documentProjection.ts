@@ -1,0 +1,133 @@
+import { Projection, readModelProjection } from '../../src/core/projection';
+import { ReadStore } from '../../src/ports/readStore';
+import { DocumentEvent, DocumentKind, isDocumentEvent, ProcessingFailureCode, ProcessingStatus, Purpose } from '../../src/domain/document/events';
+import { WorkspaceEvent } from '../../src/domain/workspace/events';
+
+export interface DocumentView {
+  id: string;
+  workspaceId: string;
+  title: string;
+  filename: string;
+  mimeType: string;
+  kind: DocumentKind;
+  size: number;
+  purpose: Purpose;
+  uploadStatus: 'COMPLETED';
+  processingStatus: ProcessingStatus;
+  tags: string[];
+  chunkCount: number;
+  tokenCount: number;
+  /** UTF-8 bytes of the latest extracted text (instruction-set size limits). */
+  sizeBytes: number;
+  createdAt: string;
+  updatedAt: string;
+  uploadedBy: string;
+  error?: { code: ProcessingFailureCode; message: string };
+  /** The current processing run; pipeline events of other runs are ignored. */
+  processingId: string;
+  /** Content address of the uploaded file (blob clean-up on delete). */
+  blobSha256: string;
+}
+
+/** The latest extracted text of a document (instruction sets read it whole). */
+export interface DocumentTextView {
+  id: string;
+  workspaceId: string;
+  text: string;
+}
+
+export const documentsCollection = (s: ReadStore) =>
+  s.collection<DocumentView>('documents', [{ fields: ['workspaceId'] }, { fields: ['blobSha256'] }]);
+export const documentTextsCollection = (s: ReadStore) => s.collection<DocumentTextView>('document_texts', [{ fields: ['workspaceId'] }]);
+
+/**
+ * Read models `documents` and `document_texts`. Deleted documents are removed (others count
+ * `documents` by workspaceId). Pipeline events of a run that is no longer the document's
+ * current one are ignored, so a late event of an abandoned run never overwrites a newer state.
+ */
+export function documentProjection(store: ReadStore): Projection {
+  const docs = documentsCollection(store);
+  const texts = documentTextsCollection(store);
+  return readModelProjection('documents', store, ['documents', 'document_texts'], async (event) => {
+    if (event.type === 'TagDeleted' || event.type === 'WorkspaceDeleted') {
+      const w = event as unknown as WorkspaceEvent;
+      if (w.type === 'TagDeleted') {
+        const affected = await docs.find({ workspaceId: w.data.workspaceId, tags: { $contains: w.data.tagId } });
+        for (const d of affected) await docs.put({ ...d, tags: d.tags.filter((t) => t !== w.data.tagId) });
+      } else if (w.type === 'WorkspaceDeleted') {
+        await docs.deleteMany({ workspaceId: w.data.workspaceId });
+        await texts.deleteMany({ workspaceId: w.data.workspaceId });
+      }
+      return;
+    }
+    if (!isDocumentEvent(event)) return;
+    const e = event as unknown as DocumentEvent;
+    const id = e.data.documentId;
+    if (e.type === 'DocumentUploaded') {
+      await docs.put({
+        id,
+        workspaceId: e.data.workspaceId,
+        title: e.data.title,
+        filename: e.data.filename,
+        mimeType: e.data.mimeType,
+        kind: e.data.kind,
+        size: e.data.size,
+        purpose: e.data.purpose,
+        uploadStatus: 'COMPLETED',
+        processingStatus: 'PENDING',
+        tags: e.data.tags,
+        chunkCount: 0,
+        tokenCount: 0,
+        sizeBytes: 0,
+        createdAt: e.data.uploadedAt,
+        updatedAt: e.data.uploadedAt,
+        uploadedBy: e.data.uploadedBy,
+        processingId: '',
+        blobSha256: e.data.blob.sha256,
+      });
+      return;
+    }
+    const d = await docs.get(id);
+    if (!d) return; // deleted (or its workspace was)
+    switch (e.type) {
+      case 'DocumentProcessingStarted': {
+        const { error: _error, ...rest } = d;
+        await docs.put({ ...rest, processingStatus: 'PROCESSING', processingId: e.data.processingId });
+        break;
+      }
+      case 'DocumentTextExtracted':
+        if (e.data.processingId !== d.processingId) break;
+        await texts.put({ id, workspaceId: d.workspaceId, text: e.data.sections.map((s) => s.text).join('\n\n') });
+        await docs.put({ ...d, sizeBytes: e.data.sizeBytes, tokenCount: e.data.tokenCount });
+        break;
+      case 'DocumentVerified':
+        if (e.data.processingId !== d.processingId) break;
+        await docs.put({ ...d, processingStatus: 'VERIFIED', chunkCount: e.data.chunkCount, tokenCount: e.data.tokenCount });
+        break;
+      case 'DocumentProcessingFailed':
+        if (e.data.processingId !== d.processingId) break;
+        await docs.put({ ...d, processingStatus: 'FAILED', chunkCount: 0, error: { code: e.data.code, message: e.data.message } });
+        break;
+      case 'DocumentMetadataUpdated':
+        await docs.put({ ...d, title: e.data.title ?? d.title, purpose: e.data.purpose ?? d.purpose, tags: e.data.tags ?? d.tags, updatedAt: e.data.updatedAt });
+        break;
+      case 'DocumentContentUpdated':
+        await docs.put({ ...d, size: e.data.size, updatedAt: e.data.updatedAt });
+        break;
+      case 'DocumentReprocessRequested':
+        await docs.put({ ...d, updatedAt: e.data.requestedAt });
+        break;
+      case 'DocumentDeleted':
+        await docs.delete(id);
+        await texts.delete(id);
+        break;
+      case 'DocumentChunked':
+      case 'ChunksEmbedded':
+        break;
+      default: {
+        const _never: never = e;
+        void _never;
+      }
+    }
+  });
+}
