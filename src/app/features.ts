@@ -2,6 +2,9 @@ import { AppContext } from './context';
 import { Projection } from '../core/projection';
 import { userProjection } from '../../projections/user/userProjection';
 import { workspaceProjection } from '../../projections/workspace/workspaceProjection';
+import { documentProjection } from '../../projections/document/documentProjection';
+import { searchIndexProjection } from '../../projections/searchIndex/searchIndexProjection';
+import { documentProcessorService } from '../processing/documentProcessor';
 import { instructionSetProjection } from '../../projections/instructionSet/instructionSetProjection';
 import { instructionSetDocumentCleanup } from '../../commands/instructionSet/documentCleanup';
 
@@ -12,7 +15,7 @@ type ServiceFactory = (ctx: AppContext) => AppContext['services'][number];
  * Read models kept up to date from the log, in the order they are started and rebuilt.
  * Features add theirs here.
  */
-export const projectionFactories: ProjectionFactory[] = [(c) => userProjection(c.readStore), (c) => workspaceProjection(c.readStore), (c) => instructionSetProjection(c.readStore)];
+export const projectionFactories: ProjectionFactory[] = [(c) => userProjection(c.readStore), (c) => workspaceProjection(c.readStore), (c) => documentProjection(c.readStore), (c) => searchIndexProjection(c), (c) => instructionSetProjection(c.readStore)];
 
 /** Background services (process managers such as the document processor). */
-export const serviceFactories: ServiceFactory[] = [(c) => instructionSetDocumentCleanup(c)];
+export const serviceFactories: ServiceFactory[] = [(c) => documentProcessorService(c), (c) => instructionSetDocumentCleanup(c)];
