@@ -1,5 +1,6 @@
 import { NextFunction, Request, Response } from 'express';
 import jwt from 'jsonwebtoken';
+import { createSecretKey, KeyObject } from 'node:crypto';
 import { AppContext } from '../app/context';
 import { DomainError } from '../domain/errors';
 import { sha256Hex } from '../util/crypto';
@@ -17,9 +18,20 @@ interface AccessClaims {
   typ: 'access';
 }
 
+// jsonwebtoken turns a string secret into a KeyObject on every call (costly under load): do it once.
+const keys = new Map<string, KeyObject>();
+function signingKey(secret: string): KeyObject {
+  let k = keys.get(secret);
+  if (!k) {
+    k = createSecretKey(Buffer.from(secret, 'utf8'));
+    keys.set(secret, k);
+  }
+  return k;
+}
+
 export function signAccessToken(ctx: AppContext, userId: string, sessionId: string): string {
   const claims: AccessClaims = { sub: userId, sid: sessionId, typ: 'access' };
-  return jwt.sign(claims, ctx.jwtSecret, { algorithm: 'HS256', expiresIn: ctx.config.accessTokenTtl });
+  return jwt.sign(claims, signingKey(ctx.jwtSecret), { algorithm: 'HS256', expiresIn: ctx.config.accessTokenTtl });
 }
 
 const unauthorized = (msg = 'Missing or invalid token.') => new DomainError('UNAUTHORIZED', msg);
@@ -41,7 +53,7 @@ export async function authenticateRequest(ctx: AppContext, req: Request): Promis
   }
   let claims: AccessClaims;
   try {
-    const decoded = jwt.verify(token, ctx.jwtSecret, { algorithms: ['HS256'] });
+    const decoded = jwt.verify(token, signingKey(ctx.jwtSecret), { algorithms: ['HS256'] });
     if (typeof decoded !== 'object' || decoded === null || decoded.typ !== 'access' || typeof decoded.sub !== 'string' || typeof decoded.sid !== 'string') {
       throw unauthorized();
     }
