@@ -3,6 +3,9 @@ import { loadConfig } from './config/config';
 import { createLogger } from './app/logger';
 import { buildContainer, closeContext } from './container';
 import { rebuildProjections } from './core/projectionRunner';
+import path from 'node:path';
+import { verifyEventLog } from './audit/verify';
+import { exportEvents, parseOptions } from './audit/export';
 
 /** A one-line progress bar on a terminal; silent when not a TTY. */
 export function progress(label: string, done: number, total: number): void {
@@ -16,7 +19,10 @@ export function progress(label: string, done: number, total: number): void {
 
 const USAGE = `Usage: npm run kb -- <command>
   rebuild [projection...]   rebuild read models (and the search index) from the event log (server stopped)
-  projections               list projections and their checkpoints`;
+  projections               list projections and their checkpoints
+  verify                    check the event log's hash chain; exit code 1 at the first break
+  export [--from position|time] [--workspace id] [--out file]
+                            write the log as NDJSON (stdout by default)`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
@@ -41,6 +47,22 @@ async function main(argv: string[]): Promise<number> {
       case 'projections': {
         const head = await ctx.eventStore.headPosition();
         for (const p of ctx.projections) console.log(`${p.name}\t${await p.checkpoint()}/${head}`);
+        return 0;
+      }
+      case 'verify': {
+        const r = verifyEventLog(path.join(ctx.config.dataDir, 'events.db'), (d, t) => progress('verify', d, t));
+        if (r.firstBreak) {
+          const b = r.firstBreak;
+          console.log(`chain broken at position ${b.position} (event ${b.id}, ${b.type}): ${b.reason}; ${r.checked} events checked`);
+          return 1;
+        }
+        console.log(`ok: ${r.checked} events checked, hash chain intact`);
+        return 0;
+      }
+      case 'export': {
+        const o = parseOptions(args);
+        const r = await exportEvents(ctx.eventStore, { from: o.from, workspaceId: o.workspace, out: o.out, onProgress: (d, t) => progress('export', d, t) });
+        if (o.out) console.error(`exported ${r.written} events to ${o.out}`);
         return 0;
       }
       default:

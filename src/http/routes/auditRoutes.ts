@@ -1,7 +1,55 @@
+import { Request, Router } from 'express';
 import { RouteModule } from './module';
 import { AppContext } from '../../app/context';
+import { DomainError } from '../../domain/errors';
+import { requireAuth, requireWorkspaceRole } from '../auth';
+import { decodeCursor, listAuditEntries } from '../../audit/auditQueries';
 
-// Routes of this feature are added by the feature's issue; nothing is mounted yet.
-export function auditRoutes(_ctx: AppContext): RouteModule {
-  return {};
+const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const invalid = (field: string, message: string) => new DomainError('VALIDATION_ERROR', message, { field });
+
+function single(req: Request, name: string): string | undefined {
+  const v = req.query[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw invalid(name, `${name} must be given once.`);
+  return v;
+}
+
+function isoParam(req: Request, name: string): string | undefined {
+  const v = single(req, name);
+  if (v === undefined) return undefined;
+  const t = Date.parse(v);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) throw invalid(name, `${name} must be an ISO 8601 time.`);
+  return new Date(t).toISOString();
+}
+
+/** GET /v1/workspaces/:id/audit: who did what, when, in a workspace (ADMIN and OWNER). */
+export function auditRoutes(ctx: AppContext): RouteModule {
+  const v1 = Router();
+  v1.get('/workspaces/:id/audit', requireAuth(ctx), async (req, res) => {
+    const raw = String(req.params.id);
+    if (!ID.test(raw)) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
+    const workspaceId = raw.toLowerCase();
+    await requireWorkspaceRole(ctx, req, workspaceId, 'ADMIN');
+
+    const limitRaw = single(req, 'limit');
+    const limit = limitRaw === undefined ? 50 : Number(limitRaw);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw invalid('limit', 'limit must be an integer from 1 to 200.');
+    const cursorRaw = single(req, 'cursor');
+    const beforePosition = cursorRaw === undefined || cursorRaw === '' ? undefined : decodeCursor(cursorRaw);
+    if (beforePosition === null) throw invalid('cursor', 'cursor is not one this endpoint returned.');
+    const action = single(req, 'action');
+    const page = await listAuditEntries(ctx, {
+      workspaceId,
+      from: isoParam(req, 'from'),
+      to: isoParam(req, 'to'),
+      actor: single(req, 'actor') || undefined,
+      actions: action ? action.split(',').map((a) => a.trim()).filter(Boolean) : undefined,
+      subject: single(req, 'subject') || undefined,
+      beforePosition,
+      limit,
+    });
+    res.json(page);
+  });
+  return { v1 };
 }

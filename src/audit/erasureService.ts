@@ -1,0 +1,103 @@
+import { AppContext } from '../app/context';
+import { RecordedEvent } from '../domain/event';
+import { Subscription } from '../ports/eventStore';
+import { KeyStore } from '../ports/keyStore';
+import { EncryptingEventStore } from '../adapters/encryption/encryptingEventStore';
+import { documentsCollection } from '../../projections/document/documentProjection';
+
+/** What the erasure service remembers of each document: its workspace, its file, whether it is gone. */
+interface ErasureDocView {
+  id: string;
+  workspaceId: string;
+  blobs: string[];
+  deleted: boolean;
+}
+interface PendingBlobView {
+  id: string;
+}
+
+const CHECKPOINT = 'erasure';
+const docsOf = (c: AppContext) => c.readStore.collection<ErasureDocView>('erasure_documents', [{ fields: ['workspaceId'] }]);
+const pendingOf = (c: AppContext) => c.readStore.collection<PendingBlobView>('erasure_pending_blobs');
+
+function keyStoreOf(ctx: AppContext): KeyStore | null {
+  return ctx.eventStore instanceof EncryptingEventStore ? ctx.eventStore.keyStore : null;
+}
+
+/**
+ * Makes deletion real. On DocumentDeleted (or WorkspaceDeleted: all its documents) it
+ * destroys the document's data key, so the text sealed in the log can never be read again,
+ * and deletes the uploaded file once no live document uses it. The events themselves (who
+ * deleted what, when) stay. Not a projection on purpose: a rebuild must not replay file
+ * deletions against a half-rebuilt picture of which documents still use a file; its own
+ * checkpoint only moves forward with the real log.
+ */
+export function erasureService(ctx: AppContext): AppContext['services'][number] {
+  let sub: Subscription | null = null;
+  const keys = keyStoreOf(ctx);
+
+  const erase = async (doc: ErasureDocView): Promise<void> => {
+    await keys?.destroy(doc.id);
+    await docsOf(ctx).put({ ...doc, deleted: true });
+    for (const b of doc.blobs) await pendingOf(ctx).put({ id: b });
+  };
+
+  const handle = async (e: RecordedEvent): Promise<void> => {
+    const d = (e.data ?? {}) as Record<string, unknown>;
+    const documentId = typeof d.documentId === 'string' ? d.documentId : null;
+    const workspaceId = typeof d.workspaceId === 'string' ? d.workspaceId : (e.metadata.workspaceId ?? '');
+    if (e.type === 'DocumentUploaded' && documentId) {
+      const blob = d.blob as { sha256?: unknown } | undefined;
+      const sha = typeof blob?.sha256 === 'string' ? blob.sha256 : null;
+      const prev = await docsOf(ctx).get(documentId);
+      const blobs = [...new Set([...(prev?.blobs ?? []), ...(sha ? [sha] : [])])];
+      await docsOf(ctx).put({ id: documentId, workspaceId, blobs, deleted: prev?.deleted ?? false });
+      // A new upload of this content keeps the file.
+      if (sha) await pendingOf(ctx).delete(sha);
+    } else if (e.type === 'DocumentDeleted' && documentId) {
+      const prev = await docsOf(ctx).get(documentId);
+      const sha = typeof d.blobSha256 === 'string' ? d.blobSha256 : null;
+      const blobs = [...new Set([...(prev?.blobs ?? []), ...(sha ? [sha] : [])])];
+      await erase({ id: documentId, workspaceId, blobs, deleted: false });
+    } else if (e.type === 'WorkspaceDeleted' && workspaceId) {
+      for (const doc of await docsOf(ctx).find({ workspaceId, deleted: false })) await erase(doc);
+    }
+  };
+
+  /** Delete pending files that no live document uses; only once caught up with the whole log. */
+  const sweepBlobs = async (): Promise<void> => {
+    for (const p of await pendingOf(ctx).find({})) {
+      const mine = await docsOf(ctx).find({ blobs: { $contains: p.id }, deleted: false }, { limit: 1 });
+      const theirs = (await documentsCollection(ctx.readStore).find({ blobSha256: p.id })).map((x) => x.id);
+      const stillLive = theirs.length > 0 && (await docsOf(ctx).getMany(theirs)).filter((x) => x.deleted).length < theirs.length;
+      if (mine.length === 0 && !stillLive) await ctx.blobStore.delete(p.id).catch(() => undefined);
+      await pendingOf(ctx).delete(p.id);
+    }
+  };
+
+  return {
+    name: 'erasure',
+    start: async () => {
+      if (!keys) ctx.logger.warn('event store does not encrypt document text: erasure deletes files only');
+      const from = await ctx.readStore.getCheckpoint(CHECKPOINT);
+      sub = ctx.eventStore.subscribe(
+        from,
+        async (events) => {
+          await ctx.readStore.transaction(async () => {
+            const done = await ctx.readStore.getCheckpoint(CHECKPOINT);
+            for (const e of events) if (e.position > done) await handle(e);
+            await ctx.readStore.setCheckpoint(CHECKPOINT, Math.max(done, events[events.length - 1].position));
+          });
+          if (events[events.length - 1].position >= (await ctx.eventStore.headPosition())) {
+            await ctx.readStore.transaction(sweepBlobs);
+          }
+        },
+        (err) => ctx.logger.error({ err }, 'erasure service failed; retrying'),
+      );
+    },
+    stop: async () => {
+      await sub?.stop();
+      sub = null;
+    },
+  };
+}

@@ -1,0 +1,123 @@
+import { RecordedEvent } from '../domain/event';
+
+/**
+ * What an audit entry may say about each event type: a whitelist of `data` fields. Text,
+ * vectors, tokens and every kind of hash are never listed; an unknown type shows its ids
+ * only. Values must be scalars, arrays of scalars or flat objects of scalars.
+ */
+const SUMMARY_FIELDS: Record<string, string[]> = {
+  WorkspaceCreated: ['name', 'settings'],
+  WorkspaceUpdated: ['name', 'settings'],
+  WorkspaceDeleted: [],
+  MemberAdded: ['role'],
+  MemberRoleChanged: ['role', 'previousRole'],
+  MemberRemoved: [],
+  InvitationCreated: ['email', 'role', 'expiresAt'],
+  InvitationAccepted: [],
+  TagCreated: ['name', 'color'],
+  TagUpdated: ['name', 'color'],
+  TagDeleted: [],
+  DocumentUploaded: ['title', 'filename', 'mimeType', 'kind', 'size', 'purpose', 'tags'],
+  DocumentProcessingStarted: ['reason'],
+  DocumentTextExtracted: ['tokenCount', 'sizeBytes'],
+  DocumentChunked: [],
+  ChunksEmbedded: ['dimensions'],
+  DocumentVerified: ['chunkCount', 'tokenCount'],
+  DocumentProcessingFailed: ['code'],
+  DocumentMetadataUpdated: ['title', 'purpose', 'tags'],
+  DocumentContentUpdated: ['size'],
+  DocumentReprocessRequested: [],
+  DocumentDeleted: [],
+  InstructionSetCreated: ['name', 'description', 'isPublic'],
+  InstructionSetUpdated: ['name', 'description', 'isPublic'],
+  InstructionSetDeleted: [],
+  SetDocumentAdded: ['title', 'sizeBytes', 'purpose'],
+  SetDocumentRemoved: ['reason'],
+  SetReordered: [],
+  SearchLinkCreated: ['name', 'allowedTags', 'expiresAt', 'historyMode'],
+  SearchLinkUpdated: ['name', 'allowedTags', 'expiresAt', 'historyMode'],
+  LinkRevoked: [],
+};
+
+/** Never shown, whatever a whitelist says (defence in depth). */
+const FORBIDDEN = /(hash|password|secret|vector|embedding|^token$|^tokens$|^content$|^text$|^sections$|^chunks$|^key$|^apiKey$)/i;
+const ID_FIELD = /(Id|Ids)$/;
+
+type Scalar = string | number | boolean | null;
+const isScalar = (v: unknown): v is Scalar => v === null || ['string', 'number', 'boolean'].includes(typeof v);
+
+function safeValue(v: unknown): unknown {
+  if (isScalar(v)) return v;
+  if (Array.isArray(v)) return v.every(isScalar) ? v : undefined;
+  if (typeof v === 'object' && v !== null) {
+    const out: Record<string, Scalar> = {};
+    for (const [k, x] of Object.entries(v)) if (!FORBIDDEN.test(k) && isScalar(x)) out[k] = x;
+    return out;
+  }
+  return undefined;
+}
+
+/** The fields of an event an audit entry shows: its ids, plus its type's whitelisted fields. */
+export function summarize(type: string, data: unknown): Record<string, unknown> {
+  if (data === null || typeof data !== 'object') return {};
+  const d = data as Record<string, unknown>;
+  const allowed = new Set(SUMMARY_FIELDS[type] ?? []);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(d)) {
+    if (FORBIDDEN.test(k) || k === 'workspaceId') continue;
+    const isId = ID_FIELD.test(k) && (typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string')));
+    if (!isId && !allowed.has(k)) continue;
+    const safe = safeValue(v);
+    if (safe !== undefined) out[k] = safe;
+  }
+  if (d.erased === true) out.erased = true;
+  return out;
+}
+
+export interface AuditSubject {
+  type: string;
+  id: string;
+}
+
+const STREAM_SUBJECTS: Record<string, string> = {
+  workspace: 'workspace',
+  document: 'document',
+  instructionset: 'set',
+  set: 'set',
+  searchlink: 'link',
+  link: 'link',
+  apikey: 'api_key',
+  session: 'session',
+  user: 'user',
+};
+
+/** What an event is about: a member, tag or invitation inside a workspace, else its stream's aggregate. */
+export function subjectOf(e: Pick<RecordedEvent, 'type' | 'streamId' | 'data'>): AuditSubject {
+  const d = (e.data ?? {}) as Record<string, unknown>;
+  const str = (k: string): string | null => (typeof d[k] === 'string' ? (d[k] as string) : null);
+  if (e.type.startsWith('Member') && str('userId')) return { type: 'member', id: str('userId') as string };
+  if (e.type.startsWith('Invitation') && str('invitationId')) return { type: 'invitation', id: str('invitationId') as string };
+  if (e.type.startsWith('Tag') && str('tagId')) return { type: 'tag', id: str('tagId') as string };
+  const dash = e.streamId.indexOf('-');
+  const prefix = dash > 0 ? e.streamId.slice(0, dash) : e.streamId;
+  const rest = dash > 0 ? e.streamId.slice(dash + 1) : e.streamId;
+  const type = STREAM_SUBJECTS[prefix.toLowerCase()] ?? prefix;
+  const byField: Record<string, string[]> = {
+    document: ['documentId'],
+    set: ['setId', 'instructionSetId'],
+    link: ['linkId', 'searchLinkId'],
+    workspace: ['workspaceId'],
+    user: ['userId'],
+    api_key: ['keyId'],
+    session: ['sessionId'],
+  };
+  for (const k of byField[type] ?? []) if (str(k)) return { type, id: str(k) as string };
+  return { type, id: rest };
+}
+
+/** The workspace an event belongs to, if any. */
+export function workspaceOf(e: Pick<RecordedEvent, 'metadata' | 'data'>): string | null {
+  if (e.metadata?.workspaceId) return e.metadata.workspaceId;
+  const w = (e.data as Record<string, unknown> | null)?.workspaceId;
+  return typeof w === 'string' ? w : null;
+}
