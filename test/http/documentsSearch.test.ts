@@ -1,0 +1,66 @@
+import { startServer, signUp, TestServer } from '../support/server';
+
+type User = Awaited<ReturnType<typeof signUp>>;
+
+async function waitUntil<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  for (let i = 0; i < 300; i++) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('documents in the search index', () => {
+  let server: TestServer;
+  let user: User;
+  let ws: string;
+
+  beforeAll(async () => {
+    server = await startServer({ KB_RATE_LIMITS: 'off', KB_LOG_LEVEL: 'warn' });
+    user = await signUp(server.url, 'Searcher');
+    ws = (await user.api.post('/v1/workspaces', { name: 'Search' })).body.id;
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  const search = async (query: string) => {
+    const r = await user.api.post(`/v1/workspaces/${ws}/search`, { query, limit: 20 });
+    expect(r.status).toBe(200);
+    return r.body.results as { documentId: string; documentTitle: string; content: string }[];
+  };
+  const verified = (id: string) =>
+    waitUntil('VERIFIED', async () => {
+      const d = await user.api.get(`/v1/workspaces/${ws}/documents/${id}`);
+      return d.body.processingStatus === 'VERIFIED' ? d.body : undefined;
+    });
+
+  it('a VERIFIED document is searchable; metadata, new content and deletion reach the index', async () => {
+    const fd = new FormData();
+    fd.append('file', new Blob(['# Zebras\n\nThe quagga zebra lived in the Karoo and was hunted to extinction.\n']), 'zebra.md');
+    const up = await user.api.post(`/v1/workspaces/${ws}/documents`, fd);
+    expect(up.status).toBe(201);
+    const id = up.body.id as string;
+    await verified(id);
+    const hits = await waitUntil('indexed', async () => {
+      const h = (await search('quagga Karoo')).filter((x) => x.documentId === id);
+      return h.length > 0 ? h : undefined;
+    });
+    expect(hits[0].content).toMatch(/quagga/);
+
+    await user.api.put(`/v1/workspaces/${ws}/documents/${id}`, { title: 'Extinct animals' });
+    await waitUntil('title updated', async () => ((await search('quagga')).find((x) => x.documentId === id)?.documentTitle === 'Extinct animals' ? true : undefined));
+
+    const before = (await user.api.get(`/v1/workspaces/${ws}/documents/${id}`)).body;
+    const saved = await user.api.patch(`/v1/workspaces/${ws}/documents/${id}`, { content: '# Birds\n\nThe dodo of Mauritius could not fly.\n', expectedUpdatedAt: before.updatedAt });
+    expect(saved.status).toBe(200);
+    await verified(id);
+    await waitUntil('new content indexed', async () => ((await search('dodo Mauritius')).some((x) => x.documentId === id) ? true : undefined));
+    const old = (await search('quagga Karoo')).filter((x) => x.documentId === id);
+    expect(old.every((x) => !/quagga/.test(x.content))).toBe(true);
+
+    expect((await user.api.delete(`/v1/workspaces/${ws}/documents/${id}`)).status).toBe(204);
+    await waitUntil('removed from the index', async () => ((await search('dodo Mauritius')).some((x) => x.documentId === id) ? undefined : true));
+  });
+});
