@@ -1,0 +1,108 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { client, signUp, startServer, TestServer } from '../support/server';
+
+type Api = ReturnType<typeof client>;
+
+async function upload(api: Api, ws: string, name: string, text: string): Promise<string> {
+  const fd = new FormData();
+  fd.append('file', new Blob([text]), name);
+  const r = await api.post(`/v1/workspaces/${ws}/documents`, fd);
+  if (r.status !== 201) throw new Error(`upload ${r.status} ${r.text}`);
+  for (let i = 0; i < 300; i++) {
+    const d = await api.get(`/v1/workspaces/${ws}/documents/${r.body.id}`);
+    if (d.body.processingStatus === 'VERIFIED') return r.body.id;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error('document never VERIFIED');
+}
+
+const rpc = (url: string, token: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${url}/mcp/${token}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+
+/** Every byte of every file under dir (the data dir: event log, read models, index, blobs). */
+function allData(dir: string): Buffer {
+  const parts: Buffer[] = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) parts.push(allData(p));
+    else parts.push(fs.readFileSync(p));
+  }
+  return Buffer.concat(parts);
+}
+
+describe('privacy of search links and the tool endpoint', () => {
+  let server: TestServer;
+  let owner: Awaited<ReturnType<typeof signUp>>;
+  let ws: string;
+
+  beforeAll(async () => {
+    server = await startServer({ KB_RATE_LIMITS: 'off', KB_LOG_LEVEL: 'debug' });
+    owner = await signUp(server.url, 'Owner');
+    ws = (await owner.api.post('/v1/workspaces', { name: 'Private' })).body.id;
+    await upload(owner.api, ws, 'doc.txt', 'Refunds are paid back within five business days.');
+  });
+  afterAll(async () => server?.stop());
+
+  it('logs neither tokens nor query text, on success and on errors', async () => {
+    const link = (await owner.api.post(`/api/workspaces/${ws}/public-links`, {})).body;
+    const secretQuery = 'zanzibar-pelican-refund-question';
+    const anon = client(server.url);
+    await anon.get(`/public/${link.token}/search?q=${secretQuery}`);
+    await anon.post(`/public/${link.token}/search`, { query: secretQuery });
+    await anon.get(`/public/${link.token}/search?q=${secretQuery}&limit=999`);
+    await anon.get(`/s/${link.id}?q=${secretQuery}`);
+    await rpc(server.url, link.token, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'service_search', arguments: { query: secretQuery } } });
+    await rpc(server.url, link.token, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'service_search', arguments: { query: secretQuery, limit: 99 } } });
+    await rpc(server.url, link.token, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'service_search', arguments: { query: secretQuery, tags: [secretQuery] } } });
+    await fetch(`${server.url}/mcp/${link.token}`, { method: 'POST', body: `{"query":"${secretQuery}"` });
+    await owner.api.post(`/v1/workspaces/${ws}/search`, { query: secretQuery });
+    await new Promise((r) => setTimeout(r, 300));
+    const out = server.output();
+    expect(out).toContain('[REDACTED]');
+    expect(out).not.toContain(link.token);
+    expect(out).not.toContain(secretQuery);
+  });
+
+  it('stores only the token hash: the token is nowhere in the data directory', async () => {
+    const link = (await owner.api.post(`/api/workspaces/${ws}/public-links`, { name: 'Hashed' })).body;
+    expect((await client(server.url).get(`/public/${link.token}/search?q=refund`)).status).toBe(200);
+    const data = allData(server.dataDir);
+    expect(data.includes(Buffer.from(link.token))).toBe(false);
+    expect(data.includes(Buffer.from(link.token.slice(8)))).toBe(false);
+  });
+
+  it('historyMode OFF (default): query text is never stored; counts are', async () => {
+    const link = (await owner.api.post(`/api/workspaces/${ws}/public-links`, {})).body;
+    const q = 'quokka-history-off-probe';
+    await client(server.url).get(`/public/${link.token}/search?q=${q}`);
+    await rpc(server.url, link.token, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'service_search', arguments: { query: q } } });
+    const usage = await owner.api.get(`/api/workspaces/${ws}/public-links/${link.id}/usage`);
+    expect(usage.body.totals.requests).toBe(2);
+    expect(usage.body.storedQueries).toBe(0);
+    expect(allData(server.dataDir).includes(Buffer.from(q))).toBe(false);
+  });
+
+  it('historyMode ON: query text is kept outside the event log, and forgotten when turned off', async () => {
+    const link = (await owner.api.post(`/api/workspaces/${ws}/public-links`, { historyMode: true })).body;
+    const q = 'wombat-history-on-probe';
+    await client(server.url).get(`/public/${link.token}/search?q=${q}`);
+    await rpc(server.url, link.token, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'service_search', arguments: { query: q } } });
+    const usage = await owner.api.get(`/api/workspaces/${ws}/public-links/${link.id}/usage`);
+    expect(usage.body.storedQueries).toBe(2);
+    const events = fs.readFileSync(path.join(server.dataDir, 'events.db'));
+    expect(events.includes(Buffer.from(q))).toBe(false);
+    await owner.api.patch(`/api/workspaces/${ws}/public-links/${link.id}`, { historyMode: false });
+    expect((await owner.api.get(`/api/workspaces/${ws}/public-links/${link.id}/usage`)).body.storedQueries).toBe(0);
+  });
+
+  it('client IPs and user agents are kept only as hashes', async () => {
+    const link = (await owner.api.post(`/api/workspaces/${ws}/public-links`, {})).body;
+    const ua = 'PrivacyProbeAgent/9.9 (unique-ua-marker)';
+    await client(server.url).get(`/public/${link.token}/search?q=refund`, { 'user-agent': ua });
+    await rpc(server.url, link.token, { jsonrpc: '2.0', id: 1, method: 'ping' }, { 'user-agent': ua });
+    const usage = await owner.api.get(`/api/workspaces/${ws}/public-links/${link.id}/usage`);
+    expect(usage.body.totals.distinctClients).toBe(1);
+    expect(allData(server.dataDir).includes(Buffer.from('unique-ua-marker'))).toBe(false);
+  });
+});
