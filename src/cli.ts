@@ -6,6 +6,7 @@ import { rebuildProjections } from './core/projectionRunner';
 import path from 'node:path';
 import { verifyEventLog } from './audit/verify';
 import { exportEvents, parseOptions } from './audit/export';
+import { compactDataDir } from './audit/compact';
 
 /** A one-line progress bar on a terminal; silent when not a TTY. */
 export function progress(label: string, done: number, total: number): void {
@@ -22,7 +23,8 @@ const USAGE = `Usage: npm run kb -- <command>
   projections               list projections and their checkpoints
   verify                    check the event log's hash chain; exit code 1 at the first break
   export [--from position|time] [--workspace id] [--out file]
-                            write the log as NDJSON (stdout by default)`;
+                            write the log as NDJSON (stdout by default)
+  compact                   merge the search index, checkpoint and VACUUM the SQLite stores (server stopped)`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
@@ -59,7 +61,11 @@ async function main(argv: string[]): Promise<number> {
         console.log(`ok: ${r.checked} events checked, hash chain intact`);
         return 0;
       }
-      case 'export': {
+      case 'compact': {
+        compactDataDir(ctx.config.dataDir, (l) => console.log(l));
+        return 0;
+      }
+            case 'export': {
         const o = parseOptions(args);
         const r = await exportEvents(ctx.eventStore, { from: o.from, workspaceId: o.workspace, out: o.out, onProgress: (d, t) => progress('export', d, t) });
         if (o.out) console.error(`exported ${r.written} events to ${o.out}`);

@@ -4,6 +4,8 @@ import { Subscription } from '../ports/eventStore';
 import { KeyStore } from '../ports/keyStore';
 import { EncryptingEventStore } from '../adapters/encryption/encryptingEventStore';
 import { documentsCollection } from '../../projections/document/documentProjection';
+import path from 'node:path';
+import { optimizeEmbeddedIndex } from './compact';
 
 /** What the erasure service remembers of each document: its workspace, its file, whether it is gone. */
 interface ErasureDocView {
@@ -36,7 +38,9 @@ export function erasureService(ctx: AppContext): AppContext['services'][number] 
   let sub: Subscription | null = null;
   const keys = keyStoreOf(ctx);
 
+  let erasedSinceSweep = false;
   const erase = async (doc: ErasureDocView): Promise<void> => {
+    erasedSinceSweep = true;
     await keys?.destroy(doc.id);
     await docsOf(ctx).put({ ...doc, deleted: true });
     for (const b of doc.blobs) await pendingOf(ctx).put({ id: b });
@@ -90,6 +94,16 @@ export function erasureService(ctx: AppContext): AppContext['services'][number] 
           });
           if (events[events.length - 1].position >= (await ctx.eventStore.headPosition())) {
             await ctx.readStore.transaction(sweepBlobs);
+            // The embedded index keeps a deleted document's words in FTS segments until a merge.
+            if (erasedSinceSweep && ctx.config.searchIndex === 'embedded') {
+              erasedSinceSweep = false;
+              await ctx.runner.waitFor(events[events.length - 1].position, 10_000);
+              try {
+                optimizeEmbeddedIndex(path.join(ctx.config.dataDir, 'search.db'));
+              } catch (err) {
+                ctx.logger.warn({ err }, 'search index merge after erasure failed');
+              }
+            }
           }
         },
         (err) => ctx.logger.error({ err }, 'erasure service failed; retrying'),
