@@ -9,6 +9,7 @@ export interface DocumentRecord {
   title: string;
   filename?: string;
   mimeType?: string;
+  kind?: string;
   purpose: 'KNOWLEDGE' | 'INSTRUCTION';
   processingStatus: string;
   sizeBytes?: number;
@@ -82,7 +83,7 @@ export type ContentFormat = 'markdown' | 'text';
 
 function formatOf(d: DocumentRecord | undefined): ContentFormat {
   if (!d) return 'text';
-  if (d.mimeType === 'text/markdown' || d.mimeType === 'text/x-markdown') return 'markdown';
+  if (d.kind === 'md' || d.mimeType === 'text/markdown' || d.mimeType === 'text/x-markdown') return 'markdown';
   return /\.(md|markdown)$/i.test(d.filename ?? '') ? 'markdown' : 'text';
 }
 
