@@ -126,7 +126,7 @@ describe('audit trail', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const r = await owner.api.get(`/v1/workspaces/${ws}/audit?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      const r: { status: number; body: { data: { id: string }[]; nextCursor: string | null } } = await owner.api.get(`/v1/workspaces/${ws}/audit?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
       expect(r.status).toBe(200);
       expect(r.body.data.length).toBeLessThanOrEqual(2);
       seen.push(...r.body.data.map((e: { id: string }) => e.id));

@@ -13,6 +13,7 @@ import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { boundedString, decode, IntFromString, IsoDateString, NonEmptyTrimmed, Purpose } from '../codecs';
 import { execute } from '../exec';
 import { RouteModule } from './module';
+import { documentAsOf, parseAsOf } from '../../audit/timeTravel';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const Title = t.intersection([NonEmptyTrimmed, boundedString(1, 255)]);
@@ -130,6 +131,17 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.get('/workspaces/:id/documents/:docId', async (req, res) => {
+    if (req.query.asOf !== undefined) {
+      // The document's metadata as it was then, folded from its events (it may be deleted now).
+      const asOf = parseAsOf(req.query.asOf);
+      if (!asOf) throw new DomainError('VALIDATION_ERROR', 'asOf must be an ISO 8601 time.', { field: 'asOf' });
+      const workspaceId = workspaceIdOf(req);
+      await requireWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
+      const past = await documentAsOf(ctx, documentIdOf(req), asOf);
+      if (!past || past.workspaceId !== workspaceId) throw new DomainError('DOCUMENT_NOT_FOUND', 'Document not found at that time.');
+      res.json(past);
+      return;
+    }
     const { workspaceId, documentId } = await scoped(req);
     res.json(await documentDetail(ctx, await documentIn(ctx, workspaceId, documentId)));
   });

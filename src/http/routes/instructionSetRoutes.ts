@@ -21,6 +21,7 @@ import { decode, IsoDateString, NonEmptyTrimmed } from '../codecs';
 import { commandContext } from '../exec';
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule } from './module';
+import { instructionSetAsOf, parseAsOf } from '../../audit/timeTravel';
 
 /** Lengths in characters (code points), as a person counts them. */
 const maxChars = (max: number, name: string) => t.refinement(t.string, (s) => [...s].length <= max, name);
@@ -109,6 +110,17 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
   });
 
   api.get('/instruction-sets/:id', limits.read, async (req, res) => {
+    if (req.query.asOf !== undefined) {
+      // The set as it was then, folded from its events (it may be deleted now).
+      const asOf = parseAsOf(req.query.asOf);
+      if (!asOf) throw new DomainError('VALIDATION_ERROR', 'asOf must be an ISO 8601 time.', { field: 'asOf' });
+      const id = String(req.params.id);
+      const past = UUID.test(id) ? await instructionSetAsOf(ctx, id.toLowerCase(), asOf) : null;
+      const m = past ? await membersCollection(ctx.readStore).get(memberId(past.workspaceId, authOf(req).userId)) : null;
+      if (!past || !m) throw new DomainError('NOT_FOUND', 'Instruction set not found at that time.');
+      res.json(past.set);
+      return;
+    }
     const { set } = await setForCaller(req);
     res.json(setDetail(ctx, set));
   });
