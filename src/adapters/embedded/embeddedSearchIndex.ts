@@ -123,6 +123,10 @@ export class EmbeddedSearchIndex implements SearchIndex {
       CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5(t, tokenize='porter unicode61 remove_diacritics 2');
       CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_vocab USING fts5vocab(temp, query_tokens, 'row');
     `);
+    // A deleted document's text must not linger: SQLite zeroes freed pages and cells, and FTS5
+    // rewrites the index pages that held its terms instead of leaving delete markers.
+    this.db.pragma('secure_delete = ON');
+    this.db.prepare("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('secure-delete', 1)").run();
     const dims = this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'dims'").get();
     if (dims) this.setDims(Number(dims.value));
     this.load();
@@ -418,6 +422,11 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   /** Allowed-document mask for filters, or undefined when the workspace is unknown. */
   private docMask(filters: SearchFilters): Uint8Array | undefined {
+    return this.docScope(filters)?.mask;
+  }
+
+  /** Allowed documents and how many chunks they hold. */
+  private docScope(filters: SearchFilters): { mask: Uint8Array; chunks: number } | undefined {
     const ws = this.workspaces.get(filters.workspaceId);
     if (ws === undefined) return undefined;
     const mask = new Uint8Array(this.docNames.length);
@@ -428,8 +437,10 @@ export class EmbeddedSearchIndex implements SearchIndex {
       if (!info || info.workspace !== ws) return;
       if (purpose && info.purpose !== purpose) return;
       if (tags && !info.tags.some((t) => tags.has(t))) return;
+      if (mask[d] === 0) chunks += info.chunks;
       mask[d] = 1;
     };
+    let chunks = 0;
     if (filters.documentIds) {
       for (const id of filters.documentIds) {
         const d = this.docIds.get(id);
@@ -438,7 +449,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     } else {
       for (let d = 0; d < this.docs.length; d++) consider(d);
     }
-    return mask;
+    return { mask, chunks };
   }
 
   async countDocuments(filters: SearchFilters): Promise<number> {
@@ -506,9 +517,44 @@ export class EmbeddedSearchIndex implements SearchIndex {
   }
 
   /** Rows matching the terms within the filters, best BM25 first, with normalised scores. */
-  private lexicalCandidates(terms: string[], filters: SearchFilters, m: number): { id: number; lexical: number }[] {
-    if (terms.length === 0) return [];
+  private lexicalCandidates(
+    terms: string[],
+    filters: SearchFilters,
+    scope: { mask: Uint8Array; chunks: number },
+    m: number,
+  ): { id: number; lexical: number }[] {
+    if (terms.length === 0 || scope.chunks === 0) return [];
     const match = toMatchExpression(terms);
+    const titleWeight = Number(this.cfg.titleWeight) || 0;
+    const share = scope.chunks / Math.max(1, this.liveCount);
+    let rows: { id: number; s: number }[];
+    if (share >= 0.25 && this.dims > 0) {
+      // The scope is a large part of the index: rank in FTS5 alone (no per-match join)
+      // and filter with the in-memory mask, reading deeper until m rows pass.
+      const stmt = this.db.prepare<[string, number], { id: number; s: number }>(
+        `SELECT rowid AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?`,
+      );
+      let limit = Math.ceil((m / share) * 1.5) + 10;
+      for (;;) {
+        const all = stmt.all(match, limit);
+        rows = all.filter((r) => {
+          const slot = this.slotOfRow.get(r.id);
+          return slot !== undefined && scope.mask[this.docOf[slot]] === 1;
+        });
+        if (rows.length >= m || all.length < limit) break;
+        limit *= 4;
+      }
+      rows = rows.slice(0, m);
+    } else {
+      rows = this.lexicalJoin(match, filters, m, titleWeight);
+    }
+    if (rows.length === 0) return [];
+    const best = this.maxBm25(terms);
+    return rows.map((r) => ({ id: r.id, lexical: best > 0 ? Math.min(1, -r.s / best) : 0 }));
+  }
+
+  /** BM25 with the filters applied in SQL (small scopes). */
+  private lexicalJoin(match: string, filters: SearchFilters, m: number, titleWeight: number): { id: number; s: number }[] {
     const where: string[] = ['chunks_fts MATCH ?', 'c.workspace_id = ?'];
     const params: (string | number)[] = [match, filters.workspaceId];
     if (filters.purpose) {
@@ -524,17 +570,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
       params.push(JSON.stringify(filters.tags));
     }
     params.push(m);
-    const titleWeight = Number(this.cfg.titleWeight) || 0;
-    const rows = this.db
+    return this.db
       .prepare<(string | number)[], { id: number; s: number }>(
         `SELECT c.id AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s
          FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
          WHERE ${where.join(' AND ')} ORDER BY s LIMIT ?`,
       )
       .all(...params);
-    if (rows.length === 0) return [];
-    const best = this.maxBm25(terms);
-    return rows.map((r) => ({ id: r.id, lexical: best > 0 ? Math.min(1, -r.s / best) : 0 }));
   }
 
   /**
@@ -566,8 +608,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.assertOpen();
     const k = Math.max(0, Math.floor(request.k));
     if (k === 0) return [];
-    const mask = this.docMask(request.filters);
-    if (!mask) return [];
+    const scope = this.docScope(request.filters);
+    if (!scope) return [];
+    const mask = scope.mask;
     const m = Math.max(k, this.cfg.candidates);
     const query = request.vector && request.vector.length > 0 && this.dims > 0 ? normalise(request.vector) : undefined;
     if (query && query.length !== this.dims) throw new Error(`query vector has ${query.length} dimensions, index has ${this.dims}`);
@@ -576,7 +619,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
     const candidates = new Map<number, Candidate<number>>();
     if (mode !== 'dense') {
-      const lex = this.lexicalCandidates(queryTerms(request.text ?? ''), request.filters, m);
+      const lex = this.lexicalCandidates(queryTerms(request.text ?? ''), request.filters, scope, m);
       lex.forEach((r, rank) => candidates.set(r.id, { key: r.id, lexical: r.lexical, lexicalRank: rank }));
     }
     if (mode !== 'bm25' && query) {
