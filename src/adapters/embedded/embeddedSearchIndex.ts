@@ -123,10 +123,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
       CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5(t, tokenize='porter unicode61 remove_diacritics 2');
       CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_vocab USING fts5vocab(temp, query_tokens, 'row');
     `);
-    // A deleted document's text must not linger: SQLite zeroes freed pages and cells, and FTS5
-    // rewrites the index pages that held its terms instead of leaving delete markers.
+    // A deleted document's text must not linger in the file: SQLite zeroes freed pages and cells.
+    // (FTS5 terms of a contentless-delete table stay until a merge: the erasure service merges.)
     this.db.pragma('secure_delete = ON');
-    this.db.prepare("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('secure-delete', 1)").run();
     const dims = this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'dims'").get();
     if (dims) this.setDims(Number(dims.value));
     this.load();
