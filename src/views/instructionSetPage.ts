@@ -39,6 +39,7 @@ h1{margin:0;font-size:2.1rem;line-height:1.2;letter-spacing:-.01em}
 .toc a{text-decoration:none}
 .toc a:hover{text-decoration:underline}
 .doc{margin:2.5rem 0 0;padding-top:2rem;border-top:1px solid var(--line)}
+.toc+main>.doc:first-child{border-top:0;padding-top:0}
 .doc-head{display:flex;align-items:baseline;gap:.75rem;flex-wrap:wrap;margin-bottom:1rem}
 .doc-head h2{margin:0;font-size:1.5rem;line-height:1.3}
 .doc-num{color:var(--muted);font-variant-numeric:tabular-nums;font-weight:600}
