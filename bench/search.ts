@@ -165,7 +165,7 @@ async function benchSize(n: number, queries: number): Promise<void> {
 async function benchQueryEmbedding(): Promise<void> {
   const provider = new CachedEmbeddings(new LocalEmbeddings({ threads: 1 }));
   try {
-    let t = Date.now();
+    const t = Date.now();
     await provider.embed(['first query loads the model']);
     console.log(`\nquery embedding (local, 1 worker): model start + first query ${Date.now() - t} ms`);
     const texts = Array.from({ length: 20 }, (_, i) => `how does the boundary layer behave at mach ${i + 2} on a swept wing`);
