@@ -208,7 +208,8 @@ const NOT_PARAGRAPH_TEXT = /^ {0,3}(?:[-*+>]|\d+[.)]|#|`{3}|~{3}|\|)|^\s*$/;
 /**
  * Markdown, streamed line by line: the text under each heading becomes a section whose
  * `section` is the heading path ("Install > Linux"). ATX and setext headings; `#` lines
- * inside fenced code are code. Body text keeps its Markdown; headings are not repeated in it.
+ * inside fenced code are code. The text keeps its Markdown, headings included, so the
+ * document reads whole (instruction sets serve it verbatim) and headings are searchable.
  */
 async function* markdownSections(filePath: string): AsyncGenerator<ExtractedSection> {
   const headings: string[] = [];
@@ -243,11 +244,17 @@ async function* markdownSections(filePath: string): AsyncGenerator<ExtractedSect
       const done = flush();
       if (done) yield done;
       setHeading(m[1].length, m[2] ?? '');
+      if ((m[2] ?? '').trim()) {
+        lines.push(line);
+        chars += line.length + 1;
+      }
     } else if (SETEXT_UNDERLINE.test(line) && lines.length > 0 && !NOT_PARAGRAPH_TEXT.test(lines[lines.length - 1])) {
       const title = lines.pop() as string;
       const done = flush();
       if (done) yield done;
       setHeading(line.trim()[0] === '=' ? 1 : 2, title);
+      lines.push(title, line);
+      chars += title.length + line.length + 2;
     } else {
       lines.push(line);
       chars += line.length + 1;

@@ -1,4 +1,4 @@
-import { client, signUp, startServer, TestServer } from '../support/server';
+import { signUp, startServer, TestServer } from '../support/server';
 
 describe('workspaces, members, invitations, tags', () => {
   let server: TestServer;

@@ -81,14 +81,14 @@ describe('extractText', () => {
     const { sections } = await extractText(fixture('sample.md'), 'md', opts);
     expect(sections).toEqual([
       { text: 'Intro text before any heading.' },
-      { text: 'General installation notes.', section: 'Install' },
+      { text: '# Install\n\nGeneral installation notes.', section: 'Install' },
       {
-        text: 'Run the package manager on Linux.\n\n```sh\n# this is a shell comment, not a heading\napt-get install kb\n```',
+        text: '## Linux\n\nRun the package manager on Linux.\n\n```sh\n# this is a shell comment, not a heading\napt-get install kb\n```',
         section: 'Install > Linux',
       },
-      { text: 'Debian needs the contrib repository.', section: 'Install > Linux > Debian' },
-      { text: 'Use the installer on Windows.', section: 'Install > Windows' },
-      { text: 'Start the service with npm start.', section: 'Usage' }, // setext heading, level 1
+      { text: '### Debian\n\nDebian needs the contrib repository.', section: 'Install > Linux > Debian' },
+      { text: '## Windows\n\nUse the installer on Windows.', section: 'Install > Windows' },
+      { text: 'Usage\n=====\n\nStart the service with npm start.', section: 'Usage' }, // setext heading, level 1
     ]);
   });
 
@@ -122,8 +122,8 @@ describe('extractText', () => {
     const { sections } = await extractText(p, 'md', opts);
     const part = sections.filter((s) => s.section === 'Big > Part');
     expect(part.length).toBeGreaterThan(1);
-    expect(part.map((s) => s.text).join('\n\n')).toBe(body);
-    expect(sections[sections.length - 1]).toEqual({ text: 'End.', section: 'After' });
+    expect(part.map((s) => s.text).join('\n\n')).toBe(`## Part\n\n${body}`);
+    expect(sections[sections.length - 1]).toEqual({ text: '# After\n\nEnd.', section: 'After' });
   });
 
   const failures: [string, DocumentKind, ExtractionErrorCode, RegExp][] = [
