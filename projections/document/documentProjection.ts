@@ -27,6 +27,8 @@ export interface DocumentView {
   processingId: string;
   /** Content address of the uploaded file (blob clean-up on delete). */
   blobSha256: string;
+  /** Log position of the DocumentVerified in effect: readers wait for the search index to reach it. */
+  verifiedPosition?: number;
 }
 
 /** The latest extracted text of a document (instruction sets read it whole). */
@@ -102,7 +104,7 @@ export function documentProjection(store: ReadStore): Projection {
         break;
       case 'DocumentVerified':
         if (e.data.processingId !== d.processingId) break;
-        await docs.put({ ...d, processingStatus: 'VERIFIED', chunkCount: e.data.chunkCount, tokenCount: e.data.tokenCount });
+        await docs.put({ ...d, processingStatus: 'VERIFIED', chunkCount: e.data.chunkCount, tokenCount: e.data.tokenCount, verifiedPosition: event.position });
         break;
       case 'DocumentProcessingFailed':
         if (e.data.processingId !== d.processingId) break;

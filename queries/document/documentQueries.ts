@@ -15,6 +15,16 @@ export interface DocumentListQuery {
   search?: string;
 }
 
+/**
+ * VERIFIED means searchable: the documents read model and the search index follow the log
+ * separately, so before showing VERIFIED, wait (bounded) until every projection, the
+ * index included, has applied that DocumentVerified.
+ */
+async function untilSearchable(ctx: AppContext, docs: DocumentView[]): Promise<void> {
+  const position = Math.max(0, ...docs.map((d) => (d.processingStatus === 'VERIFIED' ? (d.verifiedPosition ?? 0) : 0)));
+  await ctx.runner.waitFor(position, ctx.config.readYourWritesMs);
+}
+
 export async function listDocuments(ctx: AppContext, q: DocumentListQuery) {
   const filter: Filter = { workspaceId: q.workspaceId };
   if (q.status) filter.processingStatus = q.status;
@@ -33,6 +43,7 @@ export async function listDocuments(ctx: AppContext, q: DocumentListQuery) {
       limit: q.limit,
     }),
   ]);
+  await untilSearchable(ctx, rows);
   return {
     data: rows.map((d) => ({ id: d.id, title: d.title, purpose: d.purpose, processingStatus: d.processingStatus, tags: d.tags, createdAt: d.createdAt, updatedAt: d.updatedAt })),
     pagination: { page: q.page, limit: q.limit, total, pages: Math.ceil(total / q.limit) },
@@ -56,6 +67,7 @@ export async function documentForUser(ctx: AppContext, userId: string, documentI
 
 /** The get response: tags as objects, counts, and `error` when FAILED. */
 export async function documentDetail(ctx: AppContext, d: DocumentView) {
+  await untilSearchable(ctx, [d]);
   const tags = d.tags.length ? await tagsCollection(ctx.readStore).getMany(d.tags) : [];
   const byId = new Map(tags.map((t) => [t.id, t]));
   return {
