@@ -98,11 +98,41 @@ export async function loadState<S, E extends DomainEvent>(
   return { state, revision };
 }
 
+/** Tail of the queue of commands per stream in this process. */
+const streamQueues = new Map<string, Promise<unknown>>();
+
+/**
+ * Commands on one stream run one after another within a process, so concurrent requests
+ * on one aggregate do not race each other into revision conflicts. (Other processes can
+ * still write: the expected revision and the retry loop handle those.)
+ */
+function serialized<R>(streamId: string, fn: () => Promise<R>): Promise<R> {
+  const previous = streamQueues.get(streamId) ?? Promise.resolve();
+  const run = previous.then(fn, fn);
+  const tail = run.catch(() => undefined);
+  streamQueues.set(streamId, tail);
+  void tail.then(() => {
+    if (streamQueues.get(streamId) === tail) streamQueues.delete(streamId);
+  });
+  return run;
+}
+
 /**
  * Load → fold → decide → append with the expected revision. On a concurrent write to
  * the same stream, re-read and decide again (a few times), then give up with 409 CONFLICT.
  */
-export async function handleCommand<S, C, E extends DomainEvent>(
+export function handleCommand<S, C, E extends DomainEvent>(
+  store: EventStore,
+  streamId: string,
+  decider: Decider<S, C, E>,
+  command: C,
+  ctx: CommandContext,
+  options: { retries?: number; workspaceId?: string } = {},
+): Promise<CommandResult<S, E>> {
+  return serialized(streamId, () => decideAndAppend(store, streamId, decider, command, ctx, options));
+}
+
+async function decideAndAppend<S, C, E extends DomainEvent>(
   store: EventStore,
   streamId: string,
   decider: Decider<S, C, E>,
