@@ -3,10 +3,11 @@
  * qrels.json). Documents go through the upload path minus extraction: chunker → local
  * embeddings → embedded index; queries are embedded with the same provider.
  *
- *   npm run eval -- --data ../shared/eval/cranfield [--threads 2] [--sweep] [--no-cache]
+ *   npm run eval -- --data ../shared/eval/cranfield [--threads 2] [--sweep] [--prf-sweep] [--no-cache]
  *
  * Prints nDCG@10, Recall@10, Recall@100 and MRR@10 for BM25, dense and hybrid ranking,
- * chunk hits aggregated to documents by their best chunk. Embeddings are cached under
+ * each without and with pseudo-relevance feedback (+prf), chunk hits aggregated to
+ * documents by their best chunk. Embeddings are cached under
  * .tmp/ (keyed by model and text) so reruns take seconds.
  */
 import crypto from 'node:crypto';
@@ -17,7 +18,7 @@ import { LocalEmbeddings } from '../src/adapters/embeddings/localEmbeddings';
 import type { EmbeddingProvider } from '../src/ports/embeddings';
 import type { IndexedChunk } from '../src/ports/searchIndex';
 import { chunkText, DEFAULT_CHUNK_OPTIONS } from '../src/processing/chunker';
-import { DEFAULT_HYBRID_CONFIG, type HybridConfig } from '../src/search/hybrid';
+import { DEFAULT_HYBRID_CONFIG, type HybridOverrides, type PrfConfig } from '../src/search/hybrid';
 import { repoRoot } from '../src/util/paths';
 
 interface EvalDoc { id: number | string; title: string; body: string }
@@ -170,18 +171,36 @@ async function main(): Promise<void> {
   console.log(`collection ${data}: ${c.queries.length} queries, ${c.chunks} chunks (built in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
   const cfg = c.index.hybridConfig;
   console.log(`hybrid config: ${JSON.stringify(cfg)}`);
-  console.log('\nmode     nDCG@10  Recall@10  Recall@100  MRR@10');
-  for (const mode of ['bm25', 'dense', 'hybrid'] as const) {
-    const m = await evaluate(c, mode);
-    console.log(`${mode.padEnd(8)} ${fmt(m.ndcg10)}   ${fmt(m.recall10)}     ${fmt(m.recall100)}     ${fmt(m.mrr10)}`);
-    if (mode === 'hybrid') {
-      console.log('\nhybrid score of top-10 documents by relevance grade (0 = not relevant):');
-      for (const g of [...m.scoreByGrade.keys()].sort()) console.log(`  grade ${g}: ${quantiles(m.scoreByGrade.get(g)!)}`);
-    }
+  // "+prf" rows use the configured feedback, or a reference setting when the default has it off.
+  const prfOn: PrfConfig = cfg.prf.docs > 0 ? cfg.prf : { ...cfg.prf, docs: 10, terms: 10, denseWeight: 1 };
+  const prfOff: PrfConfig = { ...cfg.prf, docs: 0 };
+  console.log('\nmode         nDCG@10  Recall@10  Recall@100  MRR@10');
+  const rows: { name: string; mode: Mode; prf: PrfConfig }[] = [
+    { name: 'bm25', mode: 'bm25', prf: prfOff },
+    { name: 'bm25+prf', mode: 'bm25', prf: prfOn },
+    { name: 'dense', mode: 'dense', prf: prfOff },
+    { name: 'dense+prf', mode: 'dense', prf: prfOn },
+    { name: 'hybrid', mode: 'hybrid', prf: prfOff },
+    { name: 'hybrid+prf', mode: 'hybrid', prf: prfOn },
+  ];
+  let calibration: Map<number, number[]> | undefined;
+  for (const row of rows) {
+    c.index.configure({ ...cfg, prf: row.prf });
+    const started = process.hrtime.bigint();
+    const m = await evaluate(c, row.mode);
+    const perQuery = Number(process.hrtime.bigint() - started) / 1e6 / c.queries.length;
+    console.log(`${row.name.padEnd(12)} ${fmt(m.ndcg10)}   ${fmt(m.recall10)}     ${fmt(m.recall100)}     ${fmt(m.mrr10)}   (${perQuery.toFixed(1)} ms/query)`);
+    if (row.mode === 'hybrid' && JSON.stringify(row.prf) === JSON.stringify(cfg.prf)) calibration = m.scoreByGrade;
   }
+  console.log(`(+prf rows: ${JSON.stringify(prfOn)})`);
+  if (calibration) {
+    console.log('\ndefault hybrid: score of top-10 documents by relevance grade (0 = not relevant):');
+    for (const g of [...calibration.keys()].sort()) console.log(`  grade ${g}: ${quantiles(calibration.get(g)!)}`);
+  }
+  c.index.configure(cfg);
   if (args.includes('--sweep')) {
     console.log('\nsweep (hybrid nDCG@10 / Recall@100):');
-    const grid: Partial<HybridConfig>[] = [{ method: 'rrf', rrfK: 60 }, { method: 'rrf', rrfK: 20 }];
+    const grid: HybridOverrides[] = [{ method: 'rrf', rrfK: 60 }, { method: 'rrf', rrfK: 20 }];
     for (const denseWeight of [0.1, 0.2, 0.3, 0.4, 0.5]) {
       for (const lexicalScale of [0.15, 0.25, 0.4]) {
         for (const low of [0, 0.1, 0.2]) grid.push({ method: 'weighted', denseWeight, lexicalScale, dense: { low, high: DEFAULT_HYBRID_CONFIG.dense.high } });
@@ -192,6 +211,30 @@ async function main(): Promise<void> {
       const m = await evaluate(c, 'hybrid');
       console.log(`  ${JSON.stringify(g)}: ${fmt(m.ndcg10)} / ${fmt(m.recall100)}`);
     }
+    c.index.configure(cfg);
+  }
+  if (args.includes('--prf-sweep')) {
+    console.log('\nfeedback sweep (nDCG@10 / Recall@100 per mode):');
+    const grid: Partial<PrfConfig>[] = [];
+    for (const docs of [5, 10]) {
+      for (const terms of [10, 20]) {
+        for (const originalWeight of [0.5, 0.7]) {
+          for (const denseWeight of [0, 0.5]) grid.push({ docs, terms, originalWeight, denseWeight });
+        }
+      }
+    }
+    for (const maxDocFrequency of [0.05, 0.2, 1]) grid.push({ docs: 10, terms: 10, originalWeight: 0.5, denseWeight: 0, maxDocFrequency });
+    for (const g of grid) {
+      c.index.configure({ ...cfg, prf: { ...cfg.prf, ...g } });
+      const out: string[] = [];
+      for (const mode of ['bm25', 'hybrid'] as const) {
+        if (mode === 'bm25' && g.denseWeight) continue;
+        const m = await evaluate(c, mode);
+        out.push(`${mode} ${fmt(m.ndcg10)} / ${fmt(m.recall100)}`);
+      }
+      console.log(`  ${JSON.stringify(g)}: ${out.join('  ')}`);
+    }
+    c.index.configure(cfg);
   }
   await c.index.close();
 }

@@ -46,6 +46,25 @@ export interface HybridConfig {
   lexicalScale: number;
   /** Exponent of the final monotone calibration. */
   calibrationExponent: number;
+  /** Pseudo-relevance feedback (second retrieval pass); adapters that lack it ignore it. */
+  prf: PrfConfig;
+}
+
+/**
+ * Pseudo-relevance feedback: the top `docs` chunks of a first pass (in the requested mode)
+ * are taken as relevant and the query is re-run, expanded from them.
+ */
+export interface PrfConfig {
+  /** Feedback chunks taken from the first pass; 0 disables feedback. */
+  docs: number;
+  /** RM3: expansion terms added to the BM25 query; 0 disables lexical feedback. */
+  terms: number;
+  /** RM3: weight λ of the original query model; the feedback model gets 1 − λ. */
+  originalWeight: number;
+  /** Terms found in more than this share of chunks are never expansion terms. */
+  maxDocFrequency: number;
+  /** Rocchio: weight of the feedback chunks' mean vector added to the unit query vector; 0 disables dense feedback. */
+  denseWeight: number;
 }
 
 export const DEFAULT_HYBRID_CONFIG: HybridConfig = {
@@ -57,13 +76,21 @@ export const DEFAULT_HYBRID_CONFIG: HybridConfig = {
   dense: { low: 0.1, high: 0.8 },
   lexicalScale: 0.25,
   calibrationExponent: 1,
+  prf: { docs: 0, terms: 0, originalWeight: 0.5, maxDocFrequency: 0.1, denseWeight: 0 },
 };
 
-export function resolveHybridConfig(partial?: Partial<HybridConfig>): HybridConfig {
+/** Partial configuration; nested groups may be partial too. */
+export type HybridOverrides = Partial<Omit<HybridConfig, 'dense' | 'prf'>> & {
+  dense?: Partial<HybridConfig['dense']>;
+  prf?: Partial<PrfConfig>;
+};
+
+export function resolveHybridConfig(partial?: HybridOverrides): HybridConfig {
   return {
     ...DEFAULT_HYBRID_CONFIG,
     ...partial,
     dense: { ...DEFAULT_HYBRID_CONFIG.dense, ...partial?.dense },
+    prf: { ...DEFAULT_HYBRID_CONFIG.prf, ...partial?.prf },
   };
 }
 

@@ -148,6 +148,36 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       expect(await index.countDocuments({ workspaceId: 'ws-unknown' })).toBe(0);
     });
 
+    it('returns a small workspace its k hits when a large workspace matches better', async () => {
+      // The large workspace's chunks are all closer to the query, in text and in vector, and
+      // are written before, between and after the small workspace's.
+      const big = (i: number): IndexedChunk[] =>
+        doc('ws-big', `big-${i}`, 'Turbulent boundary layer', [
+          { content: `turbulent boundary layer separation on a swept wing, case ${i}`, vector: vec(3, i % DIMS, 0.2) },
+          { content: `boundary layer transition and turbulent skin friction, case ${i}`, vector: vec(3, (i + 1) % DIMS, 0.2) },
+        ]);
+      let b = 0;
+      for (; b < 150; b++) await index.upsertDocument(`big-${b}`, big(b));
+      for (let i = 0; i < 12; i++) {
+        await index.upsertDocument(
+          `small-${i}`,
+          doc('ws-small', `small-${i}`, `Note ${i}`, [{ content: `a short note on the boundary of garden ${i}`, vector: vec(i % 3 === 0 ? 3 : 7, 5, 0.1 * (i + 1)) }]),
+        );
+        for (let j = 0; j < 10; j++, b++) await index.upsertDocument(`big-${b}`, big(b));
+      }
+      for (const mode of ['hybrid', 'bm25', 'dense'] as const) {
+        const hits = await index.search({ text: 'turbulent boundary layer', vector: vec(3), filters: { workspaceId: 'ws-small' }, k: 10, mode });
+        expect(hits).toHaveLength(10);
+        for (const h of hits) expect(h.documentId).toMatch(/^small-/);
+      }
+      // Dense order is exact: the notes along axis 3 first, most aligned first.
+      const dense = await index.search({ text: '', vector: vec(3), filters: { workspaceId: 'ws-small' }, k: 4, mode: 'dense' });
+      expect(dense.map((h) => h.documentId)).toEqual(['small-0', 'small-3', 'small-6', 'small-9']);
+      const large = await index.search({ text: 'turbulent boundary layer', vector: vec(3), filters: { workspaceId: 'ws-big' }, k: 10 });
+      expect(large).toHaveLength(10);
+      for (const h of large) expect(h.documentId).toMatch(/^big-/);
+    });
+
     it('applies every filter, in every mode', async () => {
       await seed();
       const q = { text: 'rocket engines tomatoes style', vector: vec(0, 3, 0.9) };

@@ -85,6 +85,42 @@ describe('EmbeddedSearchIndex specifics', () => {
     await index.close();
   });
 
+  it('dense kNN in a small workspace among a large one is exact, after deletions and slot reuse', async () => {
+    const rand = rng(11);
+    const dims = 40;
+    // Few candidates, so that the exact re-scoring cannot hide a wrong int8 scan.
+    const index = new EmbeddedSearchIndex(':memory:', { hybrid: { candidates: 30 } });
+    const small = new Map<string, Float32Array[]>();
+    const upsertSmall = async (id: string): Promise<void> => {
+      const vs = [unit(rand, dims), unit(rand, dims)];
+      small.set(id, vs);
+      await index.upsertDocument(id, vs.map((v, i) => chunk('small', id, i, v)));
+    };
+    for (let d = 0; d < 3000; d++) {
+      await index.upsertDocument(`b${d}`, [chunk('big', `b${d}`, 0, unit(rand, dims))]);
+      if (d % 100 === 0) await upsertSmall(`s${d}`);
+    }
+    // Free slots scattered through the big workspace are reused by the small one.
+    for (let d = 1; d < 3000; d += 7) await index.deleteDocument(`b${d}`);
+    await index.deleteDocument('s500');
+    small.delete('s500');
+    for (let d = 0; d < 30; d++) await upsertSmall(`t${d}`);
+    await upsertSmall('s100'); // re-upserted: new slots
+    const all = [...small.entries()].flatMap(([id, vs]) => vs.map((v, i) => ({ key: `${id}#${i}`, v })));
+    for (let t = 0; t < 5; t++) {
+      const q = unit(rand, dims);
+      const expected = all
+        .map(({ key, v }) => ({ key, cos: v.reduce((s, x, i) => s + x * q[i], 0) }))
+        .sort((x, y) => y.cos - x.cos)
+        .slice(0, 10)
+        .map((e) => e.key);
+      const hits = await index.search({ text: '', vector: q, filters: { workspaceId: 'small' }, k: 10, mode: 'dense' });
+      expect(hits.map((h) => `${h.documentId}#${h.chunkIndex}`)).toEqual(expected);
+    }
+    expect(await index.search({ text: '', vector: unit(rand, dims), filters: { workspaceId: 'small' }, k: 500, mode: 'dense' })).toHaveLength(all.length);
+    await index.close();
+  });
+
   it('rejects vectors of the wrong dimension', async () => {
     const index = new EmbeddedSearchIndex(':memory:');
     const rand = rng(3);

@@ -8,12 +8,23 @@ import type {
   SearchIndex,
   SearchRequest,
 } from '../../ports/searchIndex';
-import { type Candidate, type HybridConfig, fuse, resolveHybridConfig } from '../../search/hybrid';
+import { type Candidate, type Fused, type HybridConfig, type HybridOverrides, type RankMode, fuse, resolveHybridConfig } from '../../search/hybrid';
 import { createMemory, createScanner, type ScanFn, type WasmMemory, WASM_PAGE as PAGE } from './int8Scan';
 
 export interface EmbeddedSearchIndexOptions {
-  hybrid?: Partial<HybridConfig>;
+  hybrid?: HybridOverrides;
 }
+
+/** A BM25 query term: its text (quoted for MATCH), its stem and its weight in the query. */
+interface WeightedTerm {
+  text: string;
+  stem: string;
+  weight: number;
+  /** A term of the user's query (not an expansion term). */
+  original: boolean;
+}
+
+const STEM_CACHE_LIMIT = 50_000;
 
 /** Words dropped from full-text queries (kept if the query has nothing else). */
 const STOPWORDS = new Set(
@@ -58,6 +69,13 @@ interface ChunkRow {
   vector: Buffer | null;
 }
 
+/** Documents a search may return: a mask over interned ids, their list and chunk count. */
+interface Scope {
+  mask: Uint8Array;
+  docs: number[];
+  chunks: number;
+}
+
 interface DocInfo {
   workspace: number;
   purpose: number;
@@ -90,6 +108,10 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private readonly docIds = new Map<string, number>();
   private readonly docNames: string[] = [];
   private readonly docs: (DocInfo | undefined)[] = [];
+  /** Live slots of each document, ascending (runs of them are scanned together). */
+  private docSlots: (number[] | undefined)[] = [];
+  /** Documents of each workspace (interned ids), so a search touches only its workspace. */
+  private readonly workspaceDocs = new Map<number, Set<number>>();
   private readonly workspaces = new Map<string, number>();
   private liveCount = 0;
   private closed = false;
@@ -122,6 +144,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5(t, tokenize='porter unicode61 remove_diacritics 2');
       CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_vocab USING fts5vocab(temp, query_tokens, 'row');
+      CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_instances USING fts5vocab(temp, query_tokens, 'instance');
     `);
     // A deleted document's text must not linger in the file: SQLite zeroes freed pages and cells.
     // (FTS5 terms of a contentless-delete table stay until a merge: the erasure service merges.)
@@ -137,8 +160,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
   }
 
   /** Changes the ranking configuration (used by the evaluation to compare settings). */
-  configure(hybrid: Partial<HybridConfig>): void {
-    this.cfg = resolveHybridConfig({ ...this.cfg, ...hybrid, dense: { ...this.cfg.dense, ...hybrid.dense } });
+  configure(hybrid: HybridOverrides): void {
+    this.cfg = resolveHybridConfig({ ...this.cfg, ...hybrid, dense: { ...this.cfg.dense, ...hybrid.dense }, prf: { ...this.cfg.prf, ...hybrid.prf } });
   }
 
   // ---------------------------------------------------------------- in-memory vectors
@@ -188,6 +211,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.live[slot] = 1;
     this.slotOfRow.set(rowId, slot);
     this.liveCount++;
+    const slots = (this.docSlots[doc] ??= []);
+    slots.push(slot);
+    if (slots.length > 1 && slots[slots.length - 2] > slot) slots.sort((a, b) => a - b);
     const view = this.vectorsView();
     const base = slot * this.stride;
     view.fill(0, base, base + this.stride);
@@ -231,6 +257,21 @@ export class EmbeddedSearchIndex implements SearchIndex {
     return w;
   }
 
+  private setDoc(doc: number, info: DocInfo): void {
+    this.unsetDoc(doc);
+    this.docs[doc] = info;
+    let set = this.workspaceDocs.get(info.workspace);
+    if (!set) this.workspaceDocs.set(info.workspace, (set = new Set()));
+    set.add(doc);
+  }
+
+  private unsetDoc(doc: number): void {
+    const info = this.docs[doc];
+    if (info) this.workspaceDocs.get(info.workspace)?.delete(doc);
+    this.docs[doc] = undefined;
+    this.docSlots[doc] = undefined;
+  }
+
   private load(): void {
     const rows = this.db
       .prepare<[], Pick<ChunkRow, 'id' | 'workspace_id' | 'document_id' | 'purpose' | 'tags' | 'vector'>>(
@@ -242,12 +283,12 @@ export class EmbeddedSearchIndex implements SearchIndex {
       const info = this.docs[doc];
       if (info) info.chunks++;
       else
-        this.docs[doc] = {
+        this.setDoc(doc, {
           workspace: this.internWorkspace(r.workspace_id),
           purpose: PURPOSE_CODE[r.purpose],
           tags: JSON.parse(r.tags) as string[],
           chunks: 1,
-        };
+        });
       const vector = r.vector ? bufferToFloats(r.vector) : null;
       if (vector && this.dims === 0) this.setDims(vector.length);
       if (this.dims > 0) this.addSlot(r.id, doc, vector);
@@ -309,12 +350,12 @@ export class EmbeddedSearchIndex implements SearchIndex {
     if (chunks.length === 0) return;
     const doc = this.internDoc(documentId);
     const first = chunks[0];
-    this.docs[doc] = {
+    this.setDoc(doc, {
       workspace: this.internWorkspace(first.workspaceId),
       purpose: PURPOSE_CODE[first.purpose],
       tags: [...first.tags],
       chunks: chunks.length,
-    };
+    });
     if (this.dims === 0) {
       for (const a of added) this.pendingWithoutVector.push({ id: a.id, doc });
     } else {
@@ -333,7 +374,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     }
     this.db.prepare('DELETE FROM chunks WHERE document_id = ?').run(documentId);
     const d = this.docIds.get(documentId);
-    if (d !== undefined) this.docs[d] = undefined;
+    if (d !== undefined) this.unsetDoc(d);
     const pending = this.pendingWithoutVector;
     for (let i = pending.length - 1; i >= 0; i--) if (d !== undefined && pending[i].doc === d) pending.splice(i, 1);
   }
@@ -385,6 +426,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.liveCount = 0;
     this.live.fill(0);
     this.docs.length = 0;
+    this.docSlots = [];
+    this.workspaceDocs.clear();
     this.pendingWithoutVector.length = 0;
     this.dims = 0;
     this.capacity = 0;
@@ -425,7 +468,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
   }
 
   /** Allowed documents and how many chunks they hold. */
-  private docScope(filters: SearchFilters): { mask: Uint8Array; chunks: number } | undefined {
+  private docScope(filters: SearchFilters): Scope | undefined {
     const ws = this.workspaces.get(filters.workspaceId);
     if (ws === undefined) return undefined;
     const mask = new Uint8Array(this.docNames.length);
@@ -436,9 +479,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
       if (!info || info.workspace !== ws) return;
       if (purpose && info.purpose !== purpose) return;
       if (tags && !info.tags.some((t) => tags.has(t))) return;
-      if (mask[d] === 0) chunks += info.chunks;
+      if (mask[d] === 0) {
+        chunks += info.chunks;
+        docs.push(d);
+      }
       mask[d] = 1;
     };
+    const docs: number[] = [];
     let chunks = 0;
     if (filters.documentIds) {
       for (const id of filters.documentIds) {
@@ -446,9 +493,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
         if (d !== undefined) consider(d);
       }
     } else {
-      for (let d = 0; d < this.docs.length; d++) consider(d);
+      for (const d of this.workspaceDocs.get(ws) ?? []) consider(d);
     }
-    return { mask, chunks };
+    return { mask, chunks, docs };
   }
 
   async countDocuments(filters: SearchFilters): Promise<number> {
@@ -460,9 +507,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
     return n;
   }
 
-  /** Top `m` rows by approximate (int8) cosine among allowed documents. */
-  private denseCandidates(query: Float32Array, mask: Uint8Array, m: number): number[] {
-    if (!this.scan || !this.memory || this.highWater === 0) return [];
+  /**
+   * Top `m` rows by approximate (int8) cosine among the scope's documents. A scope that is
+   * a small part of the index is scanned alone, run by run of contiguous slots of its
+   * documents; a large one in a single pass over all slots, filtered by the mask.
+   */
+  private denseCandidates(query: Float32Array, scope: Scope, m: number): number[] {
+    if (!this.scan || !this.memory || this.highWater === 0 || scope.chunks === 0) return [];
     let qmax = 0;
     for (let i = 0; i < query.length; i++) qmax = Math.max(qmax, Math.abs(query[i]));
     if (qmax === 0) return [];
@@ -472,17 +523,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
     for (let i = 0; i < query.length; i++) q16[i] = Math.round(query[i] * qs);
     const n = this.highWater;
     const outOff = QUERY_REGION + this.capacity * this.stride;
-    this.scan(QUERY_REGION, n, this.stride, 0, outOff);
     const out = new Int32Array(this.memory.buffer, outOff, n);
     // Bounded min-heap of (score, slot).
     const heapScore = new Float64Array(m);
     const heapSlot = new Int32Array(m);
     let size = 0;
-    const live = this.live;
-    const docOf = this.docOf;
     const inv = this.invScale;
-    for (let s = 0; s < n; s++) {
-      if (live[s] === 0 || mask[docOf[s]] === 0) continue;
+    const offer = (s: number): void => {
       const score = out[s] * inv[s];
       if (size < m) {
         let i = size++;
@@ -510,6 +557,26 @@ export class EmbeddedSearchIndex implements SearchIndex {
         heapScore[i] = score;
         heapSlot[i] = s;
       }
+    };
+    if (scope.chunks * 4 >= this.liveCount) {
+      this.scan(QUERY_REGION, n, this.stride, 0, outOff);
+      const live = this.live;
+      const docOf = this.docOf;
+      const mask = scope.mask;
+      for (let s = 0; s < n; s++) if (live[s] !== 0 && mask[docOf[s]] !== 0) offer(s);
+    } else {
+      for (const d of scope.docs) {
+        const slots = this.docSlots[d];
+        if (!slots) continue;
+        for (let i = 0; i < slots.length; ) {
+          let j = i + 1;
+          while (j < slots.length && slots[j] === slots[j - 1] + 1) j++;
+          const first = slots[i];
+          this.scan(QUERY_REGION + first * this.stride, j - i, this.stride, 0, outOff + first * 4);
+          for (let t = i; t < j; t++) offer(slots[t]);
+          i = j;
+        }
+      }
     }
     const order = Array.from({ length: size }, (_, i) => i).sort((a, b) => heapScore[b] - heapScore[a]);
     return order.map((i) => this.rowOf[heapSlot[i]]);
@@ -517,42 +584,65 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   /** Rows matching the terms within the filters, best BM25 first, with normalised scores. */
   private lexicalCandidates(
-    terms: string[],
+    terms: WeightedTerm[],
     filters: SearchFilters,
-    scope: { mask: Uint8Array; chunks: number },
+    scope: Scope,
     m: number,
   ): { id: number; lexical: number }[] {
     if (terms.length === 0 || scope.chunks === 0) return [];
-    const match = toMatchExpression(terms);
     const titleWeight = Number(this.cfg.titleWeight) || 0;
     const share = scope.chunks / Math.max(1, this.liveCount);
+    const large = share >= 0.25 && this.dims > 0;
+    const inScope = (id: number): boolean => {
+      const slot = this.slotOfRow.get(id);
+      return slot !== undefined && scope.mask[this.docOf[slot]] === 1;
+    };
+    const w0 = terms[0].weight;
+    const uniform = terms.every((t) => t.weight === w0);
     let rows: { id: number; s: number }[];
-    if (share >= 0.25 && this.dims > 0) {
-      // The scope is a large part of the index: rank in FTS5 alone (no per-match join)
-      // and filter with the in-memory mask, reading deeper until m rows pass.
-      const stmt = this.db.prepare<[string, number], { id: number; s: number }>(
-        `SELECT rowid AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?`,
-      );
-      let limit = Math.ceil((m / share) * 1.5) + 10;
-      for (;;) {
-        const all = stmt.all(match, limit);
-        rows = all.filter((r) => {
-          const slot = this.slotOfRow.get(r.id);
-          return slot !== undefined && scope.mask[this.docOf[slot]] === 1;
-        });
-        if (rows.length >= m || all.length < limit) break;
-        limit *= 4;
+    if (uniform) {
+      // Equal weights: one OR query, ranked and limited by FTS5.
+      const match = toMatchExpression(terms.map((t) => t.text));
+      if (large) {
+        // The scope is a large part of the index: rank in FTS5 alone (no per-match join)
+        // and filter with the in-memory mask, reading deeper until m rows pass.
+        const stmt = this.db.prepare<[string, number], { id: number; s: number }>(
+          `SELECT rowid AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?`,
+        );
+        let limit = Math.ceil((m / share) * 1.5) + 10;
+        for (;;) {
+          const all = stmt.all(match, limit);
+          rows = all.filter((r) => inScope(r.id));
+          if (rows.length >= m || all.length < limit) break;
+          limit *= 4;
+        }
+        rows = rows.slice(0, m);
+      } else {
+        rows = this.lexicalJoin(match, filters, m, titleWeight);
       }
-      rows = rows.slice(0, m);
+      rows = rows.map((r) => ({ id: r.id, s: -r.s * w0 }));
     } else {
-      rows = this.lexicalJoin(match, filters, m, titleWeight);
+      // Weighted query (feedback): FTS5's bm25() has no per-term weights, so each term is
+      // ranked alone and the weighted contributions are summed here.
+      const sum = new Map<number, number>();
+      const all = this.db.prepare<[string], { id: number; s: number }>(
+        `SELECT rowid AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts WHERE chunks_fts MATCH ?`,
+      );
+      for (const t of terms) {
+        const match = toMatchExpression([t.text]);
+        const hits = large ? all.all(match).filter((r) => inScope(r.id)) : this.lexicalJoin(match, filters, -1, titleWeight);
+        for (const r of hits) sum.set(r.id, (sum.get(r.id) ?? 0) - r.s * t.weight);
+      }
+      rows = [...sum.entries()].map(([id, s]) => ({ id, s })).sort((a, b) => b.s - a.s || a.id - b.id).slice(0, m);
     }
     if (rows.length === 0) return [];
-    const best = this.maxBm25(terms);
-    return rows.map((r) => ({ id: r.id, lexical: best > 0 ? Math.min(1, -r.s / best) : 0 }));
+    // Normalised by the best score the *original* terms could reach (weight 1 each): expansion
+    // terms only add evidence, so a chunk's score does not drop when feedback is on.
+    const best = this.maxBm25(terms.filter((t) => t.original).map((t) => ({ ...t, weight: 1 })));
+    return rows.map((r) => ({ id: r.id, lexical: best > 0 ? Math.min(1, r.s / best) : 0 }));
   }
 
-  /** BM25 with the filters applied in SQL (small scopes). */
+  /** BM25 with the filters applied in SQL (small scopes); m < 0: no limit. */
   private lexicalJoin(match: string, filters: SearchFilters, m: number, titleWeight: number): { id: number; s: number }[] {
     const where: string[] = ['chunks_fts MATCH ?', 'c.workspace_id = ?'];
     const params: (string | number)[] = [match, filters.workspaceId];
@@ -578,57 +668,139 @@ export class EmbeddedSearchIndex implements SearchIndex {
       .all(...params);
   }
 
+  private readonly stemCache = new Map<string, string>();
+
+  /** Porter stems of words (FTS5's own tokenizer), cached; '' for a word with no token. */
+  private stems(words: string[]): string[] {
+    const missing = [...new Set(words.filter((w) => !this.stemCache.has(w)))];
+    if (missing.length > 0) {
+      if (this.stemCache.size + missing.length > STEM_CACHE_LIMIT) this.stemCache.clear();
+      this.db.transaction(() => {
+        const ins = this.db.prepare('INSERT INTO temp.query_tokens(rowid, t) VALUES (?, ?)');
+        missing.forEach((w, i) => ins.run(i + 1, w));
+        const found = this.db
+          .prepare<[], { term: string; doc: number }>('SELECT term, doc FROM temp.query_instances WHERE "offset" = 0')
+          .all();
+        for (const w of missing) this.stemCache.set(w, '');
+        for (const f of found) this.stemCache.set(missing[f.doc - 1], f.term);
+        this.db.prepare('DELETE FROM temp.query_tokens').run();
+      })();
+    }
+    return words.map((w) => this.stemCache.get(w) ?? '');
+  }
+
+  /** Number of chunks containing each stem. */
+  private docFrequencies(stems: string[]): Map<string, number> {
+    if (stems.length === 0) return new Map();
+    const rows = this.db
+      .prepare<[string], { term: string; doc: number }>('SELECT term, doc FROM chunks_vocab WHERE term IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify(stems));
+    return new Map(rows.map((r) => [r.term, r.doc]));
+  }
+
+  /** The query's own terms, weight 1 each (merged by stem). */
+  private originalTerms(text: string): WeightedTerm[] {
+    const words = queryTerms(text);
+    const stems = this.stems(words);
+    const out = new Map<string, WeightedTerm>();
+    words.forEach((w, i) => {
+      const stem = stems[i];
+      if (stem && !out.has(stem)) out.set(stem, { text: w, stem, weight: 1, original: true });
+    });
+    return [...out.values()];
+  }
+
   /**
-   * Upper bound of FTS5's BM25 for these terms, Σ idf·(k1 + 1): each term's contribution
+   * RM3: the feedback model P(t|R) = Σ_D P(D) · tf(t, D)/|D| over the feedback chunks
+   * (P(D) proportional to the first-pass score), keeping the `terms` most likely terms
+   * that are not stopwords, numbers or in more than `maxDocFrequency` of the chunks; the
+   * query becomes λ·P(t|Q) + (1 − λ)·P(t|R), scaled so that original terms weigh 1.
+   */
+  private expandTerms(original: WeightedTerm[], feedback: { text: string; weight: number }[]): WeightedTerm[] {
+    const prf = this.cfg.prf;
+    const totalWeight = feedback.reduce((a, f) => a + f.weight, 0);
+    if (original.length === 0 || prf.terms <= 0 || totalWeight <= 0) return original;
+    const model = new Map<string, { p: number; text: string }>();
+    const surfaceModel = new Map<string, number>();
+    for (const f of feedback) {
+      const tokens = (f.text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((t) => t.length <= 64);
+      if (tokens.length === 0) continue;
+      const pd = f.weight / totalWeight / tokens.length;
+      for (const t of tokens) {
+        if (t.length < 2 || STOPWORDS.has(t) || /^\p{N}+$/u.test(t)) continue;
+        surfaceModel.set(t, (surfaceModel.get(t) ?? 0) + pd);
+      }
+    }
+    const words = [...surfaceModel.keys()];
+    const stems = this.stems(words);
+    words.forEach((w, i) => {
+      const stem = stems[i];
+      if (!stem) return;
+      const e = model.get(stem);
+      const p = surfaceModel.get(w)!;
+      if (e) e.p += p;
+      else model.set(stem, { p, text: w });
+    });
+    const ranked = [...model.entries()].sort((a, b) => b[1].p - a[1].p || (a[0] < b[0] ? -1 : 1)).slice(0, prf.terms * 4);
+    const df = this.docFrequencies(ranked.map(([stem]) => stem));
+    const n = Math.max(1, this.liveCount);
+    const chosen = ranked.filter(([stem]) => (df.get(stem) ?? 0) / n <= prf.maxDocFrequency).slice(0, prf.terms);
+    const mass = chosen.reduce((a, [, e]) => a + e.p, 0);
+    if (mass <= 0) return original;
+    const lambda = Math.min(1, Math.max(1e-6, prf.originalWeight));
+    // Weights relative to an original term (λ/|Q| ↦ 1).
+    const scale = original.length / lambda;
+    const out = new Map(original.map((t) => [t.stem, { ...t }]));
+    for (const [stem, e] of chosen) {
+      const w = ((1 - lambda) * e.p) / mass * scale;
+      const t = out.get(stem);
+      if (t) t.weight += w;
+      else out.set(stem, { text: e.text, stem, weight: w, original: false });
+    }
+    return [...out.values()];
+  }
+
+  /**
+   * Upper bound of FTS5's BM25 for these terms, Σ w·idf·(k1 + 1): each term's contribution
    * idf·tf·(k1 + 1)/(tf + k1·(1 − b + b·len/avg)) stays below idf·(k1 + 1) whatever the
    * (column-weighted) frequency tf. IDF uses FTS5's formula over all indexed chunks.
    */
-  private maxBm25(terms: string[]): number {
-    const stemmed = this.db.transaction(() => {
-      this.db.prepare('INSERT INTO temp.query_tokens(rowid, t) VALUES (1, ?)').run(terms.join(' '));
-      const out = this.db.prepare<[], { term: string }>('SELECT term FROM temp.query_vocab').all().map((r) => r.term);
-      this.db.prepare('DELETE FROM temp.query_tokens').run();
-      return out;
-    })();
-    if (stemmed.length === 0) return 0;
-    const counts = this.db
-      .prepare<[string], { term: string; doc: number }>('SELECT term, doc FROM chunks_vocab WHERE term IN (SELECT value FROM json_each(?))')
-      .all(JSON.stringify(stemmed));
+  private maxBm25(terms: WeightedTerm[]): number {
+    const df = this.docFrequencies(terms.map((t) => t.stem));
     const n = Math.max(1, this.liveCount);
     let sum = 0;
-    for (const { doc } of counts) {
+    for (const t of terms) {
+      const doc = df.get(t.stem);
+      if (doc === undefined) continue;
       const idf = Math.log((n - doc + 0.5) / (doc + 0.5));
-      sum += Math.max(idf, 1e-6);
+      sum += t.weight * Math.max(idf, 1e-6);
     }
     return sum * (BM25_K1 + 1);
   }
 
-  async search(request: SearchRequest): Promise<SearchHit[]> {
-    this.assertOpen();
-    const k = Math.max(0, Math.floor(request.k));
-    if (k === 0) return [];
-    const scope = this.docScope(request.filters);
-    if (!scope) return [];
-    const mask = scope.mask;
+  /** One retrieval pass: candidates of both legs, their rows, exact cosines, fused ranking. */
+  private retrieve(
+    terms: WeightedTerm[],
+    query: Float32Array | undefined,
+    mode: RankMode,
+    filters: SearchFilters,
+    scope: Scope,
+    k: number,
+  ): { fused: Fused<number>[]; byId: Map<number, ChunkRow> } {
     const m = Math.max(k, this.cfg.candidates);
-    const query = request.vector && request.vector.length > 0 && this.dims > 0 ? normalise(request.vector) : undefined;
-    if (query && query.length !== this.dims) throw new Error(`query vector has ${query.length} dimensions, index has ${this.dims}`);
-    // Without a query vector every mode degrades to BM25.
-    const mode = !query ? 'bm25' : (request.mode ?? 'hybrid');
-
     const candidates = new Map<number, Candidate<number>>();
     if (mode !== 'dense') {
-      const lex = this.lexicalCandidates(queryTerms(request.text ?? ''), request.filters, scope, m);
+      const lex = this.lexicalCandidates(terms, filters, scope, m);
       lex.forEach((r, rank) => candidates.set(r.id, { key: r.id, lexical: r.lexical, lexicalRank: rank }));
     }
     if (mode !== 'bm25' && query) {
-      this.denseCandidates(query, mask, m).forEach((id, rank) => {
+      this.denseCandidates(query, scope, m).forEach((id, rank) => {
         const c = candidates.get(id);
         if (c) c.denseRank = rank;
         else candidates.set(id, { key: id, denseRank: rank });
       });
     }
-    if (candidates.size === 0) return [];
+    if (candidates.size === 0) return { fused: [], byId: new Map() };
     const ids = [...candidates.keys()];
     const rows = this.db
       .prepare<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
@@ -640,7 +812,37 @@ export class EmbeddedSearchIndex implements SearchIndex {
         c.cosine = v ? dotBuffer(query, v) : 0;
       }
     }
-    const fused = fuse([...candidates.values()], k, mode, this.cfg);
+    return { fused: fuse([...candidates.values()], k, mode, this.cfg), byId };
+  }
+
+  async search(request: SearchRequest): Promise<SearchHit[]> {
+    this.assertOpen();
+    const k = Math.max(0, Math.floor(request.k));
+    if (k === 0) return [];
+    const scope = this.docScope(request.filters);
+    if (!scope) return [];
+    const query = request.vector && request.vector.length > 0 && this.dims > 0 ? normalise(request.vector) : undefined;
+    if (query && query.length !== this.dims) throw new Error(`query vector has ${query.length} dimensions, index has ${this.dims}`);
+    // Without a query vector every mode degrades to BM25.
+    const mode = !query ? 'bm25' : (request.mode ?? 'hybrid');
+    const terms = mode === 'dense' ? [] : this.originalTerms(request.text ?? '');
+
+    let { fused, byId } = this.retrieve(terms, query, mode, request.filters, scope, k);
+    const prf = this.cfg.prf;
+    const lexicalFeedback = mode !== 'dense' && prf.terms > 0 && terms.length > 0;
+    const denseFeedback = mode !== 'bm25' && query !== undefined && prf.denseWeight > 0;
+    if (prf.docs > 0 && fused.length > 0 && (lexicalFeedback || denseFeedback)) {
+      // Pseudo-relevance feedback: the first pass's top chunks expand the query, then a second pass.
+      const top = fused.slice(0, prf.docs).filter((f) => f.score > 0 && byId.has(f.key));
+      if (top.length > 0) {
+        const expanded = lexicalFeedback
+          ? this.expandTerms(terms, top.map((f) => ({ text: `${byId.get(f.key)!.document_title} ${byId.get(f.key)!.content}`, weight: f.score })))
+          : terms;
+        const q2 = denseFeedback ? rocchio(query!, top.map((f) => byId.get(f.key)!.vector), prf.denseWeight) : query;
+        ({ fused, byId } = this.retrieve(expanded, q2, mode, request.filters, scope, k));
+      }
+    }
+
     const hits: SearchHit[] = [];
     for (const f of fused) {
       const r = byId.get(f.key);
@@ -676,6 +878,19 @@ function normalise(v: Float32Array | number[]): Float32Array {
     for (let i = 0; i < out.length; i++) out[i] *= inv;
   }
   return out;
+}
+
+/** Rocchio: the unit query plus `beta` times the mean of the feedback vectors, normalised. */
+function rocchio(query: Float32Array, vectors: (Buffer | null)[], beta: number): Float32Array {
+  const usable = vectors.filter((v): v is Buffer => v !== null);
+  if (usable.length === 0) return query;
+  const out = Float32Array.from(query);
+  const w = beta / usable.length;
+  for (const b of usable) {
+    const v = bufferToFloats(b);
+    for (let i = 0; i < Math.min(out.length, v.length); i++) out[i] += w * v[i];
+  }
+  return normalise(out);
 }
 
 function bufferToFloats(b: Buffer): Float32Array {
