@@ -6,7 +6,14 @@ import pino, { Logger } from 'pino';
  */
 export function redactUrl(url: string): string {
   const path = url.split('?')[0];
-  return path.replace(/^\/(public|mcp)\/[^/]+/, '/$1/[REDACTED]');
+  const segments = path.split('/');
+  return segments
+    .map((seg, i) => {
+      // The segment after /public/ or /mcp/ (under any prefix) is a token; so is anything token-shaped.
+      const secret = (i > 0 && (segments[i - 1] === 'public' || segments[i - 1] === 'mcp')) || /^[0-9a-f]{32,}/i.test(seg) || /%[0-9a-f]{0,2}$/i.test(seg);
+      return secret && seg !== '' ? '[REDACTED]' : seg;
+    })
+    .join('/');
 }
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {

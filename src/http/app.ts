@@ -48,7 +48,7 @@ export function createApp(ctx: AppContext): express.Express {
 
   // JSON bodies for every route but the tool endpoint (it reads its own raw body for -32700).
   const json = express.json({ limit: JSON_LIMIT, type: ['application/json', 'application/*+json'] });
-  app.use((req, res, next) => (req.path.startsWith('/mcp/') ? next() : json(req, res, next)));
+  app.use((req, res, next) => (/^(\/api\/v1)?\/mcp\//.test(req.path) ? next() : json(req, res, next)));
 
   const modules = routeModules.map((f) => f(ctx));
   for (const m of modules) {
@@ -59,6 +59,8 @@ export function createApp(ctx: AppContext): express.Express {
   }
   for (const m of modules) if (m.api) app.use('/api', m.api);
   for (const m of modules) if (m.root) app.use('/', m.root);
+  // A self-hosted base URL ends in /api/v1: public search, set pages and the tool endpoint answer there too.
+  for (const m of modules) if (m.root) app.use('/api/v1', m.root);
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new HttpError(404, 'NOT_FOUND', `No route for ${req.method} ${redactUrl(req.path)}.`));
@@ -67,6 +69,14 @@ export function createApp(ctx: AppContext): express.Express {
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
     if (err instanceof DomainError) return sendError(req, res, err);
+    if (err instanceof URIError) {
+      // A path parameter with a broken %-escape: the client's mistake. Its message may hold a token: never log or echo it.
+      if (familyOf(req.path) === 'mcp') {
+        res.status(400).json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid request: malformed URL encoding' } });
+        return;
+      }
+      return sendError(req, res, new HttpError(400, 'VALIDATION_ERROR', 'Malformed percent-encoding in the URL path.'));
+    }
     if (isBodyParserError(err)) {
       if (err.type === 'entity.parse.failed') return sendError(req, res, new HttpError(400, 'VALIDATION_ERROR', 'Malformed JSON in the request body.'));
       if (err.type === 'entity.too.large') return sendError(req, res, new HttpError(413, 'PAYLOAD_TOO_LARGE', `The request body exceeds ${JSON_LIMIT}.`));

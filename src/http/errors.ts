@@ -68,6 +68,9 @@ export type ErrorFamily = 'v1' | 'api' | 'public' | 'mcp';
 
 /** Which envelope a path answers in (decisions.md, "Errors"). */
 export function familyOf(path: string): ErrorFamily {
+  // Public routes are also served under the self-hosted base (/api/v1/public/..., /api/v1/mcp/...).
+  const bare = path.replace(/^\/(api\/v1|v1)(?=\/(public|mcp|s)\/)/, '');
+  if (bare !== path) return familyOf(bare);
   if (path.startsWith('/v1/') || path === '/v1' || path.startsWith('/api/v1/') || path === '/api/v1') return 'v1';
   if (path.startsWith('/api/')) return 'api';
   if (path.startsWith('/mcp/')) return 'mcp';

@@ -115,6 +115,29 @@ describe('workspaces, members, invitations, tags', () => {
     expect(accepted.body.role).toBe('MEMBER');
     expect((await invitee.api.get('/v1/workspaces')).body.map((w: { id: string }) => w.id)).toEqual([ws]);
     expect((await invitee.api.post(`/v1/invitations/${inv.body.invitationId}/accept`)).status).toBe(404);
+    const again = await owner.api.post(`/v1/workspaces/${ws}/invite`, { email: invitee.email, role: 'ADMIN' });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('MEMBER_EXISTS');
+  });
+
+  it('never answers 500 to a broken %-escape in a path, and never echoes a token', async () => {
+    const u = await signUp(server.url, 'Esc');
+    for (const p of ['/v1/workspaces/%E0%A4%A', '/api/instruction-sets/%E0%A4%A', '/public/%E0%A4%A/search?q=x', '/s/%E0%A4%A']) {
+      const r = await u.api.get(p);
+      expect(r.status).toBe(400);
+    }
+    const token = 'ab'.repeat(32);
+    const mcp = await u.api.raw('POST', `/mcp/${token}%E0%A4%A`, { jsonrpc: '2.0', id: 1, method: 'ping' });
+    expect(mcp.status).toBe(400);
+    expect(mcp.body.error.code).toBe(-32600);
+    const aliased = await u.api.get(`/api/v1/public/${token}/search?q=secret-words`);
+    expect(aliased.status).toBe(404);
+    expect(aliased.body.error).toBe('NOT_FOUND');
+    expect(aliased.text).not.toContain(token);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(server.output()).not.toContain(token);
+    expect(server.output()).not.toContain('secret-words');
+    expect(server.output()).not.toMatch(/URIError/);
   });
 
   it('tags: create, list, update, delete, validate colour, admins only', async () => {

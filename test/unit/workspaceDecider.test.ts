@@ -70,6 +70,7 @@ describe('workspace decider', () => {
         { type: 'MemberAdded', data: { workspaceId: W, userId: 'newbie', role: 'MEMBER', joinedAt: '2026-01-02T00:00:00.000Z', invitationId: 'inv' } },
       ]);
     spec([created, invited]).when({ type: 'AcceptInvitation', actorId: 'x', actorEmail: 'other@example.com', invitationId: 'inv', now }).thenThrows('INVITATION_NOT_FOUND');
+    spec([created, member]).when({ type: 'InviteMember', actorId: 'owner', invitationId: 'inv2', email: 'm@example.com', role: 'MEMBER', now, inviteeUserId: 'member' }).thenThrows('MEMBER_EXISTS');
     spec([created, invited])
       .when({ type: 'AcceptInvitation', actorId: 'newbie', actorEmail: 'new@example.com', invitationId: 'inv', now: new Date('2026-01-08T00:00:01Z') })
       .thenThrows('INVITATION_EXPIRED');

@@ -18,7 +18,7 @@ export type WorkspaceCommand =
   | { type: 'AddMember'; actorId: string; userId: string; role: Role; now: Date }
   | { type: 'ChangeMemberRole'; actorId: string; userId: string; role: Role }
   | { type: 'RemoveMember'; actorId: string; userId: string }
-  | { type: 'InviteMember'; actorId: string; invitationId: string; email: string; role: Role; now: Date }
+  | { type: 'InviteMember'; actorId: string; invitationId: string; email: string; role: Role; now: Date; inviteeUserId?: string }
   | { type: 'AcceptInvitation'; actorId: string; actorEmail: string; invitationId: string; now: Date }
   | { type: 'CreateTag'; actorId: string; tagId: string; name: string; color: string }
   | { type: 'UpdateTag'; actorId: string; tagId: string; name?: string; color?: string }
@@ -143,6 +143,7 @@ function decide(c: WorkspaceCommand, s: WorkspaceState): WorkspaceEvent[] {
     case 'InviteMember': {
       const actorRole = authorize(s, c.actorId, 'ADMIN');
       if (c.role === 'OWNER' && actorRole !== 'OWNER') throw domainError('FORBIDDEN', 'Only an OWNER can invite an OWNER.');
+      if (c.inviteeUserId !== undefined && c.inviteeUserId in s.members) throw domainError('MEMBER_EXISTS', 'A user with this email is already a member of this workspace.');
       return [
         {
           type: 'InvitationCreated',

@@ -33,7 +33,9 @@ export function requireQuery(value: unknown, max: number): string {
     throw new DomainError('QUERY_REQUIRED', 'A non-empty query is required.');
   }
   if (typeof value !== 'string') throw new DomainError('VALIDATION_ERROR', 'Invalid request: query: must be a string.', { fields: [{ field: 'query', problem: 'must be a string' }] });
-  if (value.length > max) throw new DomainError('QUERY_TOO_LONG', `The query is ${value.length} characters long; the maximum is ${max}.`, { maxLength: max, length: value.length });
+  // Characters are Unicode code points (an emoji is one character, not two UTF-16 units).
+  const length = [...value].length;
+  if (length > max) throw new DomainError('QUERY_TOO_LONG', `The query is ${length} characters long; the maximum is ${max}.`, { maxLength: max, length });
   return value;
 }
 

@@ -110,7 +110,9 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
     await requireWorkspaceRole(ctx, req, id, 'ADMIN');
     const body = decode(InviteBody, req.body);
     const invitationId = randomUUID();
-    const r = await run(req, id, { type: 'InviteMember', actorId: authOf(req).userId, invitationId, email: body.email.trim(), role: body.role, now: ctx.now() });
+    const email = body.email.trim().toLowerCase();
+    const invitee = (await usersCollection(ctx.readStore).find({ email }, { limit: 1 }))[0];
+    const r = await run(req, id, { type: 'InviteMember', actorId: authOf(req).userId, invitationId, email, role: body.role, now: ctx.now(), inviteeUserId: invitee?.id });
     const e = r.events[0];
     if (e.type !== 'InvitationCreated') throw new Error('unexpected event');
     res.status(201).json({ invitationId, email: e.data.email, role: e.data.role, expiresAt: e.data.expiresAt });
