@@ -6,9 +6,11 @@ import { WorkspaceEvent } from '../../src/domain/workspace/events';
 export interface SearchLinkView {
   id: string;
   workspaceId: string;
-  /** SHA-256 (hex) of the public token: the only form in which the token is stored. */
+  /** SHA-256 (hex) of the public token: what a public request is looked up by. */
   tokenHash: string;
   tokenPrefix: string;
+  /** The token sealed with AES-256-GCM under the install's key (kept outside the databases); null for links created before. */
+  tokenCiphertext?: string | null;
   name: string;
   allowedTags: string[];
   expiresAt: string | null;
@@ -37,6 +39,7 @@ export function searchLinkProjection(store: ReadStore): Projection {
           workspaceId: e.data.workspaceId,
           tokenHash: e.data.tokenHash,
           tokenPrefix: e.data.tokenPrefix,
+          tokenCiphertext: e.data.tokenCiphertext ?? null,
           name: e.data.name,
           allowedTags: e.data.allowedTags,
           expiresAt: e.data.expiresAt,

@@ -1,6 +1,7 @@
 import { AppContext } from '../../src/app/context';
 import { DomainError } from '../../src/domain/errors';
 import { sha256Hex } from '../../src/util/crypto';
+import { tokenVault } from '../../src/security/tokenVault';
 import { searchLinksCollection, SearchLinkView } from '../../projections/searchLink/searchLinkProjection';
 import { tagsCollection, workspacesCollection } from '../../projections/workspace/workspaceProjection';
 import { countDocumentsInScope } from '../search/searchService';
@@ -11,8 +12,22 @@ export const publicUrlOf = (ctx: AppContext, token: string): string => `${ctx.co
 
 export const isExpired = (link: Pick<SearchLinkView, 'expiresAt'>, now: Date): boolean => link.expiresAt !== null && Date.parse(link.expiresAt) <= now.getTime();
 
-/** The management view of a link. The token itself is known only at creation; later views show its prefix. */
-export async function searchLinkView(ctx: AppContext, link: SearchLinkView, token?: string) {
+/**
+ * The token of a stored link, decrypted from its ciphertext; null for links created before
+ * tokens were sealed, or when the key changed (the plain token must then hash to tokenHash).
+ */
+export function revealToken(ctx: AppContext, link: Pick<SearchLinkView, 'id' | 'tokenHash' | 'tokenCiphertext'>): string | null {
+  if (!link.tokenCiphertext) return null;
+  const token = tokenVault(ctx).open(link.tokenCiphertext, link.id);
+  return token !== null && sha256Hex(token) === link.tokenHash ? token : null;
+}
+
+/**
+ * The management view of a link (ADMIN only): its token and public URL when the sealed token
+ * can be opened, else (older links) only the token prefix and `publicUrl: null`.
+ */
+export async function searchLinkView(ctx: AppContext, link: SearchLinkView, known?: string) {
+  const token = known ?? revealToken(ctx, link);
   return {
     id: link.id,
     ...(token ? { token } : {}),

@@ -214,7 +214,7 @@ describe('tool endpoint /mcp/:token (JSON-RPC over MCP Streamable HTTP)', () => 
     const ping = { jsonrpc: '2.0', id: 1, method: 'ping' };
     const bad = await rpc(server.url, link.token, ping, { 'mcp-protocol-version': '1999-01-01' });
     expect(bad.status).toBe(400);
-    expect(bad.body.error.code).toBe(-32600);
+    expect(bad.body).toEqual({ jsonrpc: '2.0', id: 1, error: { code: -32600, message: expect.any(String) } });
     expect((await rpc(server.url, link.token, ping, { 'mcp-protocol-version': '2025-06-18' })).status).toBe(200);
   });
 
@@ -251,6 +251,15 @@ describe('tool endpoint rate limits', () => {
     }
     const ipOver = await rpc(server.url, links[4].token, ping(101));
     expect(ipOver.status).toBe(429);
-    expect(ipOver.body.error.code).toBe(-32000);
+    // The per-IP refusal echoes the request's id too (the body parsed), like the per-link one.
+    expect(ipOver.body).toEqual({ jsonrpc: '2.0', id: 101, error: { code: -32000, message: expect.any(String), data: { retryAfter: expect.any(Number) } } });
+    expect(Number(ipOver.headers.get('retry-after'))).toBe(ipOver.body.error.data.retryAfter);
+    const stringId = await rpc(server.url, links[3].token, { jsonrpc: '2.0', id: 'req-abc', method: 'tools/list' });
+    expect(stringId.status).toBe(429);
+    expect(stringId.body.id).toBe('req-abc');
+    // Only a body that is not JSON leaves the id unknown: null.
+    const unparsable = await rpc(server.url, links[2].token, '{"jsonrpc":"2.0","id":5,');
+    expect(unparsable.status).toBe(429);
+    expect(unparsable.body).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32000, message: expect.any(String), data: { retryAfter: expect.any(Number) } } });
   });
 });

@@ -57,6 +57,9 @@ describe('privacy of search links and the tool endpoint', () => {
     await rpc(server.url, link.token, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'service_search', arguments: { query: secretQuery, tags: [secretQuery] } } });
     await fetch(`${server.url}/mcp/${link.token}`, { method: 'POST', body: `{"query":"${secretQuery}"` });
     await owner.api.post(`/v1/workspaces/${ws}/search`, { query: secretQuery });
+    // The management answers carry the token (for the admin to copy); they are not logged either.
+    expect((await owner.api.get(`/api/workspaces/${ws}/public-links`)).text).toContain(link.token);
+    expect((await owner.api.get(`/api/workspaces/${ws}/public-links/${link.id}`)).body.token).toBe(link.token);
     await new Promise((r) => setTimeout(r, 300));
     const out = server.output();
     expect(out).toContain('[REDACTED]');
@@ -64,12 +67,25 @@ describe('privacy of search links and the tool endpoint', () => {
     expect(out).not.toContain(secretQuery);
   });
 
-  it('stores only the token hash: the token is nowhere in the data directory', async () => {
+  it('stores the token only hashed and encrypted: a database file alone leaks no usable token', async () => {
     const link = (await owner.api.post(`/api/workspaces/${ws}/public-links`, { name: 'Hashed' })).body;
     expect((await client(server.url).get(`/public/${link.token}/search?q=refund`)).status).toBe(200);
+    // The admin can still read it back (decrypted with the key kept outside the databases)...
+    const listed = (await owner.api.get(`/api/workspaces/${ws}/public-links`)).body.data.find((l: { id: string }) => l.id === link.id);
+    expect(listed.token).toBe(link.token);
+    // ...while neither the event log nor the read models (with their WAL/journal files) hold it.
+    const dbFiles = fs.readdirSync(server.dataDir).filter((f) => /^(events|read)\.db/.test(f));
+    expect(dbFiles).toEqual(expect.arrayContaining(['events.db', 'read.db']));
+    for (const f of dbFiles) {
+      const bytes = fs.readFileSync(path.join(server.dataDir, f));
+      expect(bytes.includes(Buffer.from(link.token))).toBe(false);
+      expect(bytes.includes(Buffer.from(link.token.slice(8)))).toBe(false);
+    }
     const data = allData(server.dataDir);
     expect(data.includes(Buffer.from(link.token))).toBe(false);
     expect(data.includes(Buffer.from(link.token.slice(8)))).toBe(false);
+    // The key is a separate owner-only file, not inside a database.
+    expect(fs.statSync(path.join(server.dataDir, 'link-token.key')).mode & 0o777).toBe(0o600);
   });
 
   it('historyMode OFF (default): query text is never stored; counts are', async () => {

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { client, signUp, startServer, TestServer } from '../support/server';
 
 type Api = ReturnType<typeof client>;
@@ -75,14 +77,30 @@ describe('search link management /api/workspaces/:workspaceId/public-links', () 
     expect(two.body.token).not.toBe(r.body.token);
   });
 
-  it('lists and gets links with a token prefix, never the token', async () => {
+  it('lists and gets links (ADMIN) with their token and publicUrl, so the URL can be copied again', async () => {
     const created = (await owner.api.post(links(), { name: 'Listed', allowedTags: [hr] })).body;
     const list = await owner.api.get(links());
     expect(list.status).toBe(200);
     const item = list.body.data.find((l: { id: string }) => l.id === created.id);
-    expect(item).toMatchObject({ id: created.id, name: 'Listed', tokenPrefix: created.token.slice(0, 8), allowedTags: [hr], isActive: true, documentCount: 1, publicUrl: null });
-    expect(item.token).toBeUndefined();
-    expect(list.text).not.toContain(created.token);
+    expect(item).toEqual({
+      id: created.id,
+      token: created.token,
+      tokenPrefix: created.token.slice(0, 8),
+      name: 'Listed',
+      allowedTags: [hr],
+      expiresAt: null,
+      historyMode: false,
+      isActive: true,
+      isExpired: false,
+      createdAt: created.createdAt,
+      updatedAt: created.updatedAt,
+      publicUrl: `${BASE}/public/${created.token}/search`,
+      documentCount: 1,
+    });
+    // Every link in the list carries its own token and URL.
+    for (const l of list.body.data) expect(l.publicUrl).toBe(`${BASE}/public/${l.token}/search`);
+    // The URL from the list works.
+    expect((await client(server.url).get(`${new URL(item.publicUrl).pathname}?q=refunds`)).status).toBe(200);
     const one = await member.api.get(`${links()}/${created.id}`);
     expect(one.status).toBe(403);
     const got = await admin.api.get(`${links()}/${created.id}`);
@@ -96,8 +114,10 @@ describe('search link management /api/workspaces/:workspaceId/public-links', () 
     const r = await owner.api.patch(`${links()}/${created.id}`, { name: 'New', allowedTags: [billing, hr], expiresAt, historyMode: true });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ id: created.id, name: 'New', allowedTags: [billing, hr], expiresAt, historyMode: true, documentCount: 2 });
+    expect(r.body.token).toBe(created.token);
+    expect(r.body.publicUrl).toBe(`${BASE}/public/${created.token}/search`);
     const cleared = await owner.api.patch(`${links()}/${created.id}`, { expiresAt: null, historyMode: 'OFF' });
-    expect(cleared.body).toMatchObject({ expiresAt: null, historyMode: false });
+    expect(cleared.body).toMatchObject({ expiresAt: null, historyMode: false, token: created.token, publicUrl: created.publicUrl });
     // The token keeps working after a PATCH.
     expect((await client(server.url).get(`/public/${created.token}/search?q=refunds`)).status).toBe(200);
   });
@@ -176,5 +196,47 @@ describe('search link management /api/workspaces/:workspaceId/public-links', () 
     expect(u.body.hourly.reduce((n: number, h: { requests: number }) => n + h.requests, 0)).toBe(3);
     expect(u.text).not.toContain('refund speed');
     expect((await member.api.get(`${links()}/${created.id}/usage`)).status).toBe(403);
+  });
+});
+
+describe('search link tokens survive restarts; the key lives outside the databases', () => {
+  const stopped: TestServer[] = [];
+  afterAll(async () => {
+    for (const s of stopped) await s.stop();
+  });
+
+  it('a restart on the same data dir reuses link-token.key: the list still shows the token and URL', async () => {
+    const first = await startServer({ KB_RATE_LIMITS: 'off', KB_BASE_URL: BASE });
+    stopped.push(first);
+    const user = await signUp(first.url, 'Restarter');
+    const w = (await user.api.post('/v1/workspaces', { name: 'Restart' })).body.id;
+    const created = (await user.api.post(`/api/workspaces/${w}/public-links`, { name: 'Kept' })).body;
+    await first.stop();
+    const second = await startServer({ KB_RATE_LIMITS: 'off', KB_BASE_URL: BASE }, first.dataDir);
+    stopped.push(second);
+    const again = client(second.url, user.token);
+    const list = await again.get(`/api/workspaces/${w}/public-links`);
+    expect(list.body.data).toEqual([expect.objectContaining({ id: created.id, token: created.token, publicUrl: `${BASE}/public/${created.token}/search` })]);
+  });
+
+  it('KB_LINK_TOKEN_KEY is used instead of a key file; a malformed one stops start-up', async () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    const s = await startServer({ KB_RATE_LIMITS: 'off', KB_BASE_URL: BASE, KB_LINK_TOKEN_KEY: key });
+    stopped.push(s);
+    const user = await signUp(s.url, 'EnvKey');
+    const w = (await user.api.post('/v1/workspaces', { name: 'Env' })).body.id;
+    const created = (await user.api.post(`/api/workspaces/${w}/public-links`, {})).body;
+    expect((await user.api.get(`/api/workspaces/${w}/public-links/${created.id}`)).body.token).toBe(created.token);
+    expect(fs.existsSync(path.join(s.dataDir, 'link-token.key'))).toBe(false);
+    await s.stop();
+    // Another key cannot open the stored ciphertexts: the link still works, its URL is just not shown.
+    const other = await startServer({ KB_RATE_LIMITS: 'off', KB_BASE_URL: BASE, KB_LINK_TOKEN_KEY: Buffer.alloc(32, 9).toString('base64') }, s.dataDir);
+    stopped.push(other);
+    const got = (await client(other.url, user.token).get(`/api/workspaces/${w}/public-links/${created.id}`)).body;
+    expect(got).toMatchObject({ id: created.id, tokenPrefix: created.token.slice(0, 8), publicUrl: null });
+    expect(got.token).toBeUndefined();
+    expect((await client(other.url).get(`/public/${created.token}/search?q=x`)).status).toBe(200);
+    await other.stop();
+    await expect(startServer({ KB_LINK_TOKEN_KEY: 'too-short' }, s.dataDir)).rejects.toThrow(/KB_LINK_TOKEN_KEY/);
   });
 });

@@ -6,6 +6,7 @@ const spec = specFor(searchLinkDecider);
 const now = new Date('2030-01-01T00:00:00.000Z');
 const WS = 'ws-1';
 const HASH = 'a'.repeat(64);
+const SEALED = 'v1:c2VhbGVkLXRva2VuLWJ5dGVz';
 
 const create = (over: Partial<Extract<SearchLinkCommand, { type: 'CreateSearchLink' }>> = {}): SearchLinkCommand => ({
   type: 'CreateSearchLink',
@@ -13,6 +14,7 @@ const create = (over: Partial<Extract<SearchLinkCommand, { type: 'CreateSearchLi
   workspaceId: WS,
   tokenHash: HASH,
   tokenPrefix: 'aaaaaaaa',
+  tokenCiphertext: SEALED,
   name: 'Docs',
   allowedTags: ['t1'],
   expiresAt: null,
@@ -25,7 +27,7 @@ const create = (over: Partial<Extract<SearchLinkCommand, { type: 'CreateSearchLi
 
 const created: SearchLinkEvent = {
   type: 'SearchLinkCreated',
-  data: { linkId: 'link-1', workspaceId: WS, tokenHash: HASH, tokenPrefix: 'aaaaaaaa', name: 'Docs', allowedTags: ['t1'], expiresAt: null, historyMode: false, createdAt: now.toISOString() },
+  data: { linkId: 'link-1', workspaceId: WS, tokenHash: HASH, tokenPrefix: 'aaaaaaaa', tokenCiphertext: SEALED, name: 'Docs', allowedTags: ['t1'], expiresAt: null, historyMode: false, createdAt: now.toISOString() },
 };
 const revoked: SearchLinkEvent = { type: 'LinkRevoked', data: { linkId: 'link-1', workspaceId: WS, revokedAt: now.toISOString() } };
 const update = (over: Partial<Extract<SearchLinkCommand, { type: 'UpdateSearchLink' }>>): SearchLinkCommand => ({
@@ -39,7 +41,17 @@ const update = (over: Partial<Extract<SearchLinkCommand, { type: 'UpdateSearchLi
 
 describe('search link decider', () => {
   describe('create', () => {
-    it('creates a link holding only the token hash', () => spec([]).when(create()).then([created]));
+    it('creates a link holding the token hash and the sealed token, never the token', () => spec([]).when(create()).then([created]));
+    it('refuses a tokenCiphertext that is not a sealed token (programming error)', () => {
+      expect(() => spec([]).when(create({ tokenCiphertext: 'b'.repeat(64) })).result()).toThrow(/tokenCiphertext/);
+      expect(() => spec([]).when(create({ tokenCiphertext: '' })).result()).toThrow(/tokenCiphertext/);
+    });
+    it('evolves from a link created before tokens were sealed (no tokenCiphertext)', () => {
+      const { tokenCiphertext: _drop, ...legacyData } = (created as Extract<SearchLinkEvent, { type: 'SearchLinkCreated' }>).data;
+      spec([{ type: 'SearchLinkCreated', data: legacyData }]).when(update({ name: 'Renamed' })).then([
+        { type: 'SearchLinkUpdated', data: { linkId: 'link-1', workspaceId: WS, name: 'Renamed', updatedAt: now.toISOString() } },
+      ]);
+    });
     it('normalises expiresAt to ISO UTC and de-duplicates tags', () =>
       spec([])
         .when(create({ expiresAt: '2030-01-02T01:00:00+01:00', allowedTags: ['t1', 't1', 't2'] }))

@@ -22,6 +22,8 @@ export type SearchLinkCommand =
       workspaceId: string;
       tokenHash: string;
       tokenPrefix: string;
+      /** The token sealed by the token vault (never the token itself). */
+      tokenCiphertext: string;
       name: string;
       allowedTags: string[];
       expiresAt: string | null;
@@ -105,6 +107,7 @@ function decide(c: SearchLinkCommand, s: SearchLinkState): SearchLinkEvent[] {
       if (s.status !== 'none') throw domainError('CONFLICT', 'Search link already exists.');
       if (!c.linksEnabled) throw domainError('PUBLIC_LINKS_DISABLED', 'Public search links are disabled for this workspace.');
       if (!/^[0-9a-f]{64}$/.test(c.tokenHash)) throw new Error('tokenHash must be a hex SHA-256');
+      if (!/^v1:[A-Za-z0-9_-]+$/.test(c.tokenCiphertext)) throw new Error('tokenCiphertext must be a sealed token (v1:...)');
       checkName(c.name);
       checkExpiry(c.expiresAt, c.now);
       const allowedTags = checkTags(c.allowedTags, c.workspaceTags);
@@ -116,6 +119,7 @@ function decide(c: SearchLinkCommand, s: SearchLinkState): SearchLinkEvent[] {
             workspaceId: c.workspaceId,
             tokenHash: c.tokenHash,
             tokenPrefix: c.tokenPrefix,
+            tokenCiphertext: c.tokenCiphertext,
             name: c.name,
             allowedTags,
             expiresAt: c.expiresAt ? new Date(c.expiresAt).toISOString() : null,

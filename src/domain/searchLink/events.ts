@@ -2,10 +2,24 @@ import { DomainEvent } from '../event';
 
 type L<T extends string, D> = DomainEvent<T, { linkId: string; workspaceId: string } & D>;
 
-/** The public token itself is never in the log: only its SHA-256 and a short prefix to recognise it by. */
+/**
+ * The public token itself is never in the log: its SHA-256 (for look-up), a short prefix to
+ * recognise it by, and its AES-256-GCM ciphertext under a key kept outside the databases
+ * (src/security/tokenVault.ts) so admins can see the link's URL again. `tokenCiphertext` is
+ * absent from links created before it existed: those answer `publicUrl: null`.
+ */
 export type SearchLinkCreated = L<
   'SearchLinkCreated',
-  { tokenHash: string; tokenPrefix: string; name: string; allowedTags: string[]; expiresAt: string | null; historyMode: boolean; createdAt: string }
+  {
+    tokenHash: string;
+    tokenPrefix: string;
+    tokenCiphertext?: string;
+    name: string;
+    allowedTags: string[];
+    expiresAt: string | null;
+    historyMode: boolean;
+    createdAt: string;
+  }
 >;
 export type SearchLinkUpdated = L<'SearchLinkUpdated', { name?: string; allowedTags?: string[]; expiresAt?: string | null; historyMode?: boolean; updatedAt: string }>;
 export type LinkRevoked = L<'LinkRevoked', { revokedAt: string }>;

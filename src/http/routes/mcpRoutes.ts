@@ -132,13 +132,27 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
         res.setHeader('Allow', ALLOW);
         throw new RpcError(RPC.INVALID_REQUEST, `Method not allowed: ${req.method}; this stateless endpoint answers POST (one JSON-RPC message) and OPTIONS.`, undefined, 405);
       }
-      await limit(ctx, res, perIp, 100, req.ip ?? 'unknown');
+      // The per-IP point is taken before the body is read, but a refusal is answered once the
+      // body parsed, so the 429 echoes the request's id (id null only when the body is not JSON).
+      const ipRefusal = await limit(ctx, res, perIp, 100, req.ip ?? 'unknown').then(
+        () => undefined,
+        (err: unknown) => {
+          if (err instanceof RpcError) return err;
+          throw err;
+        },
+      );
+      let raw: unknown;
+      try {
+        raw = parseJson(await readBody(req, MCP_BODY_LIMIT));
+      } catch (err) {
+        throw ipRefusal ?? err;
+      }
+      id = idOf(raw);
+      if (ipRefusal) throw ipRefusal;
       const version = req.headers['mcp-protocol-version'];
       if (version !== undefined && !ACCEPTED_PROTOCOL_VERSIONS.includes(String(version))) {
         throw new RpcError(RPC.INVALID_REQUEST, `Invalid request: unsupported MCP-Protocol-Version; supported: ${ACCEPTED_PROTOCOL_VERSIONS.join(', ')}.`);
       }
-      const raw = parseJson(await readBody(req, MCP_BODY_LIMIT));
-      id = idOf(raw);
       const msg: Incoming = classify(raw);
       const resolved = await searchLinkByToken(ctx, String(req.params.token));
       if (resolved.status === 'not_found') throw new RpcError(RPC.FORBIDDEN, 'Forbidden: the token is invalid or the link is no longer active.');

@@ -6,6 +6,7 @@ import { DomainError } from '../../domain/errors';
 import { searchLinkDecider, SearchLinkCommand } from '../../domain/searchLink/decider';
 import { searchLinkStream } from '../../domain/searchLink/events';
 import { sha256Hex } from '../../util/crypto';
+import { tokenVault } from '../../security/tokenVault';
 import { tagsCollection, workspacesCollection } from '../../../projections/workspace/workspaceProjection';
 import { getSearchLink, listSearchLinks, searchLinkView } from '../../../queries/searchLink/searchLinkQueries';
 import { linkUsageReport } from '../../../queries/searchLink/linkUsage';
@@ -49,6 +50,8 @@ async function workspaceFacts(ctx: AppContext, workspaceId: string) {
 }
 
 export function searchLinkRoutes(ctx: AppContext): RouteModule {
+  // Load (or create) the token key now: a malformed KB_LINK_TOKEN_KEY stops start-up, not a request.
+  const vault = tokenVault(ctx);
   const api = Router();
   api.use('/workspaces/:workspaceId/public-links', requireAuth(ctx), async (req, _res, next) => {
     const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
@@ -72,6 +75,7 @@ export function searchLinkRoutes(ctx: AppContext): RouteModule {
       workspaceId,
       tokenHash: sha256Hex(token),
       tokenPrefix: token.slice(0, 8),
+      tokenCiphertext: vault.seal(token, linkId),
       name: (body.name ?? '').trim(),
       allowedTags: body.allowedTags ?? [],
       expiresAt: body.expiresAt ?? null,
