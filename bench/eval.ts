@@ -182,6 +182,13 @@ async function main(): Promise<void> {
     { name: 'dense+prf', mode: 'dense', prf: prfOn },
     { name: 'hybrid', mode: 'hybrid', prf: prfOff },
     { name: 'hybrid+prf', mode: 'hybrid', prf: prfOn },
+    // Dense feedback (Rocchio) for reference, when the default has none.
+    ...(prfOn.denseWeight > 0
+      ? []
+      : [
+          { name: 'dense+rocchio', mode: 'dense' as const, prf: { ...prfOn, denseWeight: 0.5 } },
+          { name: 'hybrid+both', mode: 'hybrid' as const, prf: { ...prfOn, denseWeight: 0.5 } },
+        ]),
   ];
   let calibration: Map<number, number[]> | undefined;
   for (const row of rows) {
@@ -192,7 +199,7 @@ async function main(): Promise<void> {
     console.log(`${row.name.padEnd(12)} ${fmt(m.ndcg10)}   ${fmt(m.recall10)}     ${fmt(m.recall100)}     ${fmt(m.mrr10)}   (${perQuery.toFixed(1)} ms/query)`);
     if (row.mode === 'hybrid' && JSON.stringify(row.prf) === JSON.stringify(cfg.prf)) calibration = m.scoreByGrade;
   }
-  console.log(`(+prf rows: ${JSON.stringify(prfOn)})`);
+  console.log(`(+prf rows: ${JSON.stringify(prfOn)}; rocchio/both: dense feedback weight 0.5)`);
   if (calibration) {
     console.log('\ndefault hybrid: score of top-10 documents by relevance grade (0 = not relevant):');
     for (const g of [...calibration.keys()].sort()) console.log(`  grade ${g}: ${quantiles(calibration.get(g)!)}`);
@@ -216,14 +223,14 @@ async function main(): Promise<void> {
   if (args.includes('--prf-sweep')) {
     console.log('\nfeedback sweep (nDCG@10 / Recall@100 per mode):');
     const grid: Partial<PrfConfig>[] = [];
-    for (const docs of [5, 10]) {
+    for (const docs of [3, 5, 10]) {
       for (const terms of [10, 20]) {
         for (const originalWeight of [0.5, 0.7]) {
           for (const denseWeight of [0, 0.5]) grid.push({ docs, terms, originalWeight, denseWeight });
         }
       }
     }
-    for (const maxDocFrequency of [0.05, 0.2, 1]) grid.push({ docs: 10, terms: 10, originalWeight: 0.5, denseWeight: 0, maxDocFrequency });
+    for (const maxDocFrequency of [0.05, 0.2, 1]) grid.push({ docs: 5, terms: 10, originalWeight: 0.7, denseWeight: 0, maxDocFrequency });
     for (const g of grid) {
       c.index.configure({ ...cfg, prf: { ...cfg.prf, ...g } });
       const out: string[] = [];

@@ -4,7 +4,8 @@
  *   node dist/bench/search.js [--sizes 10000,100000] [--queries 200] [--no-embed]
  *
  * Builds file-backed indexes (temp dir) of synthetic chunks (random unit vectors of 512 dims, text drawn from a
- * Zipf-distributed vocabulary) in one workspace and prints search latency p50/p95 per mode
+ * Zipf-distributed vocabulary) in one large workspace plus a small one (500 chunks written among
+ * the large one's) and prints search latency p50/p95 per mode, with and without feedback (+prf),
  * (query vectors are precomputed: embedding time excluded), recall@10 of the int8 dense
  * scan against exact float search, memory per 100k chunks, and the local provider's query
  * embedding time, cold and cached.
@@ -18,6 +19,9 @@ import { LocalEmbeddings } from '../src/adapters/embeddings/localEmbeddings';
 import type { IndexedChunk } from '../src/ports/searchIndex';
 
 const DIMS = 512;
+const SMALL_DOCS = 125;
+/** Feedback measured when the default has none. */
+const BENCH_PRF = { docs: 5, terms: 10, originalWeight: 0.7, maxDocFrequency: 0.1, denseWeight: 0 };
 
 function rng(seed: number): () => number {
   let a = seed;
@@ -89,6 +93,7 @@ async function benchSize(n: number, queries: number): Promise<void> {
   const index = new EmbeddedSearchIndex(path.join(dir, 'index.sqlite'));
   const exact = new Float32Array(n * DIMS); // reference copy for recall, excluded from memory figures
   const perDoc = 4;
+  let smallDocs = 0;
   const started = Date.now();
   for (let d = 0; d < n / perDoc; d++) {
     const chunks: IndexedChunk[] = [];
@@ -102,6 +107,17 @@ async function benchSize(n: number, queries: number): Promise<void> {
       });
     }
     await index.upsertDocument(`doc-${d}`, chunks);
+    // A small workspace (500 chunks) written among the large one's documents.
+    if (d % Math.floor(n / perDoc / SMALL_DOCS) === 0 && smallDocs < SMALL_DOCS) {
+      const id = `small-${smallDocs++}`;
+      await index.upsertDocument(
+        id,
+        Array.from({ length: perDoc }, (_, c) => ({
+          workspaceId: 'small', documentId: id, documentTitle: `Small ${id}`, purpose: 'KNOWLEDGE' as const, tags: [], chunkIndex: c,
+          content: Array.from({ length: 120 }, vocab.sample).join(' '), vector: unitVector(rand),
+        })),
+      );
+    }
   }
   const buildMs = Date.now() - started;
   if (global.gc) global.gc();
@@ -121,16 +137,29 @@ async function benchSize(n: number, queries: number): Promise<void> {
     text: Array.from({ length: 3 + Math.floor(qrand() * 4) }, () => vocab.words[50 + Math.floor(qrand() * 4950)]).join(' '),
     vector: unitVector(qrand),
   }));
-  for (const mode of ['hybrid', 'bm25', 'dense'] as const) {
-    for (const q of qs.slice(0, 10)) await index.search({ text: q.text, vector: q.vector, filters: { workspaceId: 'bench' }, k: 10, mode });
+  const defaults = index.hybridConfig;
+  const noPrf = { ...defaults, prf: { ...defaults.prf, docs: 0 } };
+  const runs: { name: string; mode: 'hybrid' | 'bm25' | 'dense'; workspaceId: string; prf: boolean }[] = [];
+  for (const workspaceId of ['bench', 'small']) {
+    for (const mode of ['hybrid', 'bm25', 'dense'] as const) {
+      for (const prf of [false, true]) runs.push({ name: `${workspaceId === 'small' ? 'small ws ' : ''}${mode}${prf ? '+prf' : ''}`, mode, workspaceId, prf });
+    }
+  }
+  console.log(`(small ws: ${SMALL_DOCS * perDoc} chunks among the others; +prf: ${JSON.stringify(defaults.prf.docs > 0 ? defaults.prf : BENCH_PRF)})`);
+  for (const run of runs) {
+    index.configure(run.prf ? { ...defaults, prf: defaults.prf.docs > 0 ? defaults.prf : BENCH_PRF } : noPrf);
+    const search = (q: { text: string; vector: Float32Array }): Promise<unknown> =>
+      index.search({ text: q.text, vector: q.vector, filters: { workspaceId: run.workspaceId }, k: 10, mode: run.mode });
+    for (const q of qs.slice(0, 10)) await search(q);
     const times: number[] = [];
     for (const q of qs) {
       const t = process.hrtime.bigint();
-      await index.search({ text: q.text, vector: q.vector, filters: { workspaceId: 'bench' }, k: 10, mode });
+      await search(q);
       times.push(Number(process.hrtime.bigint() - t) / 1e6);
     }
-    console.log(`${mode.padEnd(6)} k=10: p50 ${ms(pct(times, 0.5))}  p95 ${ms(pct(times, 0.95))}`);
+    console.log(`${run.name.padEnd(20)} k=10: p50 ${ms(pct(times, 0.5))}  p95 ${ms(pct(times, 0.95))}`);
   }
+  index.configure(defaults);
   {
     const times: number[] = [];
     for (const q of qs.slice(0, 50)) {

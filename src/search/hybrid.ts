@@ -23,11 +23,33 @@
  * it orders by RRF but still reports the calibrated score of each hit, clamped so that
  * scores never increase down the list.
  *
- * Defaults were chosen by measurement on the Cranfield collection (bench/eval.ts):
- * nDCG@10 BM25 0.367, dense 0.181, weighted hybrid 0.385, RRF (k=60) 0.31. The weighted
- * blend is flat around the default (denseWeight 0.2–0.5, lexicalScale 0.15–0.4, dense.low
- * 0–0.2 all give 0.37–0.385), so the default sits in the middle of the plateau; RRF loses
- * because it gives the weak dense ranking as much say as BM25 regardless of evidence.
+ * Pseudo-relevance feedback (`prf`, on by default in the embedded adapter; the
+ * Elasticsearch adapter ignores it): the top `prf.docs` chunks of a first pass in the
+ * requested mode are assumed relevant and the query is run again.
+ *  - Lexical (RM3): P(t|R) = Σ_D P(D)·tf(t, D)/|D| over those chunks (title + content,
+ *    P(D) ∝ first-pass score; stopwords, numbers and terms in more than
+ *    `prf.maxDocFrequency` of all chunks excluded); the `prf.terms` most likely terms join
+ *    the query with weights λ·P(t|Q) + (1 − λ)·P(t|R), λ = `prf.originalWeight`. The BM25
+ *    leg scores Σ_t w_t·bm25_t and `lexical` divides by Σ_t w_t·idf(t)·(k1 + 1), so it stays
+ *    in [0, 1) and the bands keep their meaning (the score distribution by relevance grade
+ *    on Cranfield is the same with and without feedback).
+ *  - Dense (Rocchio): q' = normalise(q + β·mean(feedback vectors)), β = `prf.denseWeight`
+ *    (0, off, by default: it lowers dense alone and does not measurably help hybrid with
+ *    this embedding model).
+ * It costs one FTS5 query per weighted term in the second pass (the dense scan is reused
+ * when the query vector is unchanged): see bench/search.ts.
+ *
+ * Defaults were chosen by measurement on the Cranfield collection (bench/eval.ts,
+ * `--sweep`, `--prf-sweep`), nDCG@10: BM25 0.367, dense 0.181, weighted hybrid 0.386,
+ * BM25+RM3 0.399, hybrid+RM3 (the default) 0.404, hybrid+RM3+Rocchio(0.5) 0.402, RRF
+ * (k=60) 0.31. The weighted blend is flat around the default (denseWeight 0.2–0.5,
+ * lexicalScale 0.15–0.4, dense.low 0–0.2 all give 0.37–0.385 without feedback), so the
+ * default sits in the middle of the plateau; RRF loses because it gives the weak dense
+ * ranking as much say as BM25 regardless of evidence. Feedback is flat too (docs 3–7,
+ * terms 10–20, λ 0.5–0.7: hybrid 0.40–0.41); 5 docs, 10 terms and λ 0.7 sit inside that
+ * plateau, keep the second pass cheap and keep hybrid above BM25+RM3 (lower λ favours
+ * BM25+RM3). maxDocFrequency 0.1 bounds the postings read per expansion term (0.2–1 give
+ * the same nDCG@10, Recall@100 +0.02). FTS5's bm25() fixes k1 = 1.2 and b = 0.75.
  */
 
 export interface HybridConfig {
@@ -76,7 +98,7 @@ export const DEFAULT_HYBRID_CONFIG: HybridConfig = {
   dense: { low: 0.1, high: 0.8 },
   lexicalScale: 0.25,
   calibrationExponent: 1,
-  prf: { docs: 0, terms: 0, originalWeight: 0.5, maxDocFrequency: 0.1, denseWeight: 0 },
+  prf: { docs: 5, terms: 10, originalWeight: 0.7, maxDocFrequency: 0.1, denseWeight: 0 },
 };
 
 /** Partial configuration; nested groups may be partial too. */

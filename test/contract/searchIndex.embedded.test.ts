@@ -121,6 +121,32 @@ describe('EmbeddedSearchIndex specifics', () => {
     await index.close();
   });
 
+  it('pseudo-relevance feedback finds a chunk that shares no word with the query (RM3), and can be turned off', async () => {
+    const rand = rng(5);
+    const text = (ws: string, id: string, title: string, content: string): IndexedChunk => ({
+      workspaceId: ws, documentId: id, documentTitle: title, purpose: 'KNOWLEDGE', tags: [], chunkIndex: 0, content, vector: unit(rand, 8),
+    });
+    const index = new EmbeddedSearchIndex(':memory:');
+    await index.upsertDocument('jet', [text('w', 'jet', 'Jet noise', 'jet exhaust noise from a convergent nozzle at high thrust')]);
+    await index.upsertDocument('jet2', [text('w', 'jet2', 'Jet mixing', 'jet mixing layer downstream of the nozzle lip')]);
+    await index.upsertDocument('nozzle', [text('w', 'nozzle', 'Nozzle design', 'convergent nozzle contour for maximum thrust')]);
+    for (let i = 0; i < 40; i++) {
+      await index.upsertDocument(`f${i}`, [text('w', `f${i}`, `Filler ${i}`, `heat transfer in a laminar boundary layer, case ${i}`)]);
+    }
+    const search = async (): Promise<string[]> =>
+      (await index.search({ text: 'jet', filters: { workspaceId: 'w' }, k: 5, mode: 'bm25' })).map((h) => h.documentId);
+    expect(await search()).toEqual(expect.arrayContaining(['jet', 'jet2', 'nozzle']));
+    const withFeedback = await index.search({ text: 'jet', filters: { workspaceId: 'w' }, k: 5, mode: 'bm25' });
+    for (const h of withFeedback) {
+      expect(h.score).toBeGreaterThanOrEqual(0);
+      expect(h.score).toBeLessThanOrEqual(1);
+    }
+    expect(withFeedback.find((h) => h.documentId === 'nozzle')!.score).toBeLessThan(withFeedback[0].score);
+    index.configure({ prf: { docs: 0 } });
+    expect((await search()).sort()).toEqual(['jet', 'jet2']);
+    await index.close();
+  });
+
   it('rejects vectors of the wrong dimension', async () => {
     const index = new EmbeddedSearchIndex(':memory:');
     const rand = rng(3);

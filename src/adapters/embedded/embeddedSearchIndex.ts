@@ -636,9 +636,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
       rows = [...sum.entries()].map(([id, s]) => ({ id, s })).sort((a, b) => b.s - a.s || a.id - b.id).slice(0, m);
     }
     if (rows.length === 0) return [];
-    // Normalised by the best score the *original* terms could reach (weight 1 each): expansion
-    // terms only add evidence, so a chunk's score does not drop when feedback is on.
-    const best = this.maxBm25(terms.filter((t) => t.original).map((t) => ({ ...t, weight: 1 })));
+    // Normalised by the best score the weighted query could reach: expansion terms take a
+    // share of the evidence instead of adding to it, so scores keep their bands with feedback.
+    const best = this.maxBm25(terms);
     return rows.map((r) => ({ id: r.id, lexical: best > 0 ? Math.min(1, r.s / best) : 0 }));
   }
 
@@ -786,7 +786,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
     filters: SearchFilters,
     scope: Scope,
     k: number,
-  ): { fused: Fused<number>[]; byId: Map<number, ChunkRow> } {
+    denseIds?: number[],
+  ): { fused: Fused<number>[]; byId: Map<number, ChunkRow>; denseIds: number[] } {
     const m = Math.max(k, this.cfg.candidates);
     const candidates = new Map<number, Candidate<number>>();
     if (mode !== 'dense') {
@@ -794,13 +795,14 @@ export class EmbeddedSearchIndex implements SearchIndex {
       lex.forEach((r, rank) => candidates.set(r.id, { key: r.id, lexical: r.lexical, lexicalRank: rank }));
     }
     if (mode !== 'bm25' && query) {
-      this.denseCandidates(query, scope, m).forEach((id, rank) => {
+      denseIds ??= this.denseCandidates(query, scope, m);
+      denseIds.forEach((id, rank) => {
         const c = candidates.get(id);
         if (c) c.denseRank = rank;
         else candidates.set(id, { key: id, denseRank: rank });
       });
     }
-    if (candidates.size === 0) return { fused: [], byId: new Map() };
+    if (candidates.size === 0) return { fused: [], byId: new Map(), denseIds: denseIds ?? [] };
     const ids = [...candidates.keys()];
     const rows = this.db
       .prepare<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
@@ -812,7 +814,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
         c.cosine = v ? dotBuffer(query, v) : 0;
       }
     }
-    return { fused: fuse([...candidates.values()], k, mode, this.cfg), byId };
+    return { fused: fuse([...candidates.values()], k, mode, this.cfg), byId, denseIds: denseIds ?? [] };
   }
 
   async search(request: SearchRequest): Promise<SearchHit[]> {
@@ -827,7 +829,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const mode = !query ? 'bm25' : (request.mode ?? 'hybrid');
     const terms = mode === 'dense' ? [] : this.originalTerms(request.text ?? '');
 
-    let { fused, byId } = this.retrieve(terms, query, mode, request.filters, scope, k);
+    const first = this.retrieve(terms, query, mode, request.filters, scope, k);
+    let { fused, byId } = first;
     const prf = this.cfg.prf;
     const lexicalFeedback = mode !== 'dense' && prf.terms > 0 && terms.length > 0;
     const denseFeedback = mode !== 'bm25' && query !== undefined && prf.denseWeight > 0;
@@ -839,7 +842,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
           ? this.expandTerms(terms, top.map((f) => ({ text: `${byId.get(f.key)!.document_title} ${byId.get(f.key)!.content}`, weight: f.score })))
           : terms;
         const q2 = denseFeedback ? rocchio(query!, top.map((f) => byId.get(f.key)!.vector), prf.denseWeight) : query;
-        ({ fused, byId } = this.retrieve(expanded, q2, mode, request.filters, scope, k));
+        // The dense leg is re-run only when its query changed.
+        ({ fused, byId } = this.retrieve(expanded, q2, mode, request.filters, scope, k, q2 === query ? first.denseIds : undefined));
       }
     }
 
