@@ -105,6 +105,15 @@ export function instructionSetProjection(store: ReadStore): Projection {
           return { ...withDocuments(v, [...ordered, ...rest]), updatedAt: e.data.updatedAt };
         });
         break;
+      case 'SetDocumentResized':
+        // Not a user's change of the set: updatedAt (optimistic locking) stays.
+        await update(e.data.setId, (v) =>
+          withDocuments(
+            v,
+            v.documents.map((d) => (d.documentId === e.data.documentId ? { ...d, sizeBytes: e.data.sizeBytes } : d)),
+          ),
+        );
+        break;
       case 'DocumentDeleted': {
         // Dropped here at once (read-your-writes for whoever deleted it); the cleanup service then
         // appends SetDocumentRemoved to each set's stream so the sets' deciders learn it too.

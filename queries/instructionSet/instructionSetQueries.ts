@@ -1,6 +1,7 @@
 import { AppContext } from '../../src/app/context';
 import { DomainError } from '../../src/domain/errors';
 import { instructionSetsCollection, InstructionSetView } from '../../projections/instructionSet/instructionSetProjection';
+import { MAX_SET_BYTES } from '../../src/domain/instructionSet/events';
 
 /** The documents feature's read models, as far as instruction sets read them. */
 export interface DocumentRecord {
@@ -103,3 +104,45 @@ export async function publicSetContent(ctx: AppContext, setId: string) {
 
 /** The raw view: documents' texts in set order, separated by a line of three hyphens. */
 export const joinRaw = (texts: string[]): string => texts.join('\n---\n');
+
+/** Why a document may not grow to a size: the first set it would push past the byte limit. */
+export interface SetSizeBreach {
+  /** Bytes of the set's other documents (what the document's new text comes on top of). */
+  currentSize: number;
+  /** An upper bound of the new extracted text's UTF-8 bytes. */
+  documentSize: number;
+  maxSize: number;
+  instructionSetId: string;
+}
+
+/** Lines that may open a Markdown section (ATX heading, setext underline); over-counts, never under. */
+const SECTION_LINE = /^ {0,3}(?:#{1,6}(?:[ \t]|$)|=+[ \t]*$|-+[ \t]*$)/gm;
+
+/**
+ * An upper bound of the UTF-8 bytes of the text extracted from `content` (text or Markdown
+ * of at most 256 K characters, one piece): normalisation removes whitespace and control
+ * characters, but NFC may lengthen a few characters, and Markdown sections (cut at headings)
+ * are joined by a blank line: at most one byte more per heading.
+ */
+export function extractedSizeBound(content: string, kind: string | undefined): number {
+  const bytes = Math.max(Buffer.byteLength(content, 'utf8'), Buffer.byteLength(content.normalize('NFC'), 'utf8'));
+  return kind === 'md' ? bytes + (content.match(SECTION_LINE)?.length ?? 0) : bytes;
+}
+
+/**
+ * The first set holding `documentId` that the document's new `content` would push past
+ * MAX_SET_BYTES, or null. A change that does not grow the document's entry is never a breach
+ * (it cannot make a set worse, and it is how a set that ended over the limit gets back under).
+ */
+export async function setSizeBreach(ctx: AppContext, documentId: string, content: string): Promise<SetSizeBreach | null> {
+  const holders = await instructionSetsCollection(ctx.readStore).find({ documentIds: { $contains: documentId } }, { sort: [{ field: 'id', direction: 'asc' }] });
+  if (holders.length === 0) return null;
+  const sizeBytes = extractedSizeBound(content, (await findDocument(ctx, documentId))?.kind);
+  for (const v of holders) {
+    const entry = v.documents.find((d) => d.documentId === documentId);
+    if (!entry || sizeBytes <= entry.sizeBytes) continue;
+    const others = v.documents.reduce((n, d) => (d.documentId === documentId ? n : n + d.sizeBytes), 0);
+    if (others + sizeBytes > MAX_SET_BYTES) return { currentSize: others, documentSize: sizeBytes, maxSize: MAX_SET_BYTES, instructionSetId: v.id };
+  }
+  return null;
+}

@@ -343,6 +343,87 @@ describe('instruction sets (management)', () => {
     expectApiError(await sets().post(`/api/instruction-sets/${other.id}/documents`, { documentId: victim.id }), 404, 'NOT_FOUND');
   });
 
+  /** ASCII text of exactly `bytes` bytes that normalisation keeps as it is (no trailing whitespace). */
+  const exactText = (marker: string, bytes: number) => `${prose(marker, bytes + 100).slice(0, bytes - 1)}.`;
+  const setOf = async (id: string) => (await sets().get(`/api/instruction-sets/${id}`)).body;
+  const rawOf = async (id: string) => {
+    const r = await client(server.url).get(`/s/${id}/raw`);
+    expect(r.status).toBe(200);
+    return r.text as string;
+  };
+
+  it('auto-save that would push a set holding the document past 102400 bytes: 400 SIZE_LIMIT_EXCEEDED, nothing changes', async () => {
+    const a = await verifiedDoc(t.owner.api, t.workspaceId, 'grow-a.txt', exactText('grow-a', 60 * 1024));
+    const bText = exactText('grow-b', 102400 - a.sizeBytes);
+    const b = await verifiedDoc(t.owner.api, t.workspaceId, 'grow-b.txt', bText);
+    expect(a.sizeBytes + b.sizeBytes).toBe(102400);
+    const set = await createSet({ name: 'Exactly full', isPublic: true });
+    for (const d of [a, b]) expect((await sets().post(`/api/instruction-sets/${set.id}/documents`, { documentId: d.id })).status).toBe(201);
+    const before = await setOf(set.id);
+    expect(before.totalSizeBytes).toBe(102400);
+    const docBefore = (await t.owner.api.get(`/v1/workspaces/${t.workspaceId}/documents/${b.id}`)).body;
+    const rawBefore = await rawOf(set.id);
+
+    for (const content of ['z'.repeat(500_000), `${bText}y`]) {
+      const r = await t.owner.api.patch(`/v1/workspaces/${t.workspaceId}/documents/${b.id}`, { content });
+      expect({ status: r.status, code: r.body?.error?.code }).toEqual({ status: 400, code: 'SIZE_LIMIT_EXCEEDED' });
+      expect(typeof r.body.error.message).toBe('string');
+      expect(r.body.error.details).toEqual({ currentSize: a.sizeBytes, documentSize: Buffer.byteLength(content, 'utf8'), maxSize: 102400, instructionSetId: set.id });
+    }
+    // A MEMBER of the workspace is refused the same way (the check does not depend on the role).
+    const m = await t.member.api.patch(`/v1/workspaces/${t.workspaceId}/documents/${a.id}`, { content: 'x'.repeat(70 * 1024) });
+    expect({ status: m.status, code: m.body?.error?.code }).toEqual({ status: 400, code: 'SIZE_LIMIT_EXCEEDED' });
+
+    const docAfter = (await t.owner.api.get(`/v1/workspaces/${t.workspaceId}/documents/${b.id}`)).body;
+    expect(docAfter).toEqual(docBefore);
+    expect(docAfter.processingStatus).toBe('VERIFIED');
+    expect(await setOf(set.id)).toEqual(before);
+    expect(await rawOf(set.id)).toBe(rawBefore);
+    expect(Buffer.byteLength(rawBefore, 'utf8')).toBe(102400 + '\n---\n'.length);
+
+    // An edit that does not grow the document is allowed in a full set.
+    const shrink = await t.owner.api.patch(`/v1/workspaces/${t.workspaceId}/documents/${b.id}`, { content: bText.slice(0, 1000) });
+    expect(shrink.status).toBe(200);
+    const shrunk = await waitForStatus(t.owner.api, t.workspaceId, b.id);
+    expect(shrunk.sizeBytes).toBe(1000);
+    await eventually(async () => (await setOf(set.id)).totalSizeBytes === a.sizeBytes + 1000, 'the set learnt the smaller size');
+  });
+
+  it('auto-save within the limit: after VERIFIED the entry and the totals follow the document, and the limits use the new size', async () => {
+    const c = await verifiedDoc(t.owner.api, t.workspaceId, 'resize-c.txt', exactText('resize-c', 20 * 1024));
+    const d = await verifiedDoc(t.owner.api, t.workspaceId, 'resize-d.md', `# Resize\n\n${prose('resize-d', 10 * 1024)}`);
+    const e = await verifiedDoc(t.owner.api, t.workspaceId, 'resize-e.txt', exactText('resize-e', 40 * 1024));
+    const set = await createSet({ name: 'Follows', isPublic: true });
+    const other = await createSet({ name: 'Also holds d' });
+    for (const x of [c, d]) expect((await sets().post(`/api/instruction-sets/${set.id}/documents`, { documentId: x.id })).status).toBe(201);
+    expect((await sets().post(`/api/instruction-sets/${other.id}/documents`, { documentId: d.id })).status).toBe(201);
+    const before = await setOf(set.id);
+    // e (40 KiB) fits next to c and d now (about 30 KiB) ...
+    expect(before.totalSizeBytes + e.sizeBytes).toBeLessThanOrEqual(102400);
+
+    const grown = `# Resize\n\n${prose('resize-d2', 50 * 1024)}\n\n## More\n\n${prose('resize-d3', 5 * 1024)}`;
+    const r = await t.owner.api.patch(`/v1/workspaces/${t.workspaceId}/documents/${d.id}`, { content: grown });
+    expect(r.status).toBe(200);
+    const now = await waitForStatus(t.owner.api, t.workspaceId, d.id);
+    expect(now.sizeBytes).not.toBe(d.sizeBytes);
+    expect((await t.owner.api.get(`/v1/documents/${d.id}`)).body.sizeBytes).toBe(now.sizeBytes);
+
+    await eventually(async () => (await setOf(set.id)).totalSizeBytes === c.sizeBytes + now.sizeBytes, 'the set learnt the new size');
+    const after = await setOf(set.id);
+    expect(after.documents.map((x: any) => [x.documentId, x.sizeBytes])).toEqual([
+      [c.id, c.sizeBytes],
+      [d.id, now.sizeBytes],
+    ]);
+    expect(after.updatedAt).toBe(before.updatedAt);
+    await eventually(async () => (await setOf(other.id)).totalSizeBytes === now.sizeBytes, 'every set holding it learnt the new size');
+    expect(Buffer.byteLength(await rawOf(set.id), 'utf8')).toBe(after.totalSizeBytes + '\n---\n'.length);
+
+    // ... but no longer: the set's stream decides on the new size.
+    const refused = await sets().post(`/api/instruction-sets/${set.id}/documents`, { documentId: e.id });
+    expectApiError(refused, 400, 'SIZE_LIMIT_EXCEEDED');
+    expect(refused.body.error.details).toEqual({ currentSize: c.sizeBytes + now.sizeBytes, documentSize: e.sizeBytes, maxSize: 102400 });
+  });
+
   it('deleting the workspace removes its sets', async () => {
     const x = await team(server.url);
     const s = await x.admin.api.post(`/api/workspaces/${x.workspaceId}/instruction-sets`, { name: 'Goes with the workspace', isPublic: true });

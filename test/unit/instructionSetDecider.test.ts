@@ -1,6 +1,7 @@
 import { DocumentSnapshot, InstructionSetCommand, instructionSetDecider, InstructionSetState, SetActor } from '../../src/domain/instructionSet/decider';
 import { InstructionSetEvent, MAX_SET_BYTES } from '../../src/domain/instructionSet/events';
 import { DomainError } from '../../src/domain/errors';
+import { extractedSizeBound } from '../../queries/instructionSet/instructionSetQueries';
 
 const WS = 'ws-1';
 const SET = 'set-1';
@@ -164,6 +165,59 @@ describe('instruction set decider: documents', () => {
   });
 });
 
+describe('instruction set decider: a document VERIFIED again with another size', () => {
+  const resized = (documentId: string, sizeBytes: number, previousSizeBytes: number): InstructionSetEvent => ({
+    type: 'SetDocumentResized',
+    data: { setId: SET, workspaceId: WS, documentId, sizeBytes, previousSizeBytes },
+  });
+  const resize = (documentId: string, sizeBytes: number, actor = system): InstructionSetCommand => ({ type: 'ResizeSetDocument', actor, documentId, sizeBytes });
+
+  it('the system records the new size with the previous one', () =>
+    given([created, added('a', 60_000), added('b', 42_400)])
+      .when(resize('a', 500_002))
+      .then([resized('a', 500_002, 60_000)]));
+
+  it('the folded state follows the new size; updatedAt stays (not a user change)', () => {
+    const s = fold([created, added('a', 60_000, 1), added('b', 42_400, 2), resized('a', 1_000, 60_000)]);
+    expect(s.documents).toEqual([expect.objectContaining({ documentId: 'a', sizeBytes: 1_000 }), expect.objectContaining({ documentId: 'b', sizeBytes: 42_400 })]);
+    expect(s.updatedAt).toBe(at(2));
+  });
+
+  it('an add after a resize is decided on the new size: refused when it would pass the limit', () => {
+    given([created, added('a', 60_000), resized('a', 90_000, 60_000)])
+      .when(add('c', doc('c', { sizeBytes: 20_000 })))
+      .thenThrows('SIZE_LIMIT_EXCEEDED', { currentSize: 90_000, documentSize: 20_000, maxSize: MAX_SET_BYTES });
+    // Without the resize the same add fits.
+    given([created, added('a', 60_000)])
+      .when(add('c', doc('c', { sizeBytes: 20_000 })))
+      .then([expect.objectContaining({ type: 'SetDocumentAdded' }) as InstructionSetEvent]);
+  });
+
+  it('a shrink frees room for an add', () =>
+    given([created, added('a', 100_000), resized('a', 50_000, 100_000)])
+      .when(add('c', doc('c', { sizeBytes: 50_000 })))
+      .then([expect.objectContaining({ type: 'SetDocumentAdded' }) as InstructionSetEvent]));
+
+  it('a set pushed over the limit by a resize refuses every add until it is back under', () => {
+    const over = [created, added('a', 60_000), added('b', 42_400), resized('a', 70_000, 60_000)];
+    given(over).when(add('c', doc('c', { sizeBytes: 1 }))).thenThrows('SIZE_LIMIT_EXCEEDED', { currentSize: 112_400 });
+    given([...over, resized('a', 60_000, 70_000)]).when(add('c', doc('c', { sizeBytes: 0 }))).then([expect.objectContaining({ type: 'SetDocumentAdded' }) as InstructionSetEvent]);
+  });
+
+  it('is idempotent: same size, a document not in the set, or a set gone emit nothing', () => {
+    given([created, added('a', 10)]).when(resize('a', 10)).then([]);
+    given([created, added('a', 10)]).when(resize('x', 99)).then([]);
+    given([]).when(resize('a', 99)).then([]);
+    const deleted: InstructionSetEvent = { type: 'InstructionSetDeleted', data: { setId: SET, workspaceId: WS, deletedAt: at(5) } };
+    given([created, added('a', 10), deleted]).when(resize('a', 99)).then([]);
+  });
+
+  it('only the system records sizes', () => {
+    for (const actor of [owner, admin, member, stranger]) given([created, added('a', 10)]).when(resize('a', 99, actor)).thenThrows('FORBIDDEN');
+    given([created, added('a', 10)]).when(resize('a', -1)).thenThrows('VALIDATION_ERROR');
+  });
+});
+
 describe('instruction set decider: reorder', () => {
   const three = [created, added('a', 1, 1), added('b', 1, 2), added('c', 1, 3)];
 
@@ -184,4 +238,14 @@ describe('instruction set decider: reorder', () => {
   });
 
   it('a MEMBER cannot reorder', () => given(three).when({ type: 'ReorderSetDocuments', actor: member, documentIds: ['c', 'b', 'a'], now }).thenThrows('FORBIDDEN'));
+});
+
+describe('extractedSizeBound (the PATCH content check)', () => {
+  it('is the UTF-8 bytes of plain text, more when NFC lengthens it, plus one per Markdown heading line', () => {
+    expect(extractedSizeBound('z'.repeat(500), 'txt')).toBe(500);
+    expect(extractedSizeBound('é€', 'txt')).toBe(5);
+    // U+0958 is excluded from composition: NFC turns its 3 bytes into 6.
+    expect(extractedSizeBound('\u0958', 'txt')).toBe(6);
+    expect(extractedSizeBound('intro\n# H\ntext\nTitle\n===', 'md')).toBe(Buffer.byteLength('intro\n# H\ntext\nTitle\n===') + 2);
+  });
 });

@@ -41,7 +41,9 @@ export type InstructionSetCommand =
   | { type: 'DeleteInstructionSet'; actor: SetActor; now: Date }
   | { type: 'AddSetDocument'; actor: SetActor; documentId: string; document: DocumentSnapshot | null; now: Date }
   | { type: 'RemoveSetDocument'; actor: SetActor; documentId: string; reason: SetDocumentRemovalReason; now: Date }
-  | { type: 'ReorderSetDocuments'; actor: SetActor; documentIds: string[]; now: Date };
+  | { type: 'ReorderSetDocuments'; actor: SetActor; documentIds: string[]; now: Date }
+  /** The system reports a document's current size (UTF-8 bytes of its text as last VERIFIED). */
+  | { type: 'ResizeSetDocument'; actor: SetActor; documentId: string; sizeBytes: number };
 
 export const totalSizeBytes = (s: Pick<InstructionSetState, 'documents'>): number => s.documents.reduce((n, d) => n + d.sizeBytes, 0);
 
@@ -86,6 +88,8 @@ function evolve(s: InstructionSetState, e: InstructionSetEvent): InstructionSetS
       const ordered = e.data.documentIds.map((id) => byId.get(id)).filter((d): d is SetEntry => d !== undefined);
       return { ...s, documents: ordered, updatedAt: e.data.updatedAt };
     }
+    case 'SetDocumentResized':
+      return { ...s, documents: s.documents.map((d) => (d.documentId === e.data.documentId ? { ...d, sizeBytes: e.data.sizeBytes } : d)) };
     default: {
       const _never: never = e;
       return _never;
@@ -196,6 +200,17 @@ function decide(c: InstructionSetCommand, s: InstructionSetState): InstructionSe
       }
       if (c.documentIds.every((id, i) => s.documents[i].documentId === id)) return [];
       return [{ type: 'SetReordered', data: { ...ids, documentIds: c.documentIds, updatedAt: nextUpdatedAt(s, c.now) } }];
+    }
+    case 'ResizeSetDocument': {
+      // Only the system reports sizes; users never set them.
+      if (c.actor.role !== 'SYSTEM') throw domainError('FORBIDDEN', 'Only the system records document sizes.');
+      if (!Number.isInteger(c.sizeBytes) || c.sizeBytes < 0) throw domainError('VALIDATION_ERROR', 'sizeBytes must be a non-negative integer.', { sizeBytes: c.sizeBytes });
+      // Idempotent: a set gone, a document no longer in it, or an unchanged size needs nothing.
+      // The result may pass the byte limit (the document grew while in the set): the fact is
+      // recorded as it is, and further adds are refused until the set is back under the limit.
+      const entry = s.status === 'active' ? s.documents.find((d) => d.documentId === c.documentId) : undefined;
+      if (!entry || entry.sizeBytes === c.sizeBytes) return [];
+      return [{ type: 'SetDocumentResized', data: { ...ids, documentId: c.documentId, sizeBytes: c.sizeBytes, previousSizeBytes: entry.sizeBytes } }];
     }
     default: {
       const _never: never = c;

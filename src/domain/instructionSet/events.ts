@@ -5,7 +5,10 @@ import { Purpose } from '../workspace/events';
 export const MAX_SET_DOCUMENTS = 20;
 export const MAX_SET_BYTES = 102400;
 
-/** A document as the set holds it: a snapshot taken when it was added (sizeBytes = UTF-8 bytes of its text). */
+/**
+ * A document as the set holds it: taken when it was added; sizeBytes (UTF-8 bytes of its
+ * extracted text) then follows the document through SetDocumentResized.
+ */
 export interface SetEntry {
   documentId: string;
   title: string;
@@ -24,8 +27,14 @@ export type InstructionSetDeleted = S<'InstructionSetDeleted', { deletedAt: stri
 export type SetDocumentAdded = S<'SetDocumentAdded', SetEntry & { updatedAt: string }>;
 export type SetDocumentRemoved = S<'SetDocumentRemoved', { documentId: string; reason: SetDocumentRemovalReason; updatedAt: string }>;
 export type SetReordered = S<'SetReordered', { documentIds: string[]; updatedAt: string }>;
+/**
+ * A document of the set was VERIFIED again with another size (auto-save, reprocess): the
+ * entry follows it, so the limits and totals stay true. Appended by the system (the
+ * document clean-up process manager); not a change of the set by a user, so no updatedAt.
+ */
+export type SetDocumentResized = S<'SetDocumentResized', { documentId: string; sizeBytes: number; previousSizeBytes: number }>;
 
-export type InstructionSetEvent = InstructionSetCreated | InstructionSetUpdated | InstructionSetDeleted | SetDocumentAdded | SetDocumentRemoved | SetReordered;
+export type InstructionSetEvent = InstructionSetCreated | InstructionSetUpdated | InstructionSetDeleted | SetDocumentAdded | SetDocumentRemoved | SetReordered | SetDocumentResized;
 
 export const INSTRUCTION_SET_EVENT_TYPES: ReadonlySet<string> = new Set<InstructionSetEvent['type']>([
   'InstructionSetCreated',
@@ -34,6 +43,7 @@ export const INSTRUCTION_SET_EVENT_TYPES: ReadonlySet<string> = new Set<Instruct
   'SetDocumentAdded',
   'SetDocumentRemoved',
   'SetReordered',
+  'SetDocumentResized',
 ]);
 
 export const instructionSetStream = (setId: string): string => `instructionset-${setId}`;

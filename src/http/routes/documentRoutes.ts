@@ -14,6 +14,8 @@ import { boundedString, decode, IntFromString, IsoDateString, NonEmptyTrimmed, P
 import { execute } from '../exec';
 import { RouteModule } from './module';
 import { documentAsOf, parseAsOf } from '../../audit/timeTravel';
+import { loadState } from '../../core/commandHandler';
+import { setSizeBreach } from '../../../queries/instructionSet/instructionSetQueries';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const Title = t.intersection([NonEmptyTrimmed, boundedString(1, 255)]);
@@ -170,7 +172,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   v1.patch('/workspaces/:id/documents/:docId', async (req, res) => {
     const { workspaceId, documentId, role } = await scoped(req);
     const body = decode(ContentBody, req.body);
-    const r = await run(req, workspaceId, documentId, {
+    const command: DocumentCommand = {
       type: 'UpdateDocumentContent',
       actorId: authOf(req).userId,
       actorRole: role,
@@ -179,7 +181,16 @@ export function documentRoutes(ctx: AppContext): RouteModule {
       expectedUpdatedAt: body.expectedUpdatedAt,
       processingId: randomUUID(),
       now: ctx.now(),
-    });
+    };
+    // Instruction sets holding the document must stay within their byte limit, measured on an
+    // upper bound of the text the new content will extract to.
+    const breach = await setSizeBreach(ctx, documentId, body.content);
+    if (breach) {
+      // The document's own refusals (not editable, DOCUMENT_LOCKED, ...) come first.
+      documentDecider.decide(command, (await loadState(ctx.eventStore, documentStream(documentId), documentDecider)).state);
+      throw new DomainError('SIZE_LIMIT_EXCEEDED', `This content would pass the ${breach.maxSize}-byte limit of an instruction set holding the document.`, { ...breach });
+    }
+    const r = await run(req, workspaceId, documentId, command);
     // The answer describes the document as of this save (processing may already be running).
     const detail = await documentDetail(ctx, await documentIn(ctx, workspaceId, documentId));
     const { error: _error, ...rest } = detail as typeof detail & { error?: unknown };
