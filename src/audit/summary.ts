@@ -32,6 +32,7 @@ const SUMMARY_FIELDS: Record<string, string[]> = {
   InstructionSetUpdated: ['name', 'description', 'isPublic'],
   InstructionSetDeleted: [],
   SetDocumentAdded: ['title', 'sizeBytes', 'purpose'],
+  SetDocumentResized: ['sizeBytes', 'previousSizeBytes'],
   SetDocumentRemoved: ['reason'],
   SetReordered: [],
   SearchLinkCreated: ['name', 'allowedTags', 'expiresAt', 'historyMode'],
@@ -40,7 +41,7 @@ const SUMMARY_FIELDS: Record<string, string[]> = {
 };
 
 /** Never shown, whatever a whitelist says (defence in depth). */
-const FORBIDDEN = /(hash|password|secret|vector|embedding|^token$|^tokens$|^content$|^text$|^sections$|^chunks$|^key$|^apiKey$)/i;
+const FORBIDDEN = /(hash|password|secret|cipher|vector|embedding|^token$|^tokens$|^content$|^text$|^sections$|^chunks$|^key$|^apiKey$)/i;
 const ID_FIELD = /(Id|Ids)$/;
 
 type Scalar = string | number | boolean | null;
