@@ -3,10 +3,14 @@ import { container, DependencyContainer } from 'tsyringe';
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { MongoClient } from 'mongodb';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { Logger } from 'pino';
 import { AppContext, APP_CONTEXT, CONFIG, LOGGER, RateLimiterFactory } from './app/context';
+import { attachInfrastructure, Infrastructure, infrastructureOf } from './app/infrastructure';
+import { connectOrFail, DEFAULT_CONNECT_TIMEOUT_MS } from './app/startup';
 import { projectionFactories, serviceFactories } from './app/features';
+import { runsProjections } from './roles/plan';
 import { Config } from './config/config';
 import { ProjectionRunner } from './core/projectionRunner';
 import { EVENT_STORE, EventStore } from './ports/eventStore';
@@ -14,13 +18,25 @@ import { READ_STORE, ReadStore } from './ports/readStore';
 import { SEARCH_INDEX, SearchIndex } from './ports/searchIndex';
 import { EMBEDDINGS, EmbeddingProvider } from './ports/embeddings';
 import { BLOB_STORE, BlobStore } from './ports/blobStore';
+import { KEY_STORE, KeyStore } from './ports/keyStore';
+import { JOB_QUEUE, JobQueue } from './ports/jobQueue';
+import { EVENT_FEED, EventFeed } from './ports/eventFeed';
 import { SqliteEventStore } from './adapters/sqlite/sqliteEventStore';
 import { SqliteReadStore } from './adapters/sqlite/sqliteReadStore';
+import { SqliteKeyStore } from './adapters/sqlite/sqliteKeyStore';
 import { EmbeddedSearchIndex } from './adapters/embedded/embeddedSearchIndex';
 import { FsBlobStore } from './adapters/fs/fsBlobStore';
+import { EventStoreDbEventStore } from './adapters/eventstoredb/eventStoreDbEventStore';
+import { MongoReadStore } from './adapters/mongodb/mongoReadStore';
+import { GridFsBlobStore } from './adapters/mongodb/gridFsBlobStore';
+import { MongoKeyStore } from './adapters/mongodb/mongoKeyStore';
+import { ElasticsearchSearchIndex } from './adapters/elasticsearch/elasticsearchSearchIndex';
+import { KafkaEventFeed } from './adapters/kafka/kafkaEventFeed';
+import { KafkaJobQueue } from './adapters/kafka/kafkaJobQueue';
+import { ReadStoreHandledJobs } from './adapters/jobRetry';
+import { createRateLimiter } from './adapters/rateLimiterFactory';
 import { createEmbeddingProvider } from './adapters/embeddings/factory';
 import { EncryptingEventStore } from './adapters/encryption/encryptingEventStore';
-import { SqliteKeyStore } from './adapters/sqlite/sqliteKeyStore';
 
 /** The JWT secret: from the environment, else generated once and kept owner-only in the data dir. */
 function jwtSecret(config: Config): string {
@@ -34,45 +50,155 @@ function jwtSecret(config: Config): string {
 
 const memoryRateLimiter: RateLimiterFactory = (o) => new RateLimiterMemory({ keyPrefix: o.keyPrefix, points: o.points, duration: o.durationSeconds });
 
+export interface BuildOptions {
+  /** Bound on each start-up connection to a production server (default 15 s). */
+  connectTimeoutMs?: number;
+}
+
+/** What buildContainer opened so far: released in reverse order when a later step fails. */
+type Opened = (() => Promise<unknown>)[];
+
+async function releaseAll(opened: Opened): Promise<void> {
+  for (const close of [...opened].reverse()) await close().catch(() => undefined);
+}
+
 /**
- * Composition root: picks each port's adapter from the configuration, registers it in
- * the tsyringe container under its token, and assembles the application context.
+ * Composition root: picks each port's adapter from the configuration (KB_EVENT_STORE,
+ * KB_READ_STORE, KB_SEARCH_INDEX, KB_FEED, KB_EMBEDDINGS), registers it in the tsyringe
+ * container under its token, and assembles the application context. Production adapters
+ * connect here, so an unreachable server stops the start with a StartupError naming the
+ * variable and the URL. The role (KB_ROLE) decides only how the runner waits
+ * (subscribe/poll); what a process starts is decided in src/roles/.
  */
-export async function buildContainer(config: Config, logger: Logger): Promise<{ di: DependencyContainer; ctx: AppContext }> {
+export async function buildContainer(config: Config, logger: Logger, options: BuildOptions = {}): Promise<{ di: DependencyContainer; ctx: AppContext }> {
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const timeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const opened: Opened = [];
+  try {
+    return await assemble(config, logger, timeoutMs, opened);
+  } catch (err) {
+    await releaseAll(opened);
+    throw err;
+  }
+}
+
+async function assemble(config: Config, logger: Logger, timeoutMs: number, opened: Opened): Promise<{ di: DependencyContainer; ctx: AppContext }> {
   const di = container.createChildContainer();
   di.register(CONFIG, { useValue: config });
   di.register(LOGGER, { useValue: logger });
+  const closers: Infrastructure['closers'] = [];
+
+  // One MongoClient for the read store, GridFS blobs, data keys and rate limits.
+  let mongoClient: MongoClient | undefined;
+  if (config.readStore === 'mongodb') {
+    const url = config.mongoUrl ?? '';
+    const client = await connectOrFail('MongoDB', 'KB_MONGODB_URL', url, async () => {
+      const c = new MongoClient(url, { serverSelectionTimeoutMS: timeoutMs, connectTimeoutMS: timeoutMs, appName: `kb-${config.role}` });
+      opened.push(() => c.close());
+      await c.connect();
+      await c.db(config.mongoDb).command({ ping: 1 });
+      return c;
+    }, { timeoutMs: timeoutMs + 1000 });
+    mongoClient = client;
+    closers.push(() => client.close());
+  }
 
   // Document text in events is sealed with a per-document key (erasure = destroying the key).
-  const eventStore: EventStore = new EncryptingEventStore(
-    new SqliteEventStore(path.join(config.dataDir, 'events.db'), { synchronous: config.durability }),
-    new SqliteKeyStore(path.join(config.dataDir, 'keys.db')),
-  );
-  const readStore: ReadStore = new SqliteReadStore(path.join(config.dataDir, 'read.db'));
-  const searchIndex: SearchIndex = new EmbeddedSearchIndex(path.join(config.dataDir, 'search.db'));
-  const blobStore: BlobStore = new FsBlobStore(path.join(config.dataDir, 'blobs'));
+  const keyStore: KeyStore = mongoClient ? new MongoKeyStore({ client: mongoClient, dbName: config.mongoDb }) : new SqliteKeyStore(path.join(config.dataDir, 'keys.db'));
+  opened.push(() => keyStore.close());
+  let storedEventStore: EventStore;
+  if (config.eventStore === 'eventstoredb') {
+    const url = config.eventStoreDbUrl ?? '';
+    let esdb: EventStoreDbEventStore | undefined;
+    storedEventStore = await connectOrFail('EventStoreDB', 'KB_EVENTSTOREDB_URL', url, async () => {
+      esdb = new EventStoreDbEventStore({ connectionString: url });
+      await esdb.headPosition(); // reads $all: proves the server answers
+      return esdb;
+    }, { timeoutMs, abandon: () => esdb?.close() });
+  } else {
+    storedEventStore = new SqliteEventStore(path.join(config.dataDir, 'events.db'), { synchronous: config.durability });
+  }
+  opened.push(() => storedEventStore.close());
+  const eventStore: EventStore = new EncryptingEventStore(storedEventStore, keyStore);
+
+  let readStore: ReadStore;
+  let blobStore: BlobStore;
+  if (mongoClient) {
+    const client = mongoClient;
+    readStore = await connectOrFail('MongoDB', 'KB_MONGODB_URL', config.mongoUrl ?? '', () => new MongoReadStore({ client, dbName: config.mongoDb }).connect(), { timeoutMs });
+    blobStore = new GridFsBlobStore({ client, dbName: config.mongoDb });
+  } else {
+    readStore = new SqliteReadStore(path.join(config.dataDir, 'read.db'));
+    blobStore = new FsBlobStore(path.join(config.dataDir, 'blobs'));
+  }
+  opened.push(() => readStore.close());
+
   const embeddings: EmbeddingProvider = createEmbeddingProvider(config);
+  opened.push(() => embeddings.close());
+
+  let searchIndex: SearchIndex;
+  if (config.searchIndex === 'elasticsearch') {
+    const url = config.elasticsearchUrl ?? '';
+    const es = new ElasticsearchSearchIndex({ node: url, name: config.elasticsearchIndex, dimensions: embeddings.dimensions });
+    await connectOrFail('Elasticsearch', 'KB_ELASTICSEARCH_URL', url, () => es.connect(), { timeoutMs, abandon: () => es.close() });
+    searchIndex = es;
+  } else {
+    searchIndex = new EmbeddedSearchIndex(path.join(config.dataDir, 'search.db'));
+  }
+  opened.push(() => searchIndex.close());
+
+  let jobQueue: JobQueue | undefined;
+  let eventFeed: EventFeed | undefined;
+  if (config.feed === 'kafka') {
+    const url = config.kafkaBrokers.join(',');
+    // The API role neither publishes nor dispatches nor consumes: it opens no Kafka client.
+    if (config.role !== 'api') {
+      const queue = new KafkaJobQueue({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-jobs`, handled: new ReadStoreHandledJobs(readStore) });
+      jobQueue = await connectOrFail('Kafka', 'KB_KAFKA_BROKERS', url, () => queue.connect(), { timeoutMs, abandon: () => queue.close() });
+      opened.push(() => queue.close());
+    }
+    if (config.role === 'all' || config.role === 'projector') {
+      const feed = new KafkaEventFeed({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-feed` });
+      eventFeed = await connectOrFail('Kafka', 'KB_KAFKA_BROKERS', url, () => feed.connect(), { timeoutMs, abandon: () => feed.close() });
+      opened.push(() => feed.close());
+    }
+  }
+
+  const rateLimiter: RateLimiterFactory = mongoClient
+    ? ((client) => (o) => createRateLimiter({ keyPrefix: o.keyPrefix, points: o.points, durationSeconds: o.durationSeconds }, client, { dbName: config.mongoDb }))(mongoClient)
+    : memoryRateLimiter;
+
   di.register(EVENT_STORE, { useValue: eventStore });
   di.register(READ_STORE, { useValue: readStore });
   di.register(SEARCH_INDEX, { useValue: searchIndex });
   di.register(BLOB_STORE, { useValue: blobStore });
   di.register(EMBEDDINGS, { useValue: embeddings });
+  di.register(KEY_STORE, { useValue: keyStore });
+  if (jobQueue) di.register(JOB_QUEUE, { useValue: jobQueue });
+  if (eventFeed) di.register(EVENT_FEED, { useValue: eventFeed });
 
-  const base = { config, logger, eventStore, readStore, searchIndex, blobStore, embeddings, rateLimiter: memoryRateLimiter, jwtSecret: jwtSecret(config), now: () => new Date() };
+  const base = { config, logger, eventStore, readStore, searchIndex, blobStore, embeddings, rateLimiter, jwtSecret: jwtSecret(config), now: () => new Date() };
   const projections = projectionFactories.map((f) => f(base));
-  const runner = new ProjectionRunner(eventStore, projections, logger);
+  const runner = new ProjectionRunner(eventStore, projections, logger, { mode: runsProjections(config.role) ? 'subscribe' : 'poll' });
   const ctx: AppContext = { ...base, projections, runner, services: [] };
+  attachInfrastructure(ctx, { storedEventStore, jobQueue, eventFeed, mongoClient, closers });
   ctx.services.push(...serviceFactories.map((f) => f(ctx)));
   di.register(APP_CONTEXT, { useValue: ctx });
+  if (config.eventStore !== 'sqlite' || config.readStore !== 'sqlite' || config.searchIndex !== 'embedded' || config.feed !== 'none') {
+    logger.info({ role: config.role, eventStore: config.eventStore, readStore: config.readStore, searchIndex: config.searchIndex, feed: config.feed, embeddings: config.embeddings }, 'adapters');
+  }
   return { di, ctx };
 }
 
 export async function closeContext(ctx: AppContext): Promise<void> {
+  const infra = infrastructureOf(ctx);
   for (const s of [...ctx.services].reverse()) await s.stop().catch(() => undefined);
   await ctx.runner.stop();
+  await infra?.jobQueue?.close().catch(() => undefined);
+  await infra?.eventFeed?.close().catch(() => undefined);
   await ctx.embeddings.close().catch(() => undefined);
   await ctx.searchIndex.close().catch(() => undefined);
   await ctx.eventStore.close();
   await ctx.readStore.close();
+  for (const close of infra?.closers ?? []) await close().catch(() => undefined);
 }

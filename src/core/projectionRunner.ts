@@ -6,23 +6,62 @@ export interface RunnerLogger {
   info(obj: object, msg: string): void;
 }
 
+export interface RunnerOptions {
+  /**
+   * `subscribe` (default): this process runs the projections. `poll`: another process (the
+   * projector) runs them; this one only reads their stored checkpoints, so that waitFor
+   * still gives read-your-writes in an API or worker process.
+   */
+  mode?: 'subscribe' | 'poll';
+  /** Longest pause between checkpoint reads while someone waits (poll mode). */
+  pollIntervalMs?: number;
+  /** Interval of the background refresh of positions for lowWatermark() (poll mode, once started). */
+  refreshIntervalMs?: number;
+}
+
 /**
  * Keeps projections up to date with the log (one subscription each) and lets a caller
  * wait until they have applied a given position: that is how a write is readable by
- * the next request (read-your-writes).
+ * the next request (read-your-writes). In poll mode the projections run elsewhere and
+ * waitFor polls their checkpoints instead.
  */
 export class ProjectionRunner {
   private readonly positions = new Map<string, number>();
   private readonly subscriptions: Subscription[] = [];
   private waiters: { position: number; resolve: () => void }[] = [];
+  readonly mode: 'subscribe' | 'poll';
+  private readonly pollIntervalMs: number;
+  private readonly refreshIntervalMs: number;
+  private polling: Promise<void> | null = null;
+  private refreshTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly store: EventStore,
     private readonly projections: Projection[],
     private readonly logger?: RunnerLogger,
-  ) {}
+    options: RunnerOptions = {},
+  ) {
+    this.mode = options.mode ?? 'subscribe';
+    this.pollIntervalMs = options.pollIntervalMs ?? 100;
+    this.refreshIntervalMs = options.refreshIntervalMs ?? 1000;
+  }
 
   async start(): Promise<void> {
+    if (this.mode === 'poll') {
+      await this.refresh(this.projections);
+      const tick = () => {
+        this.refreshTimer = setTimeout(() => {
+          this.refresh(this.projections)
+            .catch((err) => this.logger?.error({ err }, 'reading projection checkpoints failed'))
+            .finally(() => {
+              if (this.refreshTimer) tick();
+            });
+        }, this.refreshIntervalMs);
+        this.refreshTimer.unref();
+      };
+      tick();
+      return;
+    }
     for (const p of this.projections) {
       const from = await p.checkpoint();
       this.positions.set(p.name, from);
@@ -53,6 +92,7 @@ export class ProjectionRunner {
   /** Resolves true once every projection has applied `position`, false after `timeoutMs`. */
   waitFor(position: number, timeoutMs = 5000): Promise<boolean> {
     if (position <= 0 || this.lowWatermark() >= position) return Promise.resolve(true);
+    if (this.projections.length === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
       const waiter = {
         position,
@@ -66,6 +106,40 @@ export class ProjectionRunner {
         resolve(false);
       }, timeoutMs);
       this.waiters.push(waiter);
+      if (this.mode === 'poll') this.poll();
+    });
+  }
+
+  /** Re-reads the stored checkpoints of `projections`. */
+  private async refresh(projections: Projection[]): Promise<void> {
+    const read = await Promise.all(projections.map(async (p) => [p.name, await p.checkpoint()] as const));
+    for (const [name, position] of read) this.positions.set(name, position);
+    this.notify();
+  }
+
+  /**
+   * One polling loop per runner while anybody waits: reads the checkpoints of the
+   * projections still behind the lowest awaited position, quickly at first, backing off to
+   * `pollIntervalMs`. Waiters time out on their own timers.
+   */
+  private poll(): void {
+    if (this.polling) return;
+    this.polling = (async () => {
+      let delay = 5;
+      while (this.waiters.length > 0) {
+        await new Promise((r) => setTimeout(r, delay));
+        if (this.waiters.length === 0) break;
+        const target = Math.min(...this.waiters.map((w) => w.position));
+        try {
+          await this.refresh(this.projections.filter((p) => (this.positions.get(p.name) ?? 0) < target));
+        } catch (err) {
+          this.logger?.error({ err }, 'reading projection checkpoints failed');
+        }
+        delay = Math.min(this.pollIntervalMs, delay * 2);
+      }
+    })().finally(() => {
+      this.polling = null;
+      if (this.waiters.length > 0) this.poll();
     });
   }
 
@@ -78,6 +152,8 @@ export class ProjectionRunner {
   }
 
   async stop(): Promise<void> {
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.refreshTimer = null;
     await Promise.all(this.subscriptions.map((s) => s.stop()));
     this.subscriptions.length = 0;
   }

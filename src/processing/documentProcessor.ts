@@ -9,6 +9,10 @@ import { DocumentCommand, documentDecider, DocumentState } from '../domain/docum
 import { ChunkData, DocumentEvent, documentStream, encodeVector, ExtractedSectionData, ProcessingFailureCode } from '../domain/document/events';
 import { WrongExpectedRevisionError } from '../ports/eventStore';
 import { Subscription } from '../ports/eventStore';
+import { Job, JobConsumer, JobQueue } from '../ports/jobQueue';
+import { PoisonMessageError } from '../adapters/jobRetry';
+import { infrastructureOf } from '../app/infrastructure';
+import { PROCESS_DOCUMENT_JOB } from '../roles/pipelineProjections';
 import { chunkText, countTokens } from './chunker';
 import { DEFAULT_EXTRACT_TIMEOUT_MS, ExtractionError, extractText } from './extract';
 import { normalizeText } from './normalize';
@@ -20,6 +24,9 @@ export const EMBED_BATCH = 64;
 
 /** The run was superseded (new content, reprocess, delete) or the service is stopping. */
 class RunAbandoned extends Error {}
+
+/** How a call of `process` ended. */
+export type ProcessOutcome = 'finished' | 'skipped' | 'resumed' | 'superseded' | 'interrupted';
 
 interface Run {
   documentId: string;
@@ -39,20 +46,43 @@ interface Run {
  * once the run's outcome is appended; after a crash the event is delivered again and, when
  * the run had already appended some events, it restarts as a fresh run (new processingId,
  * reason RESUMED) so no run ever holds duplicated pipeline events.
+ *
+ * Two ways to be driven (the composition root decides):
+ * - follow the log (embedded default, KB_FEED=none): as above, one processor per deployment;
+ * - a job queue (KB_FEED=kafka): the projector's dispatcher enqueues one `process-document`
+ *   job per run, and the workers of one consumer group share them, so each run is processed
+ *   once however many workers there are. A job for a run that is no longer current or is
+ *   finished is skipped; a job that finds its run half done (a worker died) turns it into a
+ *   fresh RESUMED run, which gets its own job, instead of continuing it in place (two
+ *   workers never race on one run). A job interrupted by a stop is not acknowledged, so it
+ *   is delivered again.
  */
 export class DocumentProcessor {
   readonly name = 'document-processor';
   private sub: Subscription | undefined;
+  private consumer: JobConsumer | undefined;
   private stopping = false;
 
   constructor(
     private readonly app: AppContext,
-    private readonly options: { extractTimeoutMs?: number } = {},
+    private readonly options: { extractTimeoutMs?: number; jobQueue?: JobQueue } = {},
   ) {}
 
+  /** The queue this processor takes its runs from; none when it follows the log. */
+  private get jobQueue(): JobQueue | undefined {
+    return this.options.jobQueue ?? infrastructureOf(this.app)?.jobQueue;
+  }
+
   async start(): Promise<void> {
-    if (this.app.config.role !== 'all' && this.app.config.role !== 'worker') return;
     this.stopping = false;
+    const queue = this.jobQueue;
+    if (queue) {
+      this.consumer = await queue.consume((job) => this.handleJob(job), {
+        concurrency: 1, // one document at a time per worker: memory stays bounded
+        onDeadLetter: (job, err) => this.app.logger.error({ err, jobId: job.id, payload: job.payload }, 'document processing job dead-lettered'),
+      });
+      return;
+    }
     const from = await this.app.readStore.getCheckpoint(PROCESSOR_CHECKPOINT);
     this.sub = this.app.eventStore.subscribe(
       from,
@@ -63,6 +93,9 @@ export class DocumentProcessor {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    const consumer = this.consumer;
+    this.consumer = undefined;
+    if (consumer) await Promise.race([consumer.stop(), new Promise((r) => setTimeout(r, 3000).unref())]);
     const sub = this.sub;
     this.sub = undefined;
     if (!sub) return;
@@ -86,14 +119,28 @@ export class DocumentProcessor {
     if (last > from) await this.app.readStore.setCheckpoint(PROCESSOR_CHECKPOINT, last);
   }
 
-  /** Runs the processing of one document for the run `processingId`, if it is still the current one. */
-  async process(documentId: string, processingId: string): Promise<void> {
+  /** A job from the queue: process its run; throw (job redelivered) when interrupted by a stop. */
+  async handleJob(job: Job): Promise<void> {
+    if (job.type !== PROCESS_DOCUMENT_JOB) throw new PoisonMessageError(`unknown job type ${job.type}`);
+    const { documentId, processingId } = job.payload;
+    if (typeof documentId !== 'string' || typeof processingId !== 'string') throw new PoisonMessageError('process-document job without documentId/processingId');
+    const outcome = await this.process(documentId, processingId, { resumeInPlace: false });
+    if (outcome === 'interrupted') throw new Error('processor stopping: job left for redelivery');
+  }
+
+  /**
+   * Runs the processing of one document for the run `processingId`, if it is still the
+   * current one. A run found half done restarts as a fresh RESUMED run: continued here when
+   * `resumeInPlace` (following the log), else left to that run's own job.
+   */
+  async process(documentId: string, processingId: string, options: { resumeInPlace?: boolean } = {}): Promise<ProcessOutcome> {
     const streamId = documentStream(documentId);
     const events = await this.app.eventStore.readStream(streamId);
+    if (events.length === 0) return 'skipped';
     const state = fold(documentDecider, events);
-    if (state.status !== 'active' || state.processingStatus !== 'PROCESSING' || state.run.processingId !== processingId) return;
+    if (state.status !== 'active' || state.processingStatus !== 'PROCESSING' || state.run.processingId !== processingId) return 'skipped';
     const workspace = await this.app.readStore.collection('workspaces').get(state.workspaceId);
-    if (!workspace) return; // the workspace was deleted with its documents
+    if (!workspace) return 'skipped'; // the workspace was deleted with its documents
     const run: Run = { documentId, state, revision: events[events.length - 1].revision, ctx: systemContext(this.app.now()) };
     let id = processingId;
     const started = Date.now();
@@ -101,19 +148,23 @@ export class DocumentProcessor {
       if (state.run.extracted || state.run.chunks > 0) {
         id = randomUUID();
         await this.append(run, { type: 'ResumeProcessing', processingId, newProcessingId: id, now: this.app.now() });
+        if (options.resumeInPlace === false) return 'resumed';
       }
       await this.pipeline(run, id, events);
       this.app.logger.info({ documentId, processingId: id, ms: Date.now() - started, status: run.state.processingStatus }, 'document processed');
+      return 'finished';
     } catch (err) {
-      if (err instanceof RunAbandoned) return;
-      if (this.stopping) return; // stores may be closing: the run resumes after the restart
+      if (err instanceof RunAbandoned) return this.stopping ? 'interrupted' : 'superseded';
+      if (this.stopping) return 'interrupted'; // stores may be closing: the run resumes after the restart
       const failure = toFailure(err);
       this.app.logger.warn({ err, documentId, processingId: id, code: failure.code }, 'document processing failed');
       try {
         await this.append(run, { type: 'MarkFailed', processingId: id, code: failure.code, message: failure.message });
       } catch (inner) {
         if (!(inner instanceof RunAbandoned)) throw inner;
+        return this.stopping ? 'interrupted' : 'superseded';
       }
+      return 'finished';
     }
   }
 

@@ -1,0 +1,28 @@
+import express from 'express';
+import { AppContext } from '../app/context';
+
+/**
+ * The HTTP surface of the projector and worker roles: /healthz (the process is up) and, for
+ * the projector, /readyz (its projections are within 1000 events of the head of the log).
+ */
+export function healthApp(ctx: AppContext, options: { readiness: boolean }): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok', role: ctx.config.role });
+  });
+  if (options.readiness) {
+    app.get('/readyz', (_req, res, next) => {
+      (async () => {
+        const head = await ctx.eventStore.headPosition();
+        const low = ctx.runner.lowWatermark();
+        const ready = head - low <= 1000;
+        res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'catching_up', head, projected: low });
+      })().catch(next);
+    });
+  }
+  app.use((_req, res) => {
+    res.status(404).json({ error: { code: 'NOT_FOUND', message: `The ${ctx.config.role} role serves only health checks.` } });
+  });
+  return app;
+}

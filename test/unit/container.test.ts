@@ -1,0 +1,106 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { buildContainer, closeContext } from '../../src/container';
+import { loadConfig } from '../../src/config/config';
+import { connectOrFail, redactCredentials, StartupError } from '../../src/app/startup';
+import { infrastructureOf } from '../../src/app/infrastructure';
+import { EncryptingEventStore } from '../../src/adapters/encryption/encryptingEventStore';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqliteEventStore';
+import { SqliteReadStore } from '../../src/adapters/sqlite/sqliteReadStore';
+import { SqliteKeyStore } from '../../src/adapters/sqlite/sqliteKeyStore';
+import { EmbeddedSearchIndex } from '../../src/adapters/embedded/embeddedSearchIndex';
+import { FsBlobStore } from '../../src/adapters/fs/fsBlobStore';
+import { KEY_STORE } from '../../src/ports/keyStore';
+
+const logger = pino({ level: 'silent' });
+
+describe('composition root', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-container-'));
+  });
+  afterEach(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('wires the embedded adapters by default, the encryption decorator around the event store', async () => {
+    const { ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir }), logger);
+    try {
+      expect(ctx.eventStore).toBeInstanceOf(EncryptingEventStore);
+      const enc = ctx.eventStore as EncryptingEventStore;
+      expect(enc.wrapped).toBeInstanceOf(SqliteEventStore);
+      expect(enc.keyStore).toBeInstanceOf(SqliteKeyStore);
+      expect(di.resolve(KEY_STORE)).toBe(enc.keyStore);
+      expect(ctx.readStore).toBeInstanceOf(SqliteReadStore);
+      expect(ctx.searchIndex).toBeInstanceOf(EmbeddedSearchIndex);
+      expect(ctx.blobStore).toBeInstanceOf(FsBlobStore);
+      expect(ctx.runner.mode).toBe('subscribe');
+      const infra = infrastructureOf(ctx);
+      expect(infra?.jobQueue).toBeUndefined();
+      expect(infra?.eventFeed).toBeUndefined();
+      expect(infra?.mongoClient).toBeUndefined();
+      expect(infra?.storedEventStore).toBe(enc.wrapped);
+      expect(ctx.services.map((s) => s.name)).toContain('document-processor');
+    } finally {
+      await closeContext(ctx);
+    }
+  });
+
+  it.each([
+    ['api', 'poll'],
+    ['worker', 'poll'],
+    ['projector', 'subscribe'],
+    ['all', 'subscribe'],
+  ] as const)('KB_ROLE=%s: the runner %ss', async (role, mode) => {
+    const { ctx } = await buildContainer(loadConfig({ KB_DATA_DIR: dir, KB_ROLE: role }), logger);
+    try {
+      expect(ctx.runner.mode).toBe(mode);
+    } finally {
+      await closeContext(ctx);
+    }
+  });
+
+  // Nothing listens on port 1: each production adapter must fail the start with its variable and URL.
+  it.each([
+    [{ KB_SEARCH_INDEX: 'elasticsearch', KB_ELASTICSEARCH_URL: 'http://127.0.0.1:1' }, 'cannot connect to Elasticsearch at KB_ELASTICSEARCH_URL=http://127.0.0.1:1: '],
+    [{ KB_EVENT_STORE: 'eventstoredb', KB_EVENTSTOREDB_URL: 'esdb://127.0.0.1:1?tls=false' }, 'cannot connect to EventStoreDB at KB_EVENTSTOREDB_URL=esdb://127.0.0.1:1?tls=false: '],
+    [{ KB_READ_STORE: 'mongodb', KB_MONGODB_URL: 'mongodb://kb:s3cret@127.0.0.1:1/' }, 'cannot connect to MongoDB at KB_MONGODB_URL=mongodb://***@127.0.0.1:1/: '],
+  ])('an unreachable server stops the start: %j', async (env, expected) => {
+    const err = await buildContainer(loadConfig({ KB_DATA_DIR: dir, ...env }), logger, { connectTimeoutMs: 2000 }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(StartupError);
+    const message = (err as Error).message;
+    expect(message.startsWith(expected)).toBe(true);
+    expect(message).not.toContain('\n');
+    expect(message).not.toContain('s3cret');
+  });
+});
+
+describe('start-up connection helper', () => {
+  it('removes credentials from URLs', () => {
+    expect(redactCredentials('mongodb://user:pa%40ss@h1:27017,h2:27017/kb?replicaSet=rs0')).toBe('mongodb://***@h1:27017,h2:27017/kb?replicaSet=rs0');
+    expect(redactCredentials('http://elastic:changeme@es:9200')).toBe('http://***@es:9200');
+    expect(redactCredentials('esdb://kurrentdb:2113?tls=false')).toBe('esdb://kurrentdb:2113?tls=false');
+  });
+
+  it('gives up after the timeout, releases the attempt, and names the variable', async () => {
+    let released = false;
+    const err = await connectOrFail('Kafka', 'KB_KAFKA_BROKERS', 'k1:9092,k2:9092', () => new Promise(() => undefined), {
+      timeoutMs: 50,
+      abandon: () => {
+        released = true;
+      },
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StartupError);
+    expect((err as Error).message).toBe('cannot connect to Kafka at KB_KAFKA_BROKERS=k1:9092,k2:9092: no answer within 50 ms');
+    expect(released).toBe(true);
+  });
+
+  it('passes the connected value through', async () => {
+    await expect(connectOrFail('X', 'KB_X', 'x://y', async () => 42)).resolves.toBe(42);
+  });
+});
