@@ -56,7 +56,7 @@ export class MongoKeyStore implements KeyStore {
   private cached(documentId: string): { key: Buffer | null } | null {
     const c = this.cache.get(documentId);
     if (!c) return null;
-    if (c.key !== null && c.until < Date.now()) {
+    if (c.key !== null && c.until <= Date.now()) {
       this.cache.delete(documentId);
       return null;
     }
