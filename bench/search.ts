@@ -219,7 +219,7 @@ async function benchQueryEmbedding(): Promise<void> {
 
 export async function benchSearch(options: { sizes?: number[]; queries?: number; embed?: boolean } = {}): Promise<void> {
   const sizes = options.sizes ?? [10_000, 100_000];
-  console.log(`search benchmark: ${DIMS}-dim random unit vectors, synthetic text, one workspace; node ${process.version}`);
+  console.log(`search benchmark: ${DIMS}-dim random unit vectors, synthetic text, one large and one small workspace; node ${process.version}`);
   for (const n of sizes) await benchSize(n, options.queries ?? 200);
   if (options.embed !== false) await benchQueryEmbedding();
 }

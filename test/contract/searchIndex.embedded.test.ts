@@ -147,6 +147,30 @@ describe('EmbeddedSearchIndex specifics', () => {
     await index.close();
   });
 
+  it('re-scores weighted (feedback) queries with exactly FTS5\'s BM25', async () => {
+    const rand = rng(9);
+    const words = 'shock wave boundary layer flow heat transfer wing nozzle jet mach pressure the of a in laminar turbulent'.split(' ');
+    const index = new EmbeddedSearchIndex(':memory:');
+    for (let d = 0; d < 60; d++) {
+      const content = Array.from({ length: 5 + Math.floor(rand() * 40) }, () => words[Math.floor(rand() * words.length)]).join(' ');
+      await index.upsertDocument(`d${d}`, [{ ...chunk('w', `d${d}`, 0, unit(rand, 8)), documentTitle: `${words[d % words.length]} flows`, content }]);
+    }
+    type Internals = {
+      db: { prepare(sql: string): { all(...p: unknown[]): { id: number; s: number }[] } };
+      originalTerms(text: string): { text: string; stem: string; weight: number; original: boolean }[];
+      weightedBm25(ids: number[], terms: unknown[], titleWeight: number): { id: number; s: number }[];
+    };
+    const internals = index as unknown as Internals;
+    const terms = internals.originalTerms('Shock waves in laminar flows over a wing');
+    const fts = internals.db
+      .prepare('SELECT rowid AS id, bm25(chunks_fts, 2, 1.0) AS s FROM chunks_fts WHERE chunks_fts MATCH ?')
+      .all(terms.map((t) => `"${t.text}"`).join(' OR '));
+    expect(fts.length).toBeGreaterThan(20);
+    const mine = new Map(internals.weightedBm25(fts.map((r) => r.id), terms, 2).map((r) => [r.id, r.s]));
+    for (const r of fts) expect(mine.get(r.id)).toBeCloseTo(-r.s, 9);
+    await index.close();
+  });
+
   it('rejects vectors of the wrong dimension', async () => {
     const index = new EmbeddedSearchIndex(':memory:');
     const rand = rng(3);

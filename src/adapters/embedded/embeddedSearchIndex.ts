@@ -37,7 +37,8 @@ const STOPWORDS = new Set(
     .split(' '),
 );
 const MAX_QUERY_TERMS = 64;
-const BM25_K1 = 1.2; // FTS5's constant
+const BM25_K1 = 1.2; // FTS5's constants
+const BM25_B = 0.75;
 const QUERY_REGION = 16384; // bytes reserved for the int16 query (dims <= 8192)
 
 /** Terms of user text, safe to quote for FTS5 MATCH. */
@@ -588,6 +589,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     filters: SearchFilters,
     scope: Scope,
     m: number,
+    pool: number[] = [],
   ): { id: number; lexical: number }[] {
     if (terms.length === 0 || scope.chunks === 0) return [];
     const titleWeight = Number(this.cfg.titleWeight) || 0;
@@ -622,24 +624,79 @@ export class EmbeddedSearchIndex implements SearchIndex {
       }
       rows = rows.map((r) => ({ id: r.id, s: -r.s * w0 }));
     } else {
-      // Weighted query (feedback): FTS5's bm25() has no per-term weights, so each term is
-      // ranked alone and the weighted contributions are summed here.
-      const sum = new Map<number, number>();
-      const all = this.db.prepare<[string], { id: number; s: number }>(
-        `SELECT rowid AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts WHERE chunks_fts MATCH ?`,
-      );
-      for (const t of terms) {
-        const match = toMatchExpression([t.text]);
-        const hits = large ? all.all(match).filter((r) => inScope(r.id)) : this.lexicalJoin(match, filters, -1, titleWeight);
-        for (const r of hits) sum.set(r.id, (sum.get(r.id) ?? 0) - r.s * t.weight);
-      }
-      rows = [...sum.entries()].map(([id, s]) => ({ id, s })).sort((a, b) => b.s - a.s || a.id - b.id).slice(0, m);
+      // Weighted query (feedback): FTS5's bm25() has no per-term weights. The pool is the
+      // top of the unweighted OR query plus `pool` (the first pass's lexical hits), re-scored
+      // here with FTS5's BM25 formula and statistics and the terms' weights.
+      const ids = new Set(pool);
+      for (const r of this.lexicalCandidates(terms.map((t) => ({ ...t, weight: 1 })), filters, scope, m)) ids.add(r.id);
+      rows = this.weightedBm25([...ids], terms, titleWeight)
+        .sort((a, b) => b.s - a.s || a.id - b.id)
+        .slice(0, m);
     }
     if (rows.length === 0) return [];
     // Normalised by the best score the weighted query could reach: expansion terms take a
     // share of the evidence instead of adding to it, so scores keep their bands with feedback.
     const best = this.maxBm25(terms);
     return rows.map((r) => ({ id: r.id, lexical: best > 0 ? Math.min(1, r.s / best) : 0 }));
+  }
+
+  /**
+   * FTS5's BM25 (k1 = 1.2, b = 0.75, column-weighted frequencies, IDF and average length
+   * over the whole index) of the given rows for weighted terms, computed here from the
+   * rows' text with FTS5's stemmer; positive, higher is better.
+   */
+  private weightedBm25(ids: number[], terms: WeightedTerm[], titleWeight: number): { id: number; s: number }[] {
+    if (ids.length === 0) return [];
+    const { rows: n, avgLength } = this.averages();
+    const df = this.docFrequencies(terms.map((t) => t.stem));
+    const idf = new Map(terms.map((t) => [t.stem, Math.max(Math.log((n - (df.get(t.stem) ?? 0) + 0.5) / ((df.get(t.stem) ?? 0) + 0.5)), 1e-6)]));
+    const weight = new Map(terms.map((t) => [t.stem, t.weight]));
+    const texts = this.db
+      .prepare<[string], { id: number; document_title: string; content: string }>(
+        'SELECT id, document_title, content FROM chunks WHERE id IN (SELECT value FROM json_each(?))',
+      )
+      .all(JSON.stringify(ids));
+    const tokenize = (text: string): string[] => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+    return texts.map((r) => {
+      const title = tokenize(r.document_title);
+      const content = tokenize(r.content);
+      const freq = new Map<string, number>();
+      const count = (words: string[], w: number): void => {
+        const stems = this.stems(words);
+        for (const stem of stems) if (weight.has(stem)) freq.set(stem, (freq.get(stem) ?? 0) + w);
+      };
+      count(title, titleWeight);
+      count(content, 1);
+      const norm = BM25_K1 * (1 - BM25_B + (BM25_B * (title.length + content.length)) / avgLength);
+      let s = 0;
+      for (const [stem, f] of freq) s += weight.get(stem)! * idf.get(stem)! * ((f * (BM25_K1 + 1)) / (f + norm));
+      return { id: r.id, s };
+    });
+  }
+
+  /** FTS5's row count and average row length in tokens (its "averages" record). */
+  private averages(): { rows: number; avgLength: number } {
+    const rec = this.db.prepare<[], { block: Buffer }>('SELECT block FROM chunks_fts_data WHERE id = 1').get();
+    if (!rec) return { rows: Math.max(1, this.liveCount), avgLength: 1 };
+    const values: number[] = [];
+    let i = 0;
+    while (i < rec.block.length) {
+      // SQLite varint: big-endian 7-bit groups, the ninth byte carries 8 bits.
+      let v = 0;
+      for (let j = 0; j < 9 && i < rec.block.length; j++) {
+        const byte = rec.block[i++];
+        if (j === 8) {
+          v = v * 256 + byte;
+          break;
+        }
+        v = v * 128 + (byte & 0x7f);
+        if ((byte & 0x80) === 0) break;
+      }
+      values.push(v);
+    }
+    const rows = Math.max(1, values[0] ?? 1);
+    const tokens = values.slice(1).reduce((a, b) => a + b, 0);
+    return { rows, avgLength: Math.max(1e-9, tokens / rows) };
   }
 
   /** BM25 with the filters applied in SQL (small scopes); m < 0: no limit. */
@@ -787,11 +844,14 @@ export class EmbeddedSearchIndex implements SearchIndex {
     scope: Scope,
     k: number,
     denseIds?: number[],
-  ): { fused: Fused<number>[]; byId: Map<number, ChunkRow>; denseIds: number[] } {
+    lexicalPool?: number[],
+  ): { fused: Fused<number>[]; byId: Map<number, ChunkRow>; denseIds: number[]; lexicalIds: number[] } {
     const m = Math.max(k, this.cfg.candidates);
     const candidates = new Map<number, Candidate<number>>();
+    let lexicalIds: number[] = [];
     if (mode !== 'dense') {
-      const lex = this.lexicalCandidates(terms, filters, scope, m);
+      const lex = this.lexicalCandidates(terms, filters, scope, m, lexicalPool);
+      lexicalIds = lex.map((r) => r.id);
       lex.forEach((r, rank) => candidates.set(r.id, { key: r.id, lexical: r.lexical, lexicalRank: rank }));
     }
     if (mode !== 'bm25' && query) {
@@ -802,7 +862,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
         else candidates.set(id, { key: id, denseRank: rank });
       });
     }
-    if (candidates.size === 0) return { fused: [], byId: new Map(), denseIds: denseIds ?? [] };
+    if (candidates.size === 0) return { fused: [], byId: new Map(), denseIds: denseIds ?? [], lexicalIds };
     const ids = [...candidates.keys()];
     const rows = this.db
       .prepare<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
@@ -814,7 +874,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
         c.cosine = v ? dotBuffer(query, v) : 0;
       }
     }
-    return { fused: fuse([...candidates.values()], k, mode, this.cfg), byId, denseIds: denseIds ?? [] };
+    return { fused: fuse([...candidates.values()], k, mode, this.cfg), byId, denseIds: denseIds ?? [], lexicalIds };
   }
 
   async search(request: SearchRequest): Promise<SearchHit[]> {
@@ -843,7 +903,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
           : terms;
         const q2 = denseFeedback ? rocchio(query!, top.map((f) => byId.get(f.key)!.vector), prf.denseWeight) : query;
         // The dense leg is re-run only when its query changed.
-        ({ fused, byId } = this.retrieve(expanded, q2, mode, request.filters, scope, k, q2 === query ? first.denseIds : undefined));
+        ({ fused, byId } = this.retrieve(expanded, q2, mode, request.filters, scope, k, q2 === query ? first.denseIds : undefined, first.lexicalIds));
       }
     }
 
