@@ -25,6 +25,9 @@ export interface KafkaJobQueueOptions {
  * and its offset committed so a poison message never blocks the partition. Undecodable
  * messages go to the DLQ at once.
  */
+/** How often a consumer heartbeats while a job runs (kafkajs sends at most one per heartbeatInterval). */
+const HEARTBEAT_WHILE_HANDLING_MS = 3000;
+
 export class KafkaJobQueue implements JobQueue {
   private readonly kafka: Kafka;
   private readonly producer: Producer;
@@ -86,11 +89,16 @@ export class KafkaJobQueue implements JobQueue {
         }
         if (await this.handled.has(job.id)) return;
         for (let attempt = 1; ; attempt++) {
+          // A document can take minutes to embed: keep the group membership alive meanwhile,
+          // so the partition is not reassigned and the job redelivered mid-run.
+          const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_WHILE_HANDLING_MS);
           try {
             await handler(job);
+            clearInterval(beat);
             await this.handled.add(job.id);
             return;
           } catch (error) {
+            clearInterval(beat);
             const decision = decideOnFailure(attempt, error, maxAttempts, retryDelayMs);
             if (decision.kind === 'dead-letter') {
               await this.deadLetter(job, null, job.id, error, attempt);
