@@ -25,6 +25,10 @@ interface WeightedTerm {
 }
 
 const STEM_CACHE_LIMIT = 50_000;
+/** Depth of the first BM25 pass, in multiples of `candidates`, when feedback re-ranks it. */
+const FEEDBACK_POOL = 3;
+/** Expansion terms whose own top hits join the feedback pool. */
+const FEEDBACK_NEW_TERMS = 3;
 
 /** Words dropped from full-text queries (kept if the query has nothing else). */
 const STOPWORDS = new Set(
@@ -212,6 +216,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.live[slot] = 1;
     this.slotOfRow.set(rowId, slot);
     this.liveCount++;
+    this.writes++;
     const slots = (this.docSlots[doc] ??= []);
     slots.push(slot);
     if (slots.length > 1 && slots[slots.length - 2] > slot) slots.sort((a, b) => a - b);
@@ -236,6 +241,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.live[slot] = 0;
     this.invScale[slot] = 0;
     this.liveCount--;
+    this.writes++;
     this.free.push(slot);
   }
 
@@ -412,6 +418,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
           del.run(r.id);
           ins.run(r.id, fields.documentTitle, r.content);
         }
+        this.writes += rows.length;
       }
     })();
     if (fields.purpose !== undefined) info.purpose = PURPOSE_CODE[fields.purpose];
@@ -425,6 +432,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.free.length = 0;
     this.highWater = 0;
     this.liveCount = 0;
+    this.writes++;
+    this.dfCache.clear();
     this.live.fill(0);
     this.docs.length = 0;
     this.docSlots = [];
@@ -624,11 +633,18 @@ export class EmbeddedSearchIndex implements SearchIndex {
       }
       rows = rows.map((r) => ({ id: r.id, s: -r.s * w0 }));
     } else {
-      // Weighted query (feedback): FTS5's bm25() has no per-term weights. The pool is the
-      // top of the unweighted OR query plus `pool` (the first pass's lexical hits), re-scored
-      // here with FTS5's BM25 formula and statistics and the terms' weights.
+      // Weighted query (feedback): FTS5's bm25() has no per-term weights. The pool, the first
+      // pass's deeper lexical hits plus the top rows of the few strongest expansion terms
+      // (chunks that share no word with the query), is re-scored here with FTS5's BM25 formula
+      // and statistics and the terms' weights. (An FTS5 query over every expanded term would
+      // match most of a large index: too slow.)
       const ids = new Set(pool);
-      for (const r of this.lexicalCandidates(terms.map((t) => ({ ...t, weight: 1 })), filters, scope, m)) ids.add(r.id);
+      const strongest = terms
+        .filter((t) => !t.original)
+        .sort((a, b) => b.weight - a.weight)
+        .slice(0, FEEDBACK_NEW_TERMS)
+        .map((t) => ({ ...t, weight: 1 }));
+      if (strongest.length > 0) for (const r of this.lexicalCandidates(strongest, filters, scope, m)) ids.add(r.id);
       rows = this.weightedBm25([...ids], terms, titleWeight)
         .sort((a, b) => b.s - a.s || a.id - b.id)
         .slice(0, m);
@@ -746,13 +762,34 @@ export class EmbeddedSearchIndex implements SearchIndex {
     return words.map((w) => this.stemCache.get(w) ?? '');
   }
 
-  /** Number of chunks containing each stem. */
+  private readonly dfCache = new Map<string, number>();
+  /** Chunk writes (added, removed, retitled) so far, and when the cache was started. */
+  private writes = 0;
+  private dfCacheWrites = -Infinity;
+
+  /**
+   * Number of chunks containing each stem. fts5vocab counts by reading the term's whole
+   * posting list, so counts are cached until chunk writes reach 1 % of the index.
+   */
   private docFrequencies(stems: string[]): Map<string, number> {
-    if (stems.length === 0) return new Map();
-    const rows = this.db
-      .prepare<[string], { term: string; doc: number }>('SELECT term, doc FROM chunks_vocab WHERE term IN (SELECT value FROM json_each(?))')
-      .all(JSON.stringify(stems));
-    return new Map(rows.map((r) => [r.term, r.doc]));
+    if (this.writes - this.dfCacheWrites > this.liveCount * 0.01 || this.dfCache.size > STEM_CACHE_LIMIT) {
+      this.dfCache.clear();
+      this.dfCacheWrites = this.writes;
+    }
+    const missing = [...new Set(stems.filter((t) => !this.dfCache.has(t)))];
+    if (missing.length > 0) {
+      const rows = this.db
+        .prepare<[string], { term: string; doc: number }>('SELECT term, doc FROM chunks_vocab WHERE term IN (SELECT value FROM json_each(?))')
+        .all(JSON.stringify(missing));
+      for (const t of missing) this.dfCache.set(t, 0);
+      for (const r of rows) this.dfCache.set(r.term, r.doc);
+    }
+    const out = new Map<string, number>();
+    for (const t of stems) {
+      const df = this.dfCache.get(t)!;
+      if (df > 0) out.set(t, df);
+    }
+    return out;
   }
 
   /** The query's own terms, weight 1 each (merged by stem). */
@@ -845,13 +882,15 @@ export class EmbeddedSearchIndex implements SearchIndex {
     k: number,
     denseIds?: number[],
     lexicalPool?: number[],
+    poolFactor = 1,
   ): { fused: Fused<number>[]; byId: Map<number, ChunkRow>; denseIds: number[]; lexicalIds: number[] } {
     const m = Math.max(k, this.cfg.candidates);
     const candidates = new Map<number, Candidate<number>>();
     let lexicalIds: number[] = [];
     if (mode !== 'dense') {
-      const lex = this.lexicalCandidates(terms, filters, scope, m, lexicalPool);
-      lexicalIds = lex.map((r) => r.id);
+      const deep = this.lexicalCandidates(terms, filters, scope, m * poolFactor, lexicalPool);
+      lexicalIds = deep.map((r) => r.id);
+      const lex = deep.slice(0, m);
       lex.forEach((r, rank) => candidates.set(r.id, { key: r.id, lexical: r.lexical, lexicalRank: rank }));
     }
     if (mode !== 'bm25' && query) {
@@ -889,10 +928,12 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const mode = !query ? 'bm25' : (request.mode ?? 'hybrid');
     const terms = mode === 'dense' ? [] : this.originalTerms(request.text ?? '');
 
-    const first = this.retrieve(terms, query, mode, request.filters, scope, k);
-    let { fused, byId } = first;
     const prf = this.cfg.prf;
-    const lexicalFeedback = mode !== 'dense' && prf.terms > 0 && terms.length > 0;
+    const lexicalFeedback = mode !== 'dense' && prf.docs > 0 && prf.terms > 0 && terms.length > 0;
+    // With lexical feedback the first BM25 pass reads deeper: those rows are the pool the
+    // expanded query re-ranks.
+    const first = this.retrieve(terms, query, mode, request.filters, scope, k, undefined, undefined, lexicalFeedback ? FEEDBACK_POOL : 1);
+    let { fused, byId } = first;
     const denseFeedback = mode !== 'bm25' && query !== undefined && prf.denseWeight > 0;
     if (prf.docs > 0 && fused.length > 0 && (lexicalFeedback || denseFeedback)) {
       // Pseudo-relevance feedback: the first pass's top chunks expand the query, then a second pass.
