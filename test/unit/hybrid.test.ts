@@ -85,4 +85,14 @@ describe('hybrid fusion and calibration', () => {
     expect(out.map((f) => f.key)).toEqual(['y', 'z', 'x']);
     for (let i = 1; i < out.length; i++) expect(out[i].score).toBeLessThanOrEqual(out[i - 1].score);
   });
+
+  it('resolves partial nested configuration (dense, prf) over the defaults', () => {
+    const c = resolveHybridConfig({ prf: { docs: 0 }, dense: { low: 0.2 } });
+    expect(c.prf).toEqual({ ...DEFAULT_HYBRID_CONFIG.prf, docs: 0 });
+    expect(c.dense).toEqual({ ...DEFAULT_HYBRID_CONFIG.dense, low: 0.2 });
+    expect(c.denseWeight).toBe(DEFAULT_HYBRID_CONFIG.denseWeight);
+    // Feedback is on by default: RM3 from the first pass's top chunks.
+    expect(DEFAULT_HYBRID_CONFIG.prf.docs).toBeGreaterThan(0);
+    expect(DEFAULT_HYBRID_CONFIG.prf.terms).toBeGreaterThan(0);
+  });
 });

@@ -673,20 +673,26 @@ export class EmbeddedSearchIndex implements SearchIndex {
       )
       .all(JSON.stringify(ids));
     const tokenize = (text: string): string[] => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
-    return texts.map((r) => {
-      const title = tokenize(r.document_title);
-      const content = tokenize(r.content);
+    const tokenized = texts.map((r) => ({ id: r.id, title: tokenize(r.document_title), content: tokenize(r.content) }));
+    const vocabulary = new Set<string>();
+    for (const t of tokenized) for (const list of [t.title, t.content]) for (const w of list) vocabulary.add(w);
+    const words = [...vocabulary];
+    const stemOf = new Map<string, string>();
+    this.stems(words).forEach((stem, i) => stemOf.set(words[i], stem));
+    return tokenized.map(({ id, title, content }) => {
       const freq = new Map<string, number>();
-      const count = (words: string[], w: number): void => {
-        const stems = this.stems(words);
-        for (const stem of stems) if (weight.has(stem)) freq.set(stem, (freq.get(stem) ?? 0) + w);
+      const count = (list: string[], w: number): void => {
+        for (const word of list) {
+          const stem = stemOf.get(word)!;
+          if (weight.has(stem)) freq.set(stem, (freq.get(stem) ?? 0) + w);
+        }
       };
       count(title, titleWeight);
       count(content, 1);
       const norm = BM25_K1 * (1 - BM25_B + (BM25_B * (title.length + content.length)) / avgLength);
       let s = 0;
       for (const [stem, f] of freq) s += weight.get(stem)! * idf.get(stem)! * ((f * (BM25_K1 + 1)) / (f + norm));
-      return { id: r.id, s };
+      return { id, s };
     });
   }
 
@@ -883,6 +889,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     denseIds?: number[],
     lexicalPool?: number[],
     poolFactor = 1,
+    known?: Map<number, ChunkRow>,
   ): { fused: Fused<number>[]; byId: Map<number, ChunkRow>; denseIds: number[]; lexicalIds: number[] } {
     const m = Math.max(k, this.cfg.candidates);
     const candidates = new Map<number, Candidate<number>>();
@@ -902,11 +909,19 @@ export class EmbeddedSearchIndex implements SearchIndex {
       });
     }
     if (candidates.size === 0) return { fused: [], byId: new Map(), denseIds: denseIds ?? [], lexicalIds };
-    const ids = [...candidates.keys()];
-    const rows = this.db
-      .prepare<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
-      .all(JSON.stringify(ids));
-    const byId = new Map(rows.map((r) => [r.id, r]));
+    const byId = new Map<number, ChunkRow>();
+    const ids: number[] = [];
+    for (const id of candidates.keys()) {
+      const r = known?.get(id);
+      if (r) byId.set(id, r);
+      else ids.push(id);
+    }
+    if (ids.length > 0) {
+      const rows = this.db
+        .prepare<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
+        .all(JSON.stringify(ids));
+      for (const r of rows) byId.set(r.id, r);
+    }
     if (query) {
       for (const c of candidates.values()) {
         const v = byId.get(c.key)?.vector;
@@ -944,7 +959,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
           : terms;
         const q2 = denseFeedback ? rocchio(query!, top.map((f) => byId.get(f.key)!.vector), prf.denseWeight) : query;
         // The dense leg is re-run only when its query changed.
-        ({ fused, byId } = this.retrieve(expanded, q2, mode, request.filters, scope, k, q2 === query ? first.denseIds : undefined, first.lexicalIds));
+        ({ fused, byId } = this.retrieve(expanded, q2, mode, request.filters, scope, k, q2 === query ? first.denseIds : undefined, first.lexicalIds, 1, first.byId));
       }
     }
 
