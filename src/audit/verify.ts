@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
-import { chainHash, GENESIS_HASH } from '../adapters/sqlite/sqliteEventStore';
+import { chainHash, EventRow, GENESIS_HASH } from '../adapters/sqlite/sqliteEventStore';
 
 export interface ChainBreak {
   position: number;
@@ -15,16 +15,7 @@ export interface VerifyResult {
   firstBreak: ChainBreak | null;
 }
 
-interface Row {
-  position: number;
-  id: string;
-  stream_id: string;
-  revision: number;
-  type: string;
-  data: string;
-  metadata: string;
-  hash: string;
-}
+type Row = EventRow;
 
 /**
  * Walk the SQLite event log in position order and recompute the hash chain from the stored

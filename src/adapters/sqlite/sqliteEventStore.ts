@@ -11,7 +11,8 @@ import {
   WrongExpectedRevisionError,
 } from '../../ports/eventStore';
 
-interface EventRow {
+/** A row of the `events` table (also read directly by `kb verify`). */
+export interface EventRow {
   position: number;
   id: string;
   stream_id: string;
