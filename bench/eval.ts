@@ -4,6 +4,7 @@
  * embeddings → embedded index; queries are embedded with the same provider.
  *
  *   npm run eval -- --data ../shared/eval/cranfield [--threads 2] [--sweep] [--prf-sweep] [--no-cache]
+ *     [--hybrid '{"prf":{"poolDepth":2}}'] [--only 'hybrid|hybrid\+prf'] [--k 30]
  *
  * Prints nDCG@10, Recall@10, Recall@100 and MRR@10 for BM25, dense and hybrid ranking,
  * each without and with pseudo-relevance feedback (+prf), chunk hits aggregated to
@@ -92,8 +93,8 @@ export async function buildCollection(dataDir: string, opts: { threads?: number;
 }
 
 /** Ranked document ids for a query: chunk hits aggregated by best chunk (first occurrence). */
-async function rankDocuments(c: Collection, q: Collection['queries'][number], mode: Mode, depth: number): Promise<{ docs: string[]; scores: number[] }> {
-  const hits = await c.index.search({ text: q.text, vector: q.vector, filters: { workspaceId: WORKSPACE }, k: depth * 3, mode });
+async function rankDocuments(c: Collection, q: Collection['queries'][number], mode: Mode, depth: number, k = depth * 3): Promise<{ docs: string[]; scores: number[] }> {
+  const hits = await c.index.search({ text: q.text, vector: q.vector, filters: { workspaceId: WORKSPACE }, k, mode });
   const docs: string[] = [];
   const scores: number[] = [];
   const seen = new Set<string>();
@@ -128,14 +129,18 @@ function metricsFor(ranked: string[], judged: Map<string, number>): Metrics {
 }
 
 /** Mean metrics over the judged queries, plus score samples by relevance grade (for calibration). */
-export async function evaluate(c: Collection, mode: Mode): Promise<Metrics & { scoreByGrade: Map<number, number[]> }> {
+/**
+ * `k`: chunks requested per query (default 300, enough for Recall@100); a small k (e.g. 30)
+ * measures the top of the ranking the way the API is used (Recall@100 is then meaningless).
+ */
+export async function evaluate(c: Collection, mode: Mode, k?: number): Promise<Metrics & { scoreByGrade: Map<number, number[]> }> {
   const sum: Metrics = { ndcg10: 0, recall10: 0, recall100: 0, mrr10: 0 };
   const scoreByGrade = new Map<number, number[]>();
   let n = 0;
   for (const q of c.queries) {
     const judged = c.qrels.get(q.id);
     if (!judged || ![...judged.values()].some((g) => g > 0)) continue;
-    const { docs, scores } = await rankDocuments(c, q, mode, 100);
+    const { docs, scores } = await rankDocuments(c, q, mode, 100, k);
     const m = metricsFor(docs, judged);
     for (const key of Object.keys(sum) as (keyof Metrics)[]) sum[key] += m[key];
     docs.slice(0, 10).forEach((d, i) => {
@@ -169,6 +174,8 @@ async function main(): Promise<void> {
   const started = Date.now();
   const c = await buildCollection(data, { threads: Number(arg('--threads') ?? 2), cacheDir });
   console.log(`collection ${data}: ${c.queries.length} queries, ${c.chunks} chunks (built in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  // --hybrid '{"prf":{"poolDepth":2}}' evaluates another configuration than the default.
+  if (arg('--hybrid')) c.index.configure(JSON.parse(arg('--hybrid')!) as HybridOverrides);
   const cfg = c.index.hybridConfig;
   console.log(`hybrid config: ${JSON.stringify(cfg)}`);
   // "+prf" rows use the configured feedback, or a reference setting when the default has it off.
@@ -191,10 +198,12 @@ async function main(): Promise<void> {
         ]),
   ];
   let calibration: Map<number, number[]> | undefined;
+  const only = arg('--only') ? new RegExp(`^(${arg('--only')!})$`) : undefined;
   for (const row of rows) {
+    if (only && !only.test(row.name)) continue;
     c.index.configure({ ...cfg, prf: row.prf });
     const started = process.hrtime.bigint();
-    const m = await evaluate(c, row.mode);
+    const m = await evaluate(c, row.mode, arg('--k') ? Number(arg('--k')) : undefined);
     const perQuery = Number(process.hrtime.bigint() - started) / 1e6 / c.queries.length;
     console.log(`${row.name.padEnd(12)} ${fmt(m.ndcg10)}   ${fmt(m.recall10)}     ${fmt(m.recall100)}     ${fmt(m.mrr10)}   (${perQuery.toFixed(1)} ms/query)`);
     if (row.mode === 'hybrid' && JSON.stringify(row.prf) === JSON.stringify(cfg.prf)) calibration = m.scoreByGrade;

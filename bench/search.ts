@@ -1,7 +1,10 @@
 /**
  * Search speed and memory of the embedded index.
  *
- *   node dist/bench/search.js [--sizes 10000,100000] [--queries 200] [--no-embed]
+ *   node dist/bench/search.js [--sizes 10000,100000] [--queries 200] [--no-embed] [--keep DIR] [--only REGEX]
+ *
+ * --keep DIR builds each index once in DIR/<size> and reuses it later (the recall check needs a
+ * fresh build); --only runs just the cases whose name matches (e.g. 'hybrid\+prf|tag').
  *
  * Builds file-backed indexes (temp dir) of synthetic chunks (random unit vectors of 512 dims, text drawn from a
  * Zipf-distributed vocabulary) in one large workspace plus a small one (500 chunks written among
@@ -84,18 +87,30 @@ const pct = (xs: number[], p: number): number => {
 const ms = (x: number): string => `${x.toFixed(2)} ms`;
 const mb = (x: number): string => `${(x / 1048576).toFixed(0)} MB`;
 
-async function benchSize(n: number, queries: number): Promise<void> {
+interface BenchOptions {
+  sizes?: number[];
+  queries?: number;
+  embed?: boolean;
+  /** Keep the built index in this directory and reuse it on later runs (no recall check then). */
+  keep?: string;
+  /** Only the runs whose name matches. */
+  only?: RegExp;
+}
+
+async function benchSize(n: number, queries: number, options: BenchOptions = {}): Promise<void> {
   const rand = rng(n);
   const vocab = makeVocabulary(rand);
   if (global.gc) global.gc();
   const before = process.memoryUsage();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-bench-'));
+  const dir = options.keep ? path.join(options.keep, String(n)) : fs.mkdtempSync(path.join(os.tmpdir(), 'kb-bench-'));
+  const reuse = options.keep !== undefined && fs.existsSync(path.join(dir, 'index.sqlite'));
+  fs.mkdirSync(dir, { recursive: true });
   const index = new EmbeddedSearchIndex(path.join(dir, 'index.sqlite'));
-  const exact = new Float32Array(n * DIMS); // reference copy for recall, excluded from memory figures
+  const exact = new Float32Array(reuse ? 0 : n * DIMS); // reference copy for recall, excluded from memory figures
   const perDoc = 4;
   let smallDocs = 0;
   const started = Date.now();
-  for (let d = 0; d < n / perDoc; d++) {
+  for (let d = 0; !reuse && d < n / perDoc; d++) {
     const chunks: IndexedChunk[] = [];
     for (let c = 0; c < perDoc; c++) {
       const v = unitVector(rand);
@@ -123,7 +138,7 @@ async function benchSize(n: number, queries: number): Promise<void> {
   if (global.gc) global.gc();
   const after = process.memoryUsage();
   const exactBytes = exact.byteLength;
-  console.log(`\n== ${n} chunks (built in ${(buildMs / 1000).toFixed(1)} s)`);
+  console.log(`\n== ${n} chunks (${reuse ? `reused ${dir}, opened` : 'built'} in ${(buildMs / 1000).toFixed(1)} s)`);
   const rssDelta = after.rss - before.rss - exactBytes;
   const extDelta = after.arrayBuffers - before.arrayBuffers - exactBytes;
   // The reference float32 copy kept for the recall check is subtracted from every figure.
@@ -147,6 +162,7 @@ async function benchSize(n: number, queries: number): Promise<void> {
   }
   console.log(`(small ws: ${SMALL_DOCS * perDoc} chunks among the others; +prf: ${JSON.stringify(defaults.prf.docs > 0 ? defaults.prf : BENCH_PRF)})`);
   for (const run of runs) {
+    if (options.only && !options.only.test(run.name)) continue;
     index.configure(run.prf ? { ...defaults, prf: defaults.prf.docs > 0 ? defaults.prf : BENCH_PRF } : noPrf);
     const search = (q: { text: string; vector: Float32Array }): Promise<unknown> =>
       index.search({ text: q.text, vector: q.vector, filters: { workspaceId: run.workspaceId }, k: 10, mode: run.mode });
@@ -160,7 +176,7 @@ async function benchSize(n: number, queries: number): Promise<void> {
     console.log(`${run.name.padEnd(20)} k=10: p50 ${ms(pct(times, 0.5))}  p95 ${ms(pct(times, 0.95))}`);
   }
   index.configure(defaults);
-  {
+  if (!options.only || options.only.test('tag filter')) {
     const times: number[] = [];
     for (const q of qs.slice(0, 50)) {
       const t = process.hrtime.bigint();
@@ -170,6 +186,11 @@ async function benchSize(n: number, queries: number): Promise<void> {
     console.log(`hybrid with tag filter (10% of docs): p50 ${ms(pct(times, 0.5))}  p95 ${ms(pct(times, 0.95))}`);
   }
 
+  if (reuse || options.only) {
+    await index.close();
+    if (!options.keep) fs.rmSync(dir, { recursive: true, force: true });
+    return;
+  }
   // Recall@10 of the dense path (int8 scan + exact re-scoring) vs exact float32 search.
   let found = 0;
   const recallQueries = qs.slice(0, 50);
@@ -188,7 +209,7 @@ async function benchSize(n: number, queries: number): Promise<void> {
   }
   console.log(`dense recall@10 vs exact float32: ${(found / (recallQueries.length * 10)).toFixed(4)}`);
   await index.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  if (!options.keep) fs.rmSync(dir, { recursive: true, force: true });
 }
 
 async function benchQueryEmbedding(): Promise<void> {
@@ -217,10 +238,10 @@ async function benchQueryEmbedding(): Promise<void> {
   }
 }
 
-export async function benchSearch(options: { sizes?: number[]; queries?: number; embed?: boolean } = {}): Promise<void> {
+export async function benchSearch(options: BenchOptions = {}): Promise<void> {
   const sizes = options.sizes ?? [10_000, 100_000];
   console.log(`search benchmark: ${DIMS}-dim random unit vectors, synthetic text, one large and one small workspace; node ${process.version}`);
-  for (const n of sizes) await benchSize(n, options.queries ?? 200);
+  for (const n of sizes) await benchSize(n, options.queries ?? 200, options);
   if (options.embed !== false) await benchQueryEmbedding();
 }
 
@@ -234,6 +255,8 @@ if (require.main === module) {
     sizes: arg('--sizes')?.split(',').map(Number),
     queries: arg('--queries') ? Number(arg('--queries')) : undefined,
     embed: !args.includes('--no-embed'),
+    keep: arg('--keep'),
+    only: arg('--only') ? new RegExp(arg('--only')!) : undefined,
   }).catch((err: unknown) => {
     console.error(err);
     process.exit(1);

@@ -91,6 +91,14 @@ export interface PrfConfig {
   maxDocFrequency: number;
   /** Rocchio: weight of the feedback chunks' mean vector added to the unit query vector; 0 disables dense feedback. */
   denseWeight: number;
+  /** Depth of the first BM25 pass re-ranked by the expanded query, in multiples of `candidates`. */
+  poolDepth: number;
+  /**
+   * BM25-only searches: the strongest expansion terms whose own top BM25 hits (one OR query)
+   * join the re-ranked pool; 0: none. (In hybrid the dense leg brings chunks that share no
+   * word with the query.)
+   */
+  newTermQuery: number;
 }
 
 export const DEFAULT_HYBRID_CONFIG: HybridConfig = {
@@ -102,7 +110,7 @@ export const DEFAULT_HYBRID_CONFIG: HybridConfig = {
   dense: { low: 0.1, high: 0.8 },
   lexicalScale: 0.25,
   calibrationExponent: 1,
-  prf: { docs: 5, terms: 10, originalWeight: 0.7, maxDocFrequency: 0.1, denseWeight: 0 },
+  prf: { docs: 5, terms: 10, originalWeight: 0.7, maxDocFrequency: 0.1, denseWeight: 0, poolDepth: 1, newTermQuery: 3 },
 };
 
 /** Partial configuration; nested groups may be partial too. */

@@ -25,10 +25,6 @@ interface WeightedTerm {
 }
 
 const STEM_CACHE_LIMIT = 50_000;
-/** Depth of the first BM25 pass, in multiples of `candidates`, when feedback re-ranks it. */
-const FEEDBACK_POOL = 3;
-/** Expansion terms whose own top hits join the feedback pool. */
-const FEEDBACK_NEW_TERMS = 3;
 
 /** Words dropped from full-text queries (kept if the query has nothing else). */
 const STOPWORDS = new Set(
@@ -599,6 +595,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
     scope: Scope,
     m: number,
     pool: number[] = [],
+    known?: Map<number, ChunkRow>,
+    newTerms = 0,
   ): { id: number; lexical: number }[] {
     if (terms.length === 0 || scope.chunks === 0) return [];
     const titleWeight = Number(this.cfg.titleWeight) || 0;
@@ -642,10 +640,10 @@ export class EmbeddedSearchIndex implements SearchIndex {
       const strongest = terms
         .filter((t) => !t.original)
         .sort((a, b) => b.weight - a.weight)
-        .slice(0, FEEDBACK_NEW_TERMS)
+        .slice(0, Math.max(0, Math.floor(newTerms)))
         .map((t) => ({ ...t, weight: 1 }));
       if (strongest.length > 0) for (const r of this.lexicalCandidates(strongest, filters, scope, m)) ids.add(r.id);
-      rows = this.weightedBm25([...ids], terms, titleWeight)
+      rows = this.weightedBm25([...ids], terms, titleWeight, known)
         .sort((a, b) => b.s - a.s || a.id - b.id)
         .slice(0, m);
     }
@@ -661,37 +659,61 @@ export class EmbeddedSearchIndex implements SearchIndex {
    * over the whole index) of the given rows for weighted terms, computed here from the
    * rows' text with FTS5's stemmer; positive, higher is better.
    */
-  private weightedBm25(ids: number[], terms: WeightedTerm[], titleWeight: number): { id: number; s: number }[] {
+  private weightedBm25(ids: number[], terms: WeightedTerm[], titleWeight: number, known?: Map<number, ChunkRow>): { id: number; s: number }[] {
     if (ids.length === 0) return [];
     const { rows: n, avgLength } = this.averages();
     const df = this.docFrequencies(terms.map((t) => t.stem));
-    const idf = new Map(terms.map((t) => [t.stem, Math.max(Math.log((n - (df.get(t.stem) ?? 0) + 0.5) / ((df.get(t.stem) ?? 0) + 0.5)), 1e-6)]));
-    const weight = new Map(terms.map((t) => [t.stem, t.weight]));
-    const texts = this.db
-      .prepare<[string], { id: number; document_title: string; content: string }>(
-        'SELECT id, document_title, content FROM chunks WHERE id IN (SELECT value FROM json_each(?))',
-      )
-      .all(JSON.stringify(ids));
+    const termOf = new Map(terms.map((t, i) => [t.stem, i]));
+    const weight = terms.map((t) => t.weight);
+    const idf = terms.map((t) => Math.max(Math.log((n - (df.get(t.stem) ?? 0) + 0.5) / ((df.get(t.stem) ?? 0) + 0.5)), 1e-6));
+    const texts: { id: number; document_title: string; content: string }[] = [];
+    const missing: number[] = [];
+    for (const id of ids) {
+      const r = known?.get(id);
+      if (r) texts.push(r);
+      else missing.push(id);
+    }
+    if (missing.length > 0) {
+      texts.push(
+        ...this.db
+          .prepare<[string], { id: number; document_title: string; content: string }>(
+            'SELECT id, document_title, content FROM chunks WHERE id IN (SELECT value FROM json_each(?))',
+          )
+          .all(JSON.stringify(missing)),
+      );
+    }
+    // Each distinct word is mapped once to the query term its stem is (-1: none).
     const tokenize = (text: string): string[] => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
     const tokenized = texts.map((r) => ({ id: r.id, title: tokenize(r.document_title), content: tokenize(r.content) }));
-    const vocabulary = new Set<string>();
-    for (const t of tokenized) for (const list of [t.title, t.content]) for (const w of list) vocabulary.add(w);
-    const words = [...vocabulary];
-    const stemOf = new Map<string, string>();
-    this.stems(words).forEach((stem, i) => stemOf.set(words[i], stem));
-    return tokenized.map(({ id, title, content }) => {
-      const freq = new Map<string, number>();
-      const count = (list: string[], w: number): void => {
-        for (const word of list) {
-          const stem = stemOf.get(word)!;
-          if (weight.has(stem)) freq.set(stem, (freq.get(stem) ?? 0) + w);
+    const termOfWord = new Map<string, number>();
+    const unknown: string[] = [];
+    for (const t of tokenized) {
+      for (const list of [t.title, t.content]) {
+        for (const w of list) {
+          if (termOfWord.has(w)) continue;
+          const stem = this.stemCache.get(w);
+          if (stem === undefined) {
+            termOfWord.set(w, -2);
+            unknown.push(w);
+          } else termOfWord.set(w, termOf.get(stem) ?? -1);
         }
-      };
-      count(title, titleWeight);
-      count(content, 1);
+      }
+    }
+    if (unknown.length > 0) this.stems(unknown).forEach((stem, i) => termOfWord.set(unknown[i], termOf.get(stem) ?? -1));
+    const freq = new Float64Array(terms.length);
+    return tokenized.map(({ id, title, content }) => {
+      freq.fill(0);
+      for (const w of title) {
+        const i = termOfWord.get(w)!;
+        if (i >= 0) freq[i] += titleWeight;
+      }
+      for (const w of content) {
+        const i = termOfWord.get(w)!;
+        if (i >= 0) freq[i] += 1;
+      }
       const norm = BM25_K1 * (1 - BM25_B + (BM25_B * (title.length + content.length)) / avgLength);
       let s = 0;
-      for (const [stem, f] of freq) s += weight.get(stem)! * idf.get(stem)! * ((f * (BM25_K1 + 1)) / (f + norm));
+      for (let i = 0; i < freq.length; i++) if (freq[i] > 0) s += weight[i] * idf[i] * ((freq[i] * (BM25_K1 + 1)) / (freq[i] + norm));
       return { id, s };
     });
   }
@@ -895,7 +917,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const candidates = new Map<number, Candidate<number>>();
     let lexicalIds: number[] = [];
     if (mode !== 'dense') {
-      const deep = this.lexicalCandidates(terms, filters, scope, m * poolFactor, lexicalPool);
+      // Without a dense leg, the strongest expansion terms' own hits are the only new candidates.
+      const newTerms = mode === 'bm25' ? this.cfg.prf.newTermQuery : 0;
+      const deep = this.lexicalCandidates(terms, filters, scope, Math.ceil(m * poolFactor), lexicalPool, known, newTerms);
       lexicalIds = deep.map((r) => r.id);
       const lex = deep.slice(0, m);
       lex.forEach((r, rank) => candidates.set(r.id, { key: r.id, lexical: r.lexical, lexicalRank: rank }));
@@ -947,7 +971,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const lexicalFeedback = mode !== 'dense' && prf.docs > 0 && prf.terms > 0 && terms.length > 0;
     // With lexical feedback the first BM25 pass reads deeper: those rows are the pool the
     // expanded query re-ranks.
-    const first = this.retrieve(terms, query, mode, request.filters, scope, k, undefined, undefined, lexicalFeedback ? FEEDBACK_POOL : 1);
+    const first = this.retrieve(terms, query, mode, request.filters, scope, k, undefined, undefined, lexicalFeedback ? Math.max(1, prf.poolDepth) : 1);
     let { fused, byId } = first;
     const denseFeedback = mode !== 'bm25' && query !== undefined && prf.denseWeight > 0;
     if (prf.docs > 0 && fused.length > 0 && (lexicalFeedback || denseFeedback)) {
