@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -169,6 +170,57 @@ describe('EmbeddedSearchIndex specifics', () => {
     const mine = new Map(internals.weightedBm25(fts.map((r) => r.id), terms, 2).map((r) => [r.id, r.s]));
     for (const r of fts) expect(mine.get(r.id)).toBeCloseTo(-r.s, 9);
     await index.close();
+  });
+
+  it('opens a file of the older layout (interleaved row ids): renumbers chunks by workspace and rebuilds FTS', async () => {
+    const file = path.join(dir, 'old-layout.sqlite');
+    // The layout before workspace rowid ranges: autoincrement ids, no workspace_numbers, no schema version.
+    const old = new Database(file);
+    old.exec(`
+      CREATE TABLE chunks (id INTEGER PRIMARY KEY, workspace_id TEXT NOT NULL, document_id TEXT NOT NULL, document_title TEXT NOT NULL,
+        purpose TEXT NOT NULL, tags TEXT NOT NULL, chunk_index INTEGER NOT NULL, content TEXT NOT NULL, page INTEGER, section TEXT, vector BLOB);
+      CREATE VIRTUAL TABLE chunks_fts USING fts5(title, content, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
+      CREATE TABLE checkpoint (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL);
+      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      INSERT INTO meta VALUES ('dims', '4');
+      INSERT INTO checkpoint VALUES (1, 42);
+    `);
+    const rand = rng(21);
+    const ins = old.prepare('INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)');
+    const fts = old.prepare('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
+    const rows = [
+      [1, 'a', 'a1', 'Supersonic inlets', 'shock wave in a supersonic inlet'],
+      [2, 'b', 'b1', 'Shock tubes', 'shock tube experiments'],
+      [3, 'a', 'a2', 'Heat transfer', 'laminar heat transfer on a flat plate'],
+      [4, 'b', 'b2', 'Wings', 'swept wing at transonic speed'],
+    ] as const;
+    for (const [id, ws, doc, title, content] of rows) {
+      const v = unit(rand, 4);
+      ins.run(id, ws, doc, title, 'KNOWLEDGE', ws === 'a' ? '["t"]' : '[]', 0, content, Buffer.from(v.buffer));
+      fts.run(id, title, content);
+    }
+    old.close();
+
+    let index = new EmbeddedSearchIndex(file);
+    const ids = async (ws: string, text: string, tags?: string[]): Promise<string[]> =>
+      (await index.search({ text, filters: { workspaceId: ws, tags }, k: 10, mode: 'bm25' })).map((h) => h.documentId).sort();
+    expect(await ids('a', 'shock')).toEqual(['a1']);
+    expect(await ids('b', 'shock')).toEqual(['b1']);
+    expect(await ids('a', 'heat shock', ['t'])).toEqual(['a1', 'a2']);
+    expect(await index.getCheckpoint()).toBe(42);
+    // New chunks go to their workspace's range; the file reopens without another migration.
+    await index.upsertDocument('a3', [{ ...chunk('a', 'a3', 0, unit(rand, 4)), content: 'oblique shock reflection' }]);
+    await index.close();
+    index = new EmbeddedSearchIndex(file);
+    expect(await ids('a', 'shock')).toEqual(['a1', 'a3']);
+    expect(await ids('b', 'shock')).toEqual(['b1']);
+    await index.close();
+    const check = new Database(file, { readonly: true });
+    const byWs = check.prepare('SELECT workspace_id AS ws, min(id) AS lo, max(id) AS hi FROM chunks GROUP BY workspace_id ORDER BY ws').all() as { ws: string; lo: number; hi: number }[];
+    expect(byWs[0].hi).toBeLessThan(byWs[1].lo);
+    expect(Math.floor(byWs[0].lo / 2 ** 32)).toBe(Math.floor(byWs[0].hi / 2 ** 32));
+    expect(check.prepare("SELECT value FROM meta WHERE key = 'schema'").get()).toBeDefined();
+    check.close();
   });
 
   it('rejects vectors of the wrong dimension', async () => {

@@ -37,6 +37,13 @@ const STOPWORDS = new Set(
     .split(' '),
 );
 const MAX_QUERY_TERMS = 64;
+/**
+ * Chunk row ids are `workspace number · 2^32 + sequence`, so a workspace's chunks form one
+ * rowid range that FTS5 queries are restricted to (a search never ranks other workspaces'
+ * matches). Files written before this layout (no `schema` in meta) are renumbered on open.
+ */
+const WS_SPAN = 2 ** 32;
+const SCHEMA_VERSION = '2';
 const BM25_K1 = 1.2; // FTS5's constants
 const BM25_B = 0.75;
 const QUERY_REGION = 16384; // bytes reserved for the int16 query (dims <= 8192)
@@ -75,6 +82,9 @@ interface Scope {
   mask: Uint8Array;
   docs: number[];
   chunks: number;
+  /** The workspace's number (its rowid range) and its chunk count. */
+  workspace: number;
+  workspaceChunks: number;
 }
 
 interface DocInfo {
@@ -143,6 +153,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
       CREATE TABLE IF NOT EXISTS checkpoint (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS workspace_numbers (workspace_id TEXT PRIMARY KEY, num INTEGER NOT NULL UNIQUE);
       CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5(t, tokenize='porter unicode61 remove_diacritics 2');
       CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_vocab USING fts5vocab(temp, query_tokens, 'row');
       CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_instances USING fts5vocab(temp, query_tokens, 'instance');
@@ -150,9 +161,43 @@ export class EmbeddedSearchIndex implements SearchIndex {
     // A deleted document's text must not linger in the file: SQLite zeroes freed pages and cells.
     // (FTS5 terms of a contentless-delete table stay until a merge: the erasure service merges.)
     this.db.pragma('secure_delete = ON');
+    this.migrate();
+    for (const r of this.db.prepare<[], { workspace_id: string; num: number }>('SELECT workspace_id, num FROM workspace_numbers').iterate()) {
+      this.workspaces.set(r.workspace_id, r.num);
+    }
     const dims = this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'dims'").get();
     if (dims) this.setDims(Number(dims.value));
     this.load();
+  }
+
+  /**
+   * Files of an older layout (row ids not grouped by workspace): numbers the workspaces,
+   * renumbers the chunks into their workspace's rowid range and rebuilds the FTS index
+   * from the chunks table, in one transaction.
+   */
+  private migrate(): void {
+    const version = this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'schema'").get()?.value;
+    if (version === SCHEMA_VERSION) return;
+    this.db.transaction(() => {
+      const { n } = this.db.prepare<[], { n: number }>('SELECT count(*) AS n FROM chunks').get()!;
+      if (n > 0) {
+        this.db.exec(`
+          INSERT OR IGNORE INTO workspace_numbers(workspace_id, num)
+            SELECT workspace_id, (SELECT coalesce(max(num), 0) FROM workspace_numbers) + ROW_NUMBER() OVER (ORDER BY min(id))
+            FROM chunks GROUP BY workspace_id;
+          CREATE TEMP TABLE renumber (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);
+          INSERT INTO temp.renumber(old, new)
+            SELECT c.id, w.num * ${WS_SPAN} + ROW_NUMBER() OVER (PARTITION BY c.workspace_id ORDER BY c.id)
+            FROM chunks c JOIN workspace_numbers w ON w.workspace_id = c.workspace_id;
+          UPDATE chunks SET id = -id;
+          UPDATE chunks SET id = (SELECT new FROM temp.renumber WHERE old = -chunks.id);
+          DROP TABLE temp.renumber;
+          INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all');
+          INSERT INTO chunks_fts(rowid, title, content) SELECT id, document_title, content FROM chunks;
+        `);
+      }
+      this.db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)").run(SCHEMA_VERSION);
+    })();
   }
 
   /** Current ranking configuration. */
@@ -251,13 +296,32 @@ export class EmbeddedSearchIndex implements SearchIndex {
     return d;
   }
 
+  /** The workspace's persistent number (its rowid range), assigned on first use. */
   private internWorkspace(workspaceId: string): number {
     let w = this.workspaces.get(workspaceId);
     if (w === undefined) {
-      w = this.workspaces.size + 1;
+      const max = this.db.prepare<[], { m: number | null }>('SELECT max(num) AS m FROM workspace_numbers').get()?.m ?? 0;
+      w = max + 1;
+      if (w >= 2 ** 20) throw new Error('too many workspaces in one search index');
+      this.db.prepare('INSERT INTO workspace_numbers(workspace_id, num) VALUES (?, ?)').run(workspaceId, w);
       this.workspaces.set(workspaceId, w);
     }
     return w;
+  }
+
+  private readonly nextRow = new Map<number, number>();
+
+  /** A fresh row id in the workspace's range. */
+  private allocateRow(ws: number): number {
+    let next = this.nextRow.get(ws);
+    if (next === undefined) {
+      const lo = ws * WS_SPAN;
+      const max = this.db.prepare<[number, number], { m: number | null }>('SELECT max(id) AS m FROM chunks WHERE id BETWEEN ? AND ?').get(lo, lo + WS_SPAN - 1)?.m;
+      next = max === null || max === undefined ? lo + 1 : max + 1;
+    }
+    if (next >= (ws + 1) * WS_SPAN) throw new Error('workspace row range exhausted');
+    this.nextRow.set(ws, next + 1);
+    return next;
   }
 
   private setDoc(doc: number, info: DocInfo): void {
@@ -323,15 +387,18 @@ export class EmbeddedSearchIndex implements SearchIndex {
       if (p.v && p.v.length !== this.dims) throw new Error(`vector has ${p.v.length} dimensions, index has ${this.dims}`);
     }
     const insert = this.db.prepare(
-      `INSERT INTO chunks (workspace_id, document_id, document_title, purpose, tags, chunk_index, content, page, section, vector)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO chunks (id, workspace_id, document_id, document_title, purpose, tags, chunk_index, content, page, section, vector)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+    const wsOf = new Map<string, number>();
+    for (const c of chunks) if (!wsOf.has(c.workspaceId)) wsOf.set(c.workspaceId, this.internWorkspace(c.workspaceId));
     const insertFts = this.db.prepare('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
     const tx = this.db.transaction(() => {
       this.deleteRows(documentId);
       const added: { id: number; v: Float32Array | null }[] = [];
       for (const { c, v } of prepared) {
         const info = insert.run(
+          this.allocateRow(wsOf.get(c.workspaceId)!),
           c.workspaceId,
           documentId,
           c.documentTitle,
@@ -425,6 +492,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.assertOpen();
     this.db.exec("DELETE FROM chunks; DELETE FROM chunks_fts; DELETE FROM checkpoint; DELETE FROM meta WHERE key = 'dims';");
     this.slotOfRow.clear();
+    this.nextRow.clear();
     this.free.length = 0;
     this.highWater = 0;
     this.liveCount = 0;
@@ -501,7 +569,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
     } else {
       for (const d of this.workspaceDocs.get(ws) ?? []) consider(d);
     }
-    return { mask, chunks, docs };
+    let workspaceChunks = 0;
+    for (const d of this.workspaceDocs.get(ws) ?? []) workspaceChunks += this.docs[d]?.chunks ?? 0;
+    return { mask, chunks, docs, workspace: ws, workspaceChunks };
   }
 
   async countDocuments(filters: SearchFilters): Promise<number> {
@@ -600,8 +670,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
   ): { id: number; lexical: number }[] {
     if (terms.length === 0 || scope.chunks === 0) return [];
     const titleWeight = Number(this.cfg.titleWeight) || 0;
-    const share = scope.chunks / Math.max(1, this.liveCount);
-    const large = share >= 0.25 && this.dims > 0;
+    const lo = scope.workspace * WS_SPAN;
+    const hi = lo + WS_SPAN - 1;
     const inScope = (id: number): boolean => {
       const slot = this.slotOfRow.get(id);
       return slot !== undefined && scope.mask[this.docOf[slot]] === 1;
@@ -612,22 +682,25 @@ export class EmbeddedSearchIndex implements SearchIndex {
     if (uniform) {
       // Equal weights: one OR query, ranked and limited by FTS5.
       const match = toMatchExpression(terms.map((t) => t.text));
-      if (large) {
-        // The scope is a large part of the index: rank in FTS5 alone (no per-match join)
-        // and filter with the in-memory mask, reading deeper until m rows pass.
-        const stmt = this.db.prepare<[string, number], { id: number; s: number }>(
-          `SELECT rowid AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?`,
+      if (this.dims > 0) {
+        // Rank in FTS5 alone within the workspace's rowid range (no per-match join) and
+        // filter with the in-memory mask, reading deeper until m rows pass.
+        const share = scope.chunks / Math.max(1, scope.workspaceChunks);
+        const stmt = this.db.prepare<[string, number, number, number], { id: number; s: number }>(
+          `SELECT rowid AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts
+           WHERE chunks_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY s LIMIT ?`,
         );
-        let limit = Math.ceil((m / share) * 1.5) + 10;
+        let limit = Math.ceil((m / Math.max(share, 1e-9)) * 1.5) + 10;
         for (;;) {
-          const all = stmt.all(match, limit);
-          rows = all.filter((r) => inScope(r.id));
+          const all = stmt.all(match, lo, hi, limit);
+          rows = share >= 1 ? all : all.filter((r) => inScope(r.id));
           if (rows.length >= m || all.length < limit) break;
           limit *= 4;
         }
         rows = rows.slice(0, m);
       } else {
-        rows = this.lexicalJoin(match, filters, m, titleWeight);
+        // Chunks without vectors before any vector fixed the dimensions are not in memory.
+        rows = this.lexicalJoin(match, filters, m, titleWeight, lo, hi);
       }
       rows = rows.map((r) => ({ id: r.id, s: -r.s * w0 }));
     } else {
@@ -744,9 +817,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
   }
 
   /** BM25 with the filters applied in SQL (small scopes); m < 0: no limit. */
-  private lexicalJoin(match: string, filters: SearchFilters, m: number, titleWeight: number): { id: number; s: number }[] {
-    const where: string[] = ['chunks_fts MATCH ?', 'c.workspace_id = ?'];
-    const params: (string | number)[] = [match, filters.workspaceId];
+  private lexicalJoin(match: string, filters: SearchFilters, m: number, titleWeight: number, lo: number, hi: number): { id: number; s: number }[] {
+    const where: string[] = ['chunks_fts MATCH ?', 'chunks_fts.rowid BETWEEN ? AND ?', 'c.workspace_id = ?'];
+    const params: (string | number)[] = [match, lo, hi, filters.workspaceId];
     if (filters.purpose) {
       where.push('c.purpose = ?');
       params.push(filters.purpose);
