@@ -110,7 +110,7 @@ export const DEFAULT_HYBRID_CONFIG: HybridConfig = {
   dense: { low: 0.1, high: 0.8 },
   lexicalScale: 0.25,
   calibrationExponent: 1,
-  prf: { docs: 5, terms: 10, originalWeight: 0.7, maxDocFrequency: 0.1, denseWeight: 0, poolDepth: 1, newTermQuery: 3 },
+  prf: { docs: 5, terms: 10, originalWeight: 0.7, maxDocFrequency: 0.1, denseWeight: 0, poolDepth: 0.5, newTermQuery: 3 },
 };
 
 /** Partial configuration; nested groups may be partial too. */

@@ -56,6 +56,13 @@ export function queryTerms(text: string): string[] {
   return [...new Set(chosen)].slice(0, MAX_QUERY_TERMS);
 }
 
+/** Lower-cased words of text as FTS5's unicode61 tokenizer splits them (letters and digits). */
+function wordsOf(text: string): string[] {
+  // Pure ASCII text (the common case) takes a cheaper, equivalent expression.
+  // eslint-disable-next-line no-control-regex
+  return (/^[\x00-\x7f]*$/.test(text) ? text.toLowerCase().match(/[a-z0-9]+/g) : text.toLowerCase().match(/[\p{L}\p{N}]+/gu)) ?? [];
+}
+
 /** FTS5 MATCH expression ORing the quoted terms; never a syntax error. */
 export function toMatchExpression(terms: string[]): string {
   return terms.map((t) => `"${t.replace(/"/g, '""')}"`).join(' OR ');
@@ -215,7 +222,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private setDims(dims: number): void {
     if (!Number.isInteger(dims) || dims <= 0 || dims * 2 > QUERY_REGION) throw new Error(`unsupported vector dimensions: ${dims}`);
     this.dims = dims;
-    this.stride = Math.ceil(dims / 32) * 32;
+    this.stride = Math.ceil(dims / 64) * 64; // the scanner reads 64 bytes per step
     this.queryMax = Math.min(32767, Math.floor(0x7fffffff / (127 * this.stride)));
   }
 
@@ -755,39 +762,49 @@ export class EmbeddedSearchIndex implements SearchIndex {
           .all(JSON.stringify(missing)),
       );
     }
-    // Each distinct word is mapped once to the query term its stem is (-1: none).
-    const tokenize = (text: string): string[] => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
-    const tokenized = texts.map((r) => ({ id: r.id, title: tokenize(r.document_title), content: tokenize(r.content) }));
+    // Each distinct word is mapped once to the index of the query term its stem is (-1: none);
+    // words not stemmed yet are counted after one batched stemming call.
     const termOfWord = new Map<string, number>();
-    const unknown: string[] = [];
-    for (const t of tokenized) {
-      for (const list of [t.title, t.content]) {
-        for (const w of list) {
-          if (termOfWord.has(w)) continue;
-          const stem = this.stemCache.get(w);
+    const pending: { row: number; word: string; w: number }[] = [];
+    const freq = new Float64Array(texts.length * terms.length);
+    const lengths = new Float64Array(texts.length);
+    const count = (text: string, row: number, w: number): void => {
+      const words = wordsOf(text);
+      lengths[row] += words.length;
+      for (const word of words) {
+        let i = termOfWord.get(word);
+        if (i === undefined) {
+          const stem = this.stemCache.get(word);
           if (stem === undefined) {
-            termOfWord.set(w, -2);
-            unknown.push(w);
-          } else termOfWord.set(w, termOf.get(stem) ?? -1);
+            pending.push({ row, word, w });
+            continue;
+          }
+          i = termOf.get(stem) ?? -1;
+          termOfWord.set(word, i);
         }
+        if (i >= 0) freq[row * terms.length + i] += w;
+      }
+    };
+    texts.forEach((r, row) => {
+      count(r.document_title, row, titleWeight);
+      count(r.content, row, 1);
+    });
+    if (pending.length > 0) {
+      const words = [...new Set(pending.map((p) => p.word))];
+      this.stems(words).forEach((stem, i) => termOfWord.set(words[i], termOf.get(stem) ?? -1));
+      for (const p of pending) {
+        const i = termOfWord.get(p.word)!;
+        if (i >= 0) freq[p.row * terms.length + i] += p.w;
       }
     }
-    if (unknown.length > 0) this.stems(unknown).forEach((stem, i) => termOfWord.set(unknown[i], termOf.get(stem) ?? -1));
-    const freq = new Float64Array(terms.length);
-    return tokenized.map(({ id, title, content }) => {
-      freq.fill(0);
-      for (const w of title) {
-        const i = termOfWord.get(w)!;
-        if (i >= 0) freq[i] += titleWeight;
-      }
-      for (const w of content) {
-        const i = termOfWord.get(w)!;
-        if (i >= 0) freq[i] += 1;
-      }
-      const norm = BM25_K1 * (1 - BM25_B + (BM25_B * (title.length + content.length)) / avgLength);
+    return texts.map((r, row) => {
+      const norm = BM25_K1 * (1 - BM25_B + (BM25_B * lengths[row]) / avgLength);
       let s = 0;
-      for (let i = 0; i < freq.length; i++) if (freq[i] > 0) s += weight[i] * idf[i] * ((freq[i] * (BM25_K1 + 1)) / (freq[i] + norm));
-      return { id, s };
+      for (let i = 0; i < terms.length; i++) {
+        const f = freq[row * terms.length + i];
+        if (f > 0) s += weight[i] * idf[i] * ((f * (BM25_K1 + 1)) / (f + norm));
+      }
+      return { id: r.id, s };
     });
   }
 
@@ -1056,7 +1073,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
           : terms;
         const q2 = denseFeedback ? rocchio(query!, top.map((f) => byId.get(f.key)!.vector), prf.denseWeight) : query;
         // The dense leg is re-run only when its query changed.
-        ({ fused, byId } = this.retrieve(expanded, q2, mode, request.filters, scope, k, q2 === query ? first.denseIds : undefined, first.lexicalIds, 1, first.byId));
+        // A pool depth below 1 re-ranks only the head of the first pass's BM25 list.
+        const pool = first.lexicalIds.slice(0, Math.max(k, Math.ceil(Math.max(k, this.cfg.candidates) * prf.poolDepth)));
+        ({ fused, byId } = this.retrieve(expanded, q2, mode, request.filters, scope, k, q2 === query ? first.denseIds : undefined, pool, 1, first.byId));
       }
     }
 
@@ -1116,10 +1135,19 @@ function bufferToFloats(b: Buffer): Float32Array {
   return new Float32Array(copy.buffer, 0, b.byteLength >> 2);
 }
 
+/** Cosines already computed for a query vector (the feedback pass reuses the first pass's). */
+const cosineCache = new WeakMap<Float32Array, Map<Buffer, number>>();
+
 function dotBuffer(q: Float32Array, b: Buffer): number {
-  const v = bufferToFloats(b);
+  let cache = cosineCache.get(q);
+  if (!cache) cosineCache.set(q, (cache = new Map()));
+  const known = cache.get(b);
+  if (known !== undefined) return known;
+  // A view when the blob is 4-byte aligned, else a copy.
+  const v = b.byteOffset % 4 === 0 ? new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2) : bufferToFloats(b);
   const n = Math.min(q.length, v.length);
   let s = 0;
   for (let i = 0; i < n; i++) s += q[i] * v[i];
+  cache.set(b, s);
   return s;
 }

@@ -5,7 +5,7 @@
  *
  * Exported function `scan(vec, n, stride, q, out)`: for r in [0, n),
  *   out[r] = Σ_j int8(vec + r*stride + j) * int16(q + 2j), j in [0, stride)
- * where `stride` is a multiple of 32 bytes, `q` points to the query as int16 and
+ * where `stride` is a multiple of 64 bytes, `q` points to the query as int16 and
  * `out` to n int32 results.
  */
 
@@ -43,6 +43,13 @@ const tee = (i: number): number[] => [op.localTee, i];
 /** i32.const takes a signed LEB128; the constants used here are small and non-negative. */
 const c32 = (v: number): number[] => (v < 64 ? [op.i32Const, v] : [op.i32Const, (v & 0x7f) | 0x80, v >> 7]);
 
+/** acc += the 16 vector bytes at vec + j + off times the 16 int16 query values at qp + 2·off. */
+const block16 = (off: number): number[] => [
+  ...get(VEC), ...get(J), op.i32Add, ...simd.load, 0, off, ...set(V),
+  ...get(V), ...simd.extendLowS, ...get(QP), ...simd.load, 0, ...uleb(2 * off), ...simd.dotI16, ...simd.addI32,
+  ...get(V), ...simd.extendHighS, ...get(QP), ...simd.load, 0, ...uleb(2 * off + 16), ...simd.dotI16, ...simd.addI32,
+];
+
 const body: number[] = [
   ...vec([[3, I32], [2, V128]]),
   op.block, op.void,
@@ -52,16 +59,14 @@ const body: number[] = [
   ...c32(0), ...set(J),
   ...get(Q), ...set(QP),
   op.loop, op.void,
-  ...get(VEC), ...get(J), op.i32Add, ...simd.load, 0, 0, ...set(V),
   ...get(ACC),
-  ...get(V), ...simd.extendLowS, ...get(QP), ...simd.load, 0, 0, ...simd.dotI16, ...simd.addI32,
-  ...get(V), ...simd.extendHighS, ...get(QP), ...simd.load, 0, 16, ...simd.dotI16, ...simd.addI32,
-  ...get(VEC), ...get(J), op.i32Add, ...simd.load, 0, 16, ...set(V),
-  ...get(V), ...simd.extendLowS, ...get(QP), ...simd.load, 0, 32, ...simd.dotI16, ...simd.addI32,
-  ...get(V), ...simd.extendHighS, ...get(QP), ...simd.load, 0, 48, ...simd.dotI16, ...simd.addI32,
+  ...block16(0),
+  ...block16(16),
+  ...block16(32),
+  ...block16(48),
   ...set(ACC),
-  ...get(QP), ...c32(64), op.i32Add, ...set(QP),
-  ...get(J), ...c32(32), op.i32Add, ...tee(J), ...get(STRIDE), op.i32LtU, op.brIf, 0,
+  ...get(QP), ...c32(128), op.i32Add, ...set(QP),
+  ...get(J), ...c32(64), op.i32Add, ...tee(J), ...get(STRIDE), op.i32LtU, op.brIf, 0,
   op.end,
   ...get(OUT), ...get(R), ...c32(2), op.i32Shl, op.i32Add,
   ...get(ACC), ...simd.extractLaneI32, 0,
