@@ -717,9 +717,17 @@ export class EmbeddedSearchIndex implements SearchIndex {
       // and statistics and the terms' weights. (An FTS5 query over every expanded term would
       // match most of a large index: too slow.)
       const ids = new Set(pool);
+      // Strongest = largest possible contribution, weight · idf (rarer terms also have
+      // shorter posting lists, so the query stays cheap).
+      const df = this.docFrequencies(terms.map((t) => t.stem));
+      const n = Math.max(1, this.liveCount);
+      const reach = (t: WeightedTerm): number => {
+        const d = df.get(t.stem) ?? 0;
+        return t.weight * Math.max(1e-6, Math.log((n - d + 0.5) / (d + 0.5)));
+      };
       const strongest = terms
         .filter((t) => !t.original)
-        .sort((a, b) => b.weight - a.weight)
+        .sort((a, b) => reach(b) - reach(a))
         .slice(0, Math.max(0, Math.floor(newTerms)))
         .map((t) => ({ ...t, weight: 1 }));
       if (strongest.length > 0) for (const r of this.lexicalCandidates(strongest, filters, scope, m)) ids.add(r.id);
