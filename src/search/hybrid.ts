@@ -36,12 +36,14 @@
  *  - Dense (Rocchio): q' = normalise(q + β·mean(feedback vectors)), β = `prf.denseWeight`
  *    (0, off, by default: it lowers dense alone and does not measurably help hybrid with
  *    this embedding model).
- * The embedded adapter re-ranks a pool (its first BM25 pass read 3× deeper, plus the top
- * hits of the 3 strongest expansion terms) with FTS5's own BM25 formula and statistics
- * computed in JS, since FTS5's bm25() has no per-term weights and an FTS5 query over
- * every expanded term would match most of a large index; the dense scan is reused when
- * the query vector is unchanged. Cost (bench/search.ts, p50): about +12 ms at 10k chunks
- * and +25 ms at 100k.
+ * The embedded adapter re-ranks a pool with FTS5's own BM25 formula and statistics computed
+ * in JS (FTS5's bm25() has no per-term weights, and an FTS5 query over every expanded term
+ * would match most of a large index): the head of its first BM25 list (`prf.poolDepth` ×
+ * `candidates` rows, already read) and, in BM25-only searches, the top hits of the
+ * `prf.newTermQuery` expansion terms of largest weight·idf (one OR query; in hybrid the dense
+ * leg brings chunks that share no word with the query). The dense scan and the cosines are
+ * reused when the query vector is unchanged. Cost (bench/search.ts, 100k chunks, p50):
+ * about +3 ms in hybrid, +13 ms in BM25-only.
  *
  * Defaults were chosen by measurement on the Cranfield collection (bench/eval.ts,
  * `--sweep`, `--prf-sweep`), nDCG@10: BM25 0.367, dense 0.181, weighted hybrid 0.386,
@@ -53,7 +55,10 @@
  * terms 10–20, λ 0.5–0.7: hybrid 0.40–0.41); 5 docs, 10 terms and λ 0.7 sit inside that
  * plateau, keep the second pass cheap and keep hybrid above BM25+RM3 (lower λ favours
  * BM25+RM3). maxDocFrequency 0.1 bounds the postings read per expansion term (0.2–1 give
- * the same nDCG@10, Recall@100 +0.02). FTS5's bm25() fixes k1 = 1.2 and b = 0.75.
+ * the same nDCG@10, Recall@100 +0.02). The pool is flat as well (`--k 30`, the API's regime:
+ * poolDepth 0.4–3 give hybrid+RM3 0.403–0.405, 0.3 gives 0.400; the new-term query changes
+ * nothing in hybrid and keeps BM25+RM3 at 0.399), so 0.5 keeps the second pass cheap.
+ * FTS5's bm25() fixes k1 = 1.2 and b = 0.75.
  */
 
 export interface HybridConfig {
@@ -91,7 +96,7 @@ export interface PrfConfig {
   maxDocFrequency: number;
   /** Rocchio: weight of the feedback chunks' mean vector added to the unit query vector; 0 disables dense feedback. */
   denseWeight: number;
-  /** Depth of the first BM25 pass re-ranked by the expanded query, in multiples of `candidates`. */
+  /** Head of the first BM25 list re-ranked by the expanded query, in multiples of `candidates` (above 1: the first pass reads deeper). */
   poolDepth: number;
   /**
    * BM25-only searches: the strongest expansion terms whose own top BM25 hits (one OR query)
