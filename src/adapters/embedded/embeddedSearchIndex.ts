@@ -130,6 +130,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private docSlots: (number[] | undefined)[] = [];
   /** Documents of each workspace (interned ids), so a search touches only its workspace. */
   private readonly workspaceDocs = new Map<number, Set<number>>();
+  /** Chunks of each workspace (the sum over its documents). */
+  private readonly workspaceChunks = new Map<number, number>();
   private readonly workspaces = new Map<string, number>();
   private liveCount = 0;
   private closed = false;
@@ -337,11 +339,15 @@ export class EmbeddedSearchIndex implements SearchIndex {
     let set = this.workspaceDocs.get(info.workspace);
     if (!set) this.workspaceDocs.set(info.workspace, (set = new Set()));
     set.add(doc);
+    this.workspaceChunks.set(info.workspace, (this.workspaceChunks.get(info.workspace) ?? 0) + info.chunks);
   }
 
   private unsetDoc(doc: number): void {
     const info = this.docs[doc];
-    if (info) this.workspaceDocs.get(info.workspace)?.delete(doc);
+    if (info) {
+      this.workspaceDocs.get(info.workspace)?.delete(doc);
+      this.workspaceChunks.set(info.workspace, (this.workspaceChunks.get(info.workspace) ?? 0) - info.chunks);
+    }
     this.docs[doc] = undefined;
     this.docSlots[doc] = undefined;
   }
@@ -355,7 +361,10 @@ export class EmbeddedSearchIndex implements SearchIndex {
     for (const r of rows) {
       const doc = this.internDoc(r.document_id);
       const info = this.docs[doc];
-      if (info) info.chunks++;
+      if (info) {
+        info.chunks++;
+        this.workspaceChunks.set(info.workspace, (this.workspaceChunks.get(info.workspace) ?? 0) + 1);
+      }
       else
         this.setDoc(doc, {
           workspace: this.internWorkspace(r.workspace_id),
@@ -509,6 +518,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.docs.length = 0;
     this.docSlots = [];
     this.workspaceDocs.clear();
+    this.workspaceChunks.clear();
     this.pendingWithoutVector.length = 0;
     this.dims = 0;
     this.capacity = 0;
@@ -576,9 +586,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     } else {
       for (const d of this.workspaceDocs.get(ws) ?? []) consider(d);
     }
-    let workspaceChunks = 0;
-    for (const d of this.workspaceDocs.get(ws) ?? []) workspaceChunks += this.docs[d]?.chunks ?? 0;
-    return { mask, chunks, docs, workspace: ws, workspaceChunks };
+    return { mask, chunks, docs, workspace: ws, workspaceChunks: this.workspaceChunks.get(ws) ?? 0 };
   }
 
   async countDocuments(filters: SearchFilters): Promise<number> {
