@@ -172,6 +172,24 @@ describe('EmbeddedSearchIndex specifics', () => {
     await index.close();
   });
 
+  it('a repeated filter sees documents added, retagged and deleted since the last search', async () => {
+    const rand = rng(33);
+    const index = new EmbeddedSearchIndex(':memory:');
+    const tagged = async (): Promise<string[]> =>
+      (await index.search({ text: 'wing', vector: unit(rand, 4), filters: { workspaceId: 'w', tags: ['t'] }, k: 10 })).map((h) => h.documentId).sort();
+    await index.upsertDocument('a', [{ ...chunk('w', 'a', 0, unit(rand, 4), ['t']), content: 'swept wing' }]);
+    await index.upsertDocument('b', [{ ...chunk('w', 'b', 0, unit(rand, 4)), content: 'delta wing' }]);
+    expect(await tagged()).toEqual(['a']);
+    await index.updateDocumentFields('b', { tags: ['t'] });
+    expect(await tagged()).toEqual(['a', 'b']);
+    await index.upsertDocument('c', [{ ...chunk('w', 'c', 0, unit(rand, 4), ['t']), content: 'wing flutter' }]);
+    expect(await tagged()).toEqual(['a', 'b', 'c']);
+    await index.deleteDocument('a');
+    expect(await tagged()).toEqual(['b', 'c']);
+    expect(await index.countDocuments({ workspaceId: 'w', tags: ['t'] })).toBe(2);
+    await index.close();
+  });
+
   it('opens a file of the older layout (interleaved row ids): renumbers chunks by workspace and rebuilds FTS', async () => {
     const file = path.join(dir, 'old-layout.sqlite');
     // The layout before workspace rowid ranges: autoincrement ids, no workspace_numbers, no schema version.

@@ -335,6 +335,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   private setDoc(doc: number, info: DocInfo): void {
     this.unsetDoc(doc);
+    this.scopeCache.clear();
     this.docs[doc] = info;
     let set = this.workspaceDocs.get(info.workspace);
     if (!set) this.workspaceDocs.set(info.workspace, (set = new Set()));
@@ -343,6 +344,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
   }
 
   private unsetDoc(doc: number): void {
+    this.scopeCache.clear();
     const info = this.docs[doc];
     if (info) {
       this.workspaceDocs.get(info.workspace)?.delete(doc);
@@ -502,6 +504,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     })();
     if (fields.purpose !== undefined) info.purpose = PURPOSE_CODE[fields.purpose];
     if (fields.tags !== undefined) info.tags = [...fields.tags];
+    this.scopeCache.clear();
   }
 
   async clear(): Promise<void> {
@@ -519,6 +522,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.docSlots = [];
     this.workspaceDocs.clear();
     this.workspaceChunks.clear();
+    this.scopeCache.clear();
     this.pendingWithoutVector.length = 0;
     this.dims = 0;
     this.capacity = 0;
@@ -559,7 +563,22 @@ export class EmbeddedSearchIndex implements SearchIndex {
   }
 
   /** Allowed documents and how many chunks they hold. */
+  /** Scopes of recent filters; any change to documents' membership or fields empties it. */
+  private readonly scopeCache = new Map<string, Scope>();
+
   private docScope(filters: SearchFilters): Scope | undefined {
+    const key = JSON.stringify([filters.workspaceId, filters.purpose ?? null, filters.tags ?? null, filters.documentIds ?? null]);
+    const cached = this.scopeCache.get(key);
+    if (cached) return cached;
+    const scope = this.computeScope(filters);
+    if (scope) {
+      if (this.scopeCache.size >= 32) this.scopeCache.clear();
+      this.scopeCache.set(key, scope);
+    }
+    return scope;
+  }
+
+  private computeScope(filters: SearchFilters): Scope | undefined {
     const ws = this.workspaces.get(filters.workspaceId);
     if (ws === undefined) return undefined;
     const mask = new Uint8Array(this.docNames.length);
