@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EmbeddedSearchIndex } from '../../src/adapters/embedded/embeddedSearchIndex';
+import { createMemory, createScanner } from '../../src/adapters/embedded/int8Scan';
 import type { IndexedChunk } from '../../src/ports/searchIndex';
 import { searchIndexContract } from './searchIndex.contract';
 
@@ -170,6 +171,28 @@ describe('EmbeddedSearchIndex specifics', () => {
     const mine = new Map(internals.weightedBm25(fts.map((r) => r.id), terms, 2).map((r) => [r.id, r.s]));
     for (const r of fts) expect(mine.get(r.id)).toBeCloseTo(-r.s, 9);
     await index.close();
+  });
+
+  it('the int8 scanner (pairs of rows, odd tails) equals the scalar dot products', () => {
+    const memory = createMemory(64);
+    const scan = createScanner(memory);
+    const rand = rng(44);
+    for (const [n, stride] of [[1, 64], [2, 64], [7, 128], [33, 512], [10, 1024]]) {
+      const q16 = new Int16Array(memory.buffer, 0, stride);
+      const qMax = Math.min(32767, Math.floor(0x7fffffff / (127 * stride))); // as the index quantises: no int32 overflow
+      for (let i = 0; i < stride; i++) q16[i] = Math.round((rand() * 2 - 1) * qMax);
+      const base = 16384;
+      const i8 = new Int8Array(memory.buffer, base, n * stride);
+      for (let i = 0; i < i8.length; i++) i8[i] = Math.round((rand() * 2 - 1) * 127);
+      const outOff = base + n * stride;
+      scan(base, n, stride, 0, outOff);
+      const out = new Int32Array(memory.buffer, outOff, n);
+      for (let r = 0; r < n; r++) {
+        let s = 0;
+        for (let j = 0; j < stride; j++) s += i8[r * stride + j] * q16[j];
+        expect(out[r]).toBe(s);
+      }
+    }
   });
 
   it('a repeated filter sees documents added, retagged and deleted since the last search', async () => {
