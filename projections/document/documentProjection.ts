@@ -1,3 +1,4 @@
+import { extractedSizeBound } from '../../src/domain/document/size';
 import { Projection, readModelProjection } from '../../src/core/projection';
 import { ReadStore } from '../../src/ports/readStore';
 import { DocumentEvent, DocumentKind, isDocumentEvent, ProcessingFailureCode, ProcessingStatus, Purpose } from '../../src/domain/document/events';
@@ -29,6 +30,8 @@ export interface DocumentView {
   blobSha256: string;
   /** Log position of the DocumentVerified in effect: readers wait for the search index to reach it. */
   verifiedPosition?: number;
+  /** Upper bound of the text of an accepted auto-save not yet processed (instruction-set limits count it). */
+  pendingSizeBytes?: number;
 }
 
 /** The latest extracted text of a document (instruction sets read it whole). */
@@ -104,17 +107,17 @@ export function documentProjection(store: ReadStore): Projection {
         break;
       case 'DocumentVerified':
         if (e.data.processingId !== d.processingId) break;
-        await docs.put({ ...d, processingStatus: 'VERIFIED', chunkCount: e.data.chunkCount, tokenCount: e.data.tokenCount, verifiedPosition: event.position });
+        await docs.put({ ...withoutPending(d), processingStatus: 'VERIFIED', chunkCount: e.data.chunkCount, tokenCount: e.data.tokenCount, verifiedPosition: event.position });
         break;
       case 'DocumentProcessingFailed':
         if (e.data.processingId !== d.processingId) break;
-        await docs.put({ ...d, processingStatus: 'FAILED', chunkCount: 0, error: { code: e.data.code, message: e.data.message } });
+        await docs.put({ ...withoutPending(d), processingStatus: 'FAILED', chunkCount: 0, error: { code: e.data.code, message: e.data.message } });
         break;
       case 'DocumentMetadataUpdated':
         await docs.put({ ...d, title: e.data.title ?? d.title, purpose: e.data.purpose ?? d.purpose, tags: e.data.tags ?? d.tags, updatedAt: e.data.updatedAt });
         break;
       case 'DocumentContentUpdated':
-        await docs.put({ ...d, size: e.data.size, updatedAt: e.data.updatedAt });
+        await docs.put({ ...d, size: e.data.size, updatedAt: e.data.updatedAt, pendingSizeBytes: extractedSizeBound(e.data.content, d.kind) });
         break;
       case 'DocumentReprocessRequested':
         await docs.put({ ...d, updatedAt: e.data.requestedAt });
@@ -132,4 +135,9 @@ export function documentProjection(store: ReadStore): Projection {
       }
     }
   });
+}
+
+function withoutPending(d: DocumentView): DocumentView {
+  const { pendingSizeBytes: _pending, ...rest } = d;
+  return rest;
 }

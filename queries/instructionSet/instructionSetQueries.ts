@@ -1,9 +1,12 @@
+import { extractedSizeBound } from '../../src/domain/document/size';
 import { AppContext } from '../../src/app/context';
 import { DomainError } from '../../src/domain/errors';
 import { instructionSetsCollection, InstructionSetView } from '../../projections/instructionSet/instructionSetProjection';
 import { MAX_SET_BYTES } from '../../src/domain/instructionSet/events';
 
 /** The documents feature's read models, as far as instruction sets read them. */
+export { extractedSizeBound };
+
 export interface DocumentRecord {
   id: string;
   workspaceId: string;
@@ -14,6 +17,8 @@ export interface DocumentRecord {
   purpose: 'KNOWLEDGE' | 'INSTRUCTION';
   processingStatus: string;
   sizeBytes?: number;
+  /** Upper bound of the text of an accepted auto-save still being processed. */
+  pendingSizeBytes?: number;
   deleted?: boolean;
 }
 export interface DocumentTextRecord {
@@ -116,19 +121,6 @@ export interface SetSizeBreach {
 }
 
 /** Lines that may open a Markdown section (ATX heading, setext underline); over-counts, never under. */
-const SECTION_LINE = /^ {0,3}(?:#{1,6}(?:[ \t]|$)|=+[ \t]*$|-+[ \t]*$)/gm;
-
-/**
- * An upper bound of the UTF-8 bytes of the text extracted from `content` (text or Markdown
- * of at most 256 K characters, one piece): normalisation removes whitespace and control
- * characters, but NFC may lengthen a few characters, and Markdown sections (cut at headings)
- * are joined by a blank line: at most one byte more per heading.
- */
-export function extractedSizeBound(content: string, kind: string | undefined): number {
-  const bytes = Math.max(Buffer.byteLength(content, 'utf8'), Buffer.byteLength(content.normalize('NFC'), 'utf8'));
-  return kind === 'md' ? bytes + (content.match(SECTION_LINE)?.length ?? 0) : bytes;
-}
-
 /**
  * The first set holding `documentId` that the document's new `content` would push past
  * MAX_SET_BYTES, or null. A change that does not grow the document's entry is never a breach
@@ -141,8 +133,26 @@ export async function setSizeBreach(ctx: AppContext, documentId: string, content
   for (const v of holders) {
     const entry = v.documents.find((d) => d.documentId === documentId);
     if (!entry || sizeBytes <= entry.sizeBytes) continue;
-    const others = v.documents.reduce((n, d) => (d.documentId === documentId ? n : n + d.sizeBytes), 0);
+    const pending = await pendingSizes(ctx, v.documents.map((d) => d.documentId));
+    // Other documents count at their size after any auto-save still being processed.
+    const others = v.documents.reduce((n, d) => (d.documentId === documentId ? n : n + Math.max(d.sizeBytes, pending.get(d.documentId) ?? 0)), 0);
     if (others + sizeBytes > MAX_SET_BYTES) return { currentSize: others, documentSize: sizeBytes, maxSize: MAX_SET_BYTES, instructionSetId: v.id };
   }
   return null;
+}
+
+/** Pending (accepted, not yet processed) auto-save sizes of these documents. */
+async function pendingSizes(ctx: AppContext, documentIds: string[]): Promise<Map<string, number>> {
+  const rows = await documents(ctx).getMany(documentIds);
+  return new Map(rows.filter((d) => typeof d.pendingSizeBytes === 'number').map((d) => [d.id, d.pendingSizeBytes as number]));
+}
+
+/**
+ * Bytes by which documents of a set will grow once their accepted auto-saves are processed:
+ * a set's limit counts them already, so that an add or another auto-save cannot slip a set
+ * past 100 KB while one is in flight.
+ */
+export async function pendingGrowth(ctx: AppContext, entries: { documentId: string; sizeBytes: number }[]): Promise<number> {
+  const pending = await pendingSizes(ctx, entries.map((e) => e.documentId));
+  return entries.reduce((n, e) => n + Math.max(0, (pending.get(e.documentId) ?? e.sizeBytes) - e.sizeBytes), 0);
 }

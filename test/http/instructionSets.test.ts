@@ -389,6 +389,26 @@ describe('instruction sets (management)', () => {
     await eventually(async () => (await setOf(set.id)).totalSizeBytes === a.sizeBytes + 1000, 'the set learnt the smaller size');
   });
 
+  it('auto-saves still being processed count against the limit: a second auto-save or an add cannot slip past it', async () => {
+    const a = await verifiedDoc(t.owner.api, t.workspaceId, 'flight-a.txt', exactText('flight-a', 50_000));
+    const b = await verifiedDoc(t.owner.api, t.workspaceId, 'flight-b.txt', exactText('flight-b', 50_000));
+    const c = await verifiedDoc(t.owner.api, t.workspaceId, 'flight-c.txt', exactText('flight-c', 1500));
+    const set = await createSet({ name: 'In flight' });
+    for (const d of [a, b]) expect((await sets().post(`/api/instruction-sets/${set.id}/documents`, { documentId: d.id })).status).toBe(201);
+    // a grows to 51,500 bytes; accepted, still PROCESSING when the next requests arrive.
+    const grow = await t.owner.api.patch(`/v1/workspaces/${t.workspaceId}/documents/${a.id}`, { content: 'a'.repeat(51_500) });
+    expect(grow.status).toBe(200);
+    const second = await t.owner.api.patch(`/v1/workspaces/${t.workspaceId}/documents/${b.id}`, { content: 'b'.repeat(51_500) });
+    expect({ status: second.status, code: second.body?.error?.code }).toEqual({ status: 400, code: 'SIZE_LIMIT_EXCEEDED' });
+    expect(second.body.error.details.currentSize).toBe(51_500);
+    const add = await sets().post(`/api/instruction-sets/${set.id}/documents`, { documentId: c.id });
+    expect({ status: add.status, code: add.body?.error?.code }).toEqual({ status: 400, code: 'SIZE_LIMIT_EXCEEDED' });
+    expect(add.body.error.details).toEqual({ currentSize: 101_500, documentSize: 1500, maxSize: 102400 });
+    await waitForStatus(t.owner.api, t.workspaceId, a.id);
+    await eventually(async () => (await setOf(set.id)).totalSizeBytes === 101_500, 'the set learnt the new size');
+    expect((await setOf(set.id)).totalSizeBytes).toBeLessThanOrEqual(102400);
+  });
+
   it('auto-save within the limit: after VERIFIED the entry and the totals follow the document, and the limits use the new size', async () => {
     const c = await verifiedDoc(t.owner.api, t.workspaceId, 'resize-c.txt', exactText('resize-c', 20 * 1024));
     const d = await verifiedDoc(t.owner.api, t.workspaceId, 'resize-d.md', `# Resize\n\n${prose('resize-d', 10 * 1024)}`);

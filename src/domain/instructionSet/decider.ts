@@ -39,7 +39,7 @@ export type InstructionSetCommand =
   | { type: 'CreateInstructionSet'; setId: string; workspaceId: string; actor: SetActor; name: string; description: string | null; isPublic: boolean; now: Date }
   | { type: 'UpdateInstructionSet'; actor: SetActor; name?: string; description?: string | null; isPublic?: boolean; expectedUpdatedAt?: string; now: Date }
   | { type: 'DeleteInstructionSet'; actor: SetActor; now: Date }
-  | { type: 'AddSetDocument'; actor: SetActor; documentId: string; document: DocumentSnapshot | null; now: Date }
+  | { type: 'AddSetDocument'; actor: SetActor; documentId: string; document: DocumentSnapshot | null; now: Date; pendingGrowthBytes?: number }
   | { type: 'RemoveSetDocument'; actor: SetActor; documentId: string; reason: SetDocumentRemovalReason; now: Date }
   | { type: 'ReorderSetDocuments'; actor: SetActor; documentIds: string[]; now: Date }
   /** The system reports a document's current size (UTF-8 bytes of its text as last VERIFIED). */
@@ -163,7 +163,8 @@ function decide(c: InstructionSetCommand, s: InstructionSetState): InstructionSe
           maxDocuments: MAX_SET_DOCUMENTS,
         });
       }
-      const currentSize = totalSizeBytes(s);
+      // Accepted auto-saves of the set's documents still being processed count already.
+      const currentSize = totalSizeBytes(s) + (c.pendingGrowthBytes ?? 0);
       if (currentSize + d.sizeBytes > MAX_SET_BYTES) {
         throw domainError('SIZE_LIMIT_EXCEEDED', `Adding this document would pass the ${MAX_SET_BYTES}-byte limit of an instruction set.`, {
           currentSize,

@@ -15,6 +15,7 @@ import {
   publicUrlOf,
   setDetail,
   setSummary,
+  pendingGrowth,
 } from '../../../queries/instructionSet/instructionSetQueries';
 import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { decode, IsoDateString, NonEmptyTrimmed } from '../codecs';
@@ -154,7 +155,8 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
     const snapshot: DocumentSnapshot | null = doc
       ? { documentId: doc.id, workspaceId: doc.workspaceId, title: doc.title, purpose: doc.purpose, processingStatus: doc.processingStatus, sizeBytes: await documentSizeBytes(ctx, doc) }
       : null;
-    const r = await run(req, set, { type: 'AddSetDocument', actor, documentId: body.documentId, document: snapshot, now: ctx.now() });
+    const pendingGrowthBytes = await pendingGrowth(ctx, set.documents);
+    const r = await run(req, set, { type: 'AddSetDocument', actor, documentId: body.documentId, document: snapshot, now: ctx.now(), pendingGrowthBytes });
     const order = r.state.documents.findIndex((d) => d.documentId === body.documentId);
     const entry = r.state.documents[order];
     res.status(201).json({ documentId: entry.documentId, title: entry.title, sizeBytes: entry.sizeBytes, purpose: entry.purpose, order });
