@@ -4,6 +4,8 @@ import { Projection } from '../core/projection';
 import { ReadStore } from '../ports/readStore';
 import { SqliteReadStore } from '../adapters/sqlite/sqliteReadStore';
 import { documentStream } from '../domain/document/events';
+import { workspaceStream } from '../domain/workspace/events';
+import { workspaceProjection } from '../../projections/workspace/workspaceProjection';
 import { instructionSetStream } from '../domain/instructionSet/events';
 import { documentProjection, documentsCollection } from '../../projections/document/documentProjection';
 import { instructionSetProjection, instructionSetsCollection } from '../../projections/instructionSet/instructionSetProjection';
@@ -37,14 +39,24 @@ async function foldInto<T>(events: RecordedEvent[], make: (s: ReadStore) => Proj
 }
 
 /**
- * A document's metadata as it was at `asOf` (the live GET's shape, tags resolved against
- * today's tags), or null when it did not exist then (not yet uploaded, or already deleted).
+ * A document's metadata as it was at `asOf` (the live GET's shape, its tags as they were
+ * then), or null when it did not exist then (not yet uploaded, or already deleted).
  */
 export async function documentAsOf(ctx: AppContext, docId: string, asOf: Date) {
   const events = upTo(await ctx.eventStore.readStream(documentStream(docId)), asOf);
   if (events.length === 0) return null;
-  const view = await foldInto(events, documentProjection, (s) => documentsCollection(s).get(docId));
-  return view ? documentDetail(ctx, view) : null;
+  // The workspace's tags as they were then: names and colours of that time, deletions included.
+  const workspaceId = (events[0].data as { workspaceId: string }).workspaceId;
+  const tagEvents = upTo(await ctx.eventStore.readStream(workspaceStream(workspaceId)), asOf).filter((e) => e.type.startsWith('Tag'));
+  const store = new SqliteReadStore(':memory:');
+  try {
+    await documentProjection(store).apply([...events, ...tagEvents].sort((a, b) => a.position - b.position));
+    await workspaceProjection(store).apply(tagEvents);
+    const view = await documentsCollection(store).get(docId);
+    return view ? await documentDetail({ ...ctx, readStore: store }, view) : null;
+  } finally {
+    await store.close();
+  }
 }
 
 /**

@@ -85,4 +85,30 @@ describe('time travel (?asOf=)', () => {
     expect((await setAt(tAdded, outsider.api)).status).toBe(404);
     expect((await setAt('yesterday')).status).toBe(400);
   });
+
+  it('a document as of a past moment carries its tags as they were then; the unscoped GET answers the same', async () => {
+    const owner = await signUp(server.url, 'Tagger');
+    const api = owner.api;
+    const ws = (await api.post('/v1/workspaces', { name: 'Tag history' })).body.id as string;
+    const tag = (await api.post(`/v1/workspaces/${ws}/tags`, { name: 'alpha', color: '#aabbcc' })).body;
+    const fd = new FormData();
+    fd.append('file', new Blob(['Lighthouse keepers log the weather every four hours.']), 'log.txt');
+    fd.append('tags', JSON.stringify([tag.id]));
+    const docId = (await api.post(`/v1/workspaces/${ws}/documents`, fd)).body.id as string;
+    const t1 = await moment();
+    expect((await api.put(`/v1/workspaces/${ws}/tags/${tag.id}`, { name: 'beta', color: '#000000' })).status).toBe(200);
+    const t2 = await moment();
+    expect((await api.delete(`/v1/workspaces/${ws}/tags/${tag.id}`)).status).toBe(204);
+    const at = (t: string, scoped = true) =>
+      api.get(`${scoped ? `/v1/workspaces/${ws}` : '/v1'}/documents/${docId}?asOf=${encodeURIComponent(t)}`);
+    expect((await at(t1)).body.tags).toEqual([{ id: tag.id, name: 'alpha', color: '#aabbcc' }]);
+    expect((await at(t2)).body.tags).toEqual([{ id: tag.id, name: 'beta', color: '#000000' }]);
+    expect((await at(new Date().toISOString())).body.tags).toEqual([]);
+    expect((await api.get(`/v1/workspaces/${ws}/documents/${docId}`)).body.tags).toEqual([]);
+    const unscoped = await at(t1, false);
+    expect(unscoped.status).toBe(200);
+    expect(unscoped.body).toEqual((await at(t1)).body);
+    const stranger = await signUp(server.url, 'Nosy');
+    expect((await stranger.api.get(`/v1/documents/${docId}?asOf=${encodeURIComponent(t1)}`)).status).toBe(404);
+  });
 });

@@ -1,3 +1,4 @@
+import { membersCollection, memberId } from '../../../projections/workspace/workspaceProjection';
 import { Request, Router } from 'express';
 import * as t from 'io-ts';
 import { randomUUID } from 'node:crypto';
@@ -149,6 +150,17 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.get('/documents/:docId', async (req, res) => {
+    if (req.query.asOf !== undefined) {
+      const asOf = parseAsOf(req.query.asOf);
+      if (!asOf) throw new DomainError('VALIDATION_ERROR', 'asOf must be an ISO 8601 time.', { field: 'asOf' });
+      const past = await documentAsOf(ctx, documentIdOf(req), asOf);
+      // Membership is checked today, in the workspace the document belonged to.
+      if (!past || !(await membersCollection(ctx.readStore).get(memberId(past.workspaceId, authOf(req).userId)))) {
+        throw new DomainError('DOCUMENT_NOT_FOUND', 'Document not found at that time.');
+      }
+      res.json(past);
+      return;
+    }
     res.json(await documentDetail(ctx, await documentForUser(ctx, authOf(req).userId, documentIdOf(req))));
   });
 
