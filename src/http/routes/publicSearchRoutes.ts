@@ -66,7 +66,7 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
     const started = process.hrtime.bigint();
     const resolved = await resolve();
     await consumeRateLimit(ctx, limiter, PUBLIC_PER_MINUTE, resolved.status === 'not_found' ? `unknown:${unknownKey}` : resolved.link.id, res);
-    if (resolved.status === 'not_found') throw new DomainError('NOT_FOUND', 'Search link not found or revoked.');
+    if (resolved.status === 'not_found') throw new DomainError('NOT_FOUND', 'Not found: the address is unknown, revoked, or no longer public.');
     if (resolved.status === 'expired') throw new DomainError('EXPIRED', 'This search link has expired.');
     const link = resolved.link;
     let ok = false;
