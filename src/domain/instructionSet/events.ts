@@ -36,14 +36,4 @@ export type SetDocumentResized = S<'SetDocumentResized', { documentId: string; s
 
 export type InstructionSetEvent = InstructionSetCreated | InstructionSetUpdated | InstructionSetDeleted | SetDocumentAdded | SetDocumentRemoved | SetReordered | SetDocumentResized;
 
-export const INSTRUCTION_SET_EVENT_TYPES: ReadonlySet<string> = new Set<InstructionSetEvent['type']>([
-  'InstructionSetCreated',
-  'InstructionSetUpdated',
-  'InstructionSetDeleted',
-  'SetDocumentAdded',
-  'SetDocumentRemoved',
-  'SetReordered',
-  'SetDocumentResized',
-]);
-
 export const instructionSetStream = (setId: string): string => `instructionset-${setId}`;
