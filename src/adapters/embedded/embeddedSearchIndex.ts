@@ -10,6 +10,7 @@ import type {
 } from '../../ports/searchIndex';
 import { type Candidate, type Fused, type HybridConfig, type HybridOverrides, type RankMode, fuse, resolveHybridConfig } from '../../search/hybrid';
 import { createMemory, createScanner, type ScanFn, type WasmMemory, WASM_PAGE as PAGE } from './int8Scan';
+import { unitVector } from '../../search/unitVector';
 
 export interface EmbeddedSearchIndexOptions {
   hybrid?: HybridOverrides;
@@ -396,7 +397,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.assertOpen();
     const prepared = chunks.map((c) => {
       if (c.documentId !== documentId) throw new Error(`chunk of ${c.documentId} upserted as ${documentId}`);
-      const v = c.vector.length > 0 ? normalise(c.vector) : null;
+      const v = c.vector.length > 0 ? unitVector(c.vector) : null;
       return { c, v };
     });
     const firstDims = prepared.find((p) => p.v)?.v?.length;
@@ -1086,7 +1087,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     if (k === 0) return [];
     const scope = this.docScope(request.filters);
     if (!scope) return [];
-    const query = request.vector && request.vector.length > 0 && this.dims > 0 ? normalise(request.vector) : undefined;
+    const query = request.vector && request.vector.length > 0 && this.dims > 0 ? unitVector(request.vector) : undefined;
     if (query && query.length !== this.dims) throw new Error(`query vector has ${query.length} dimensions, index has ${this.dims}`);
     // Without a query vector every mode degrades to BM25.
     const mode = !query ? 'bm25' : (request.mode ?? 'hybrid');
@@ -1140,17 +1141,6 @@ export class EmbeddedSearchIndex implements SearchIndex {
   }
 }
 
-function normalise(v: Float32Array | number[]): Float32Array {
-  const out = Float32Array.from(v);
-  let s = 0;
-  for (let i = 0; i < out.length; i++) s += out[i] * out[i];
-  if (s > 0) {
-    const inv = 1 / Math.sqrt(s);
-    for (let i = 0; i < out.length; i++) out[i] *= inv;
-  }
-  return out;
-}
-
 /** Rocchio: the unit query plus `beta` times the mean of the feedback vectors, normalised. */
 function rocchio(query: Float32Array, vectors: (Buffer | null)[], beta: number): Float32Array {
   const usable = vectors.filter((v): v is Buffer => v !== null);
@@ -1161,7 +1151,7 @@ function rocchio(query: Float32Array, vectors: (Buffer | null)[], beta: number):
     const v = bufferToFloats(b);
     for (let i = 0; i < Math.min(out.length, v.length); i++) out[i] += w * v[i];
   }
-  return normalise(out);
+  return unitVector(out);
 }
 
 function bufferToFloats(b: Buffer): Float32Array {

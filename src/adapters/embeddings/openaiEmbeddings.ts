@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import type { EmbeddingProvider } from '../../ports/embeddings';
+import { unitVector } from '../../search/unitVector';
 
 export interface EmbeddingsRequest {
   model: string;
@@ -127,7 +128,7 @@ export class OpenAIEmbeddings implements EmbeddingProvider {
       try {
         const res = await this.create(request);
         const vectors = new Array<Float32Array | undefined>(input.length);
-        for (const d of res.data) vectors[d.index] = normalise(d.embedding);
+        for (const d of res.data) vectors[d.index] = unitVector(d.embedding);
         if (vectors.some((v) => v === undefined) || res.data.length !== input.length) {
           throw new Error(`embedding response has ${res.data.length} vectors for ${input.length} inputs`);
         }
@@ -144,15 +145,4 @@ export class OpenAIEmbeddings implements EmbeddingProvider {
   async close(): Promise<void> {
     // Stateless HTTP client: nothing to release.
   }
-}
-
-function normalise(v: number[]): Float32Array {
-  const out = Float32Array.from(v);
-  let s = 0;
-  for (let i = 0; i < out.length; i++) s += out[i] * out[i];
-  if (s > 0) {
-    const inv = 1 / Math.sqrt(s);
-    for (let i = 0; i < out.length; i++) out[i] *= inv;
-  }
-  return out;
 }
