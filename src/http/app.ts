@@ -4,6 +4,7 @@ import { AppContext } from '../app/context';
 import { redactUrl } from '../app/logger';
 import { DomainError } from '../domain/errors';
 import { familyOf, HttpError, sendError } from './errors';
+import { readinessHandler } from './readiness';
 import { routeModules } from './routes';
 import './types';
 
@@ -37,14 +38,7 @@ export function createApp(ctx: AppContext): express.Express {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', (_req, res, next) => {
-    (async () => {
-      const head = await ctx.eventStore.headPosition();
-      const low = ctx.runner.lowWatermark();
-      const ready = head - low <= 1000;
-      res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'catching_up', head, projected: low });
-    })().catch(next);
-  });
+  app.get('/readyz', readinessHandler(ctx));
 
   // JSON bodies for every route but the tool endpoint (it reads its own raw body for -32700).
   const json = express.json({ limit: JSON_LIMIT, type: ['application/json', 'application/*+json'] });

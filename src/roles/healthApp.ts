@@ -1,5 +1,6 @@
 import express from 'express';
 import { AppContext } from '../app/context';
+import { readinessHandler } from '../http/readiness';
 
 /**
  * The HTTP surface of the projector and worker roles: /healthz (the process is up) and, for
@@ -12,14 +13,7 @@ export function healthApp(ctx: AppContext, options: { readiness: boolean }): exp
     res.json({ status: 'ok', role: ctx.config.role });
   });
   if (options.readiness) {
-    app.get('/readyz', (_req, res, next) => {
-      (async () => {
-        const head = await ctx.eventStore.headPosition();
-        const low = ctx.runner.lowWatermark();
-        const ready = head - low <= 1000;
-        res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'catching_up', head, projected: low });
-      })().catch(next);
-    });
+    app.get('/readyz', readinessHandler(ctx));
   }
   app.use((_req, res) => {
     res.status(404).json({ error: { code: 'NOT_FOUND', message: `The ${ctx.config.role} role serves only health checks.` } });
