@@ -79,7 +79,7 @@ function recordKeyUse(ctx: AppContext, keyId: string): void {
   void ctx.readStore
     .collection<{ id: string; lastUsedAt: string }>('api_key_usage')
     .put({ id: keyId, lastUsedAt: new Date(now).toISOString() })
-    .catch(() => undefined);
+    .catch((err: unknown) => ctx.logger.warn({ errName: err instanceof Error ? err.name : 'unknown' }, 'recording API key use failed'));
 }
 
 export function requireAuth(ctx: AppContext) {
