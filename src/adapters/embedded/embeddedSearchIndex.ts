@@ -136,6 +136,18 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private readonly workspaces = new Map<string, number>();
   private liveCount = 0;
   private closed = false;
+  /** Prepared statements by SQL text: writes and searches run the same few again and again. */
+  private readonly statements = new Map<string, Database.Statement>();
+
+  private statement<P extends unknown[] = unknown[], R = unknown>(sql: string): Database.Statement<P, R> {
+    let st = this.statements.get(sql);
+    if (!st) {
+      st = this.db.prepare(sql);
+      if (this.statements.size >= 200) this.statements.clear();
+      this.statements.set(sql, st);
+    }
+    return st as unknown as Database.Statement<P, R>;
+  }
 
   constructor(filePath: string, options: EmbeddedSearchIndexOptions = {}) {
     this.cfg = resolveHybridConfig(options.hybrid);
@@ -387,7 +399,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   private fixDims(dims: number): void {
     this.setDims(dims);
-    this.db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('dims', ?)").run(String(dims));
+    this.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('dims', ?)").run(String(dims));
     for (const p of this.pendingWithoutVector.splice(0)) this.addSlot(p.id, p.doc, null);
   }
 
@@ -405,13 +417,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
     for (const p of prepared) {
       if (p.v && p.v.length !== this.dims) throw new Error(`vector has ${p.v.length} dimensions, index has ${this.dims}`);
     }
-    const insert = this.db.prepare(
+    const insert = this.statement(
       `INSERT INTO chunks (id, workspace_id, document_id, document_title, purpose, tags, chunk_index, content, page, section, vector)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const wsOf = new Map<string, number>();
     for (const c of chunks) if (!wsOf.has(c.workspaceId)) wsOf.set(c.workspaceId, this.internWorkspace(c.workspaceId));
-    const insertFts = this.db.prepare('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
+    const insertFts = this.statement('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
     const tx = this.db.transaction(() => {
       this.deleteRows(documentId);
       const added: { id: number; v: Float32Array | null }[] = [];
@@ -454,14 +466,14 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   /** Deletes a document's rows in SQL and memory; call inside a transaction. */
   private deleteRows(documentId: string): void {
-    const ids = this.db.prepare<[string], { id: number }>('SELECT id FROM chunks WHERE document_id = ?').all(documentId);
+    const ids = this.statement<[string], { id: number }>('SELECT id FROM chunks WHERE document_id = ?').all(documentId);
     if (ids.length === 0) return;
-    const delFts = this.db.prepare('DELETE FROM chunks_fts WHERE rowid = ?');
+    const delFts = this.statement('DELETE FROM chunks_fts WHERE rowid = ?');
     for (const { id } of ids) {
       delFts.run(id);
       this.removeSlot(id);
     }
-    this.db.prepare('DELETE FROM chunks WHERE document_id = ?').run(documentId);
+    this.statement('DELETE FROM chunks WHERE document_id = ?').run(documentId);
     const d = this.docIds.get(documentId);
     if (d !== undefined) this.unsetDoc(d);
     const pending = this.pendingWithoutVector;
@@ -475,8 +487,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   async deleteWorkspace(workspaceId: string): Promise<void> {
     this.assertOpen();
-    const docs = this.db
-      .prepare<[string], { document_id: string }>('SELECT DISTINCT document_id FROM chunks WHERE workspace_id = ?')
+    const docs = this.statement<[string], { document_id: string }>('SELECT DISTINCT document_id FROM chunks WHERE workspace_id = ?')
       .all(workspaceId);
     this.db.transaction(() => {
       for (const d of docs) this.deleteRows(d.document_id);
@@ -489,13 +500,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const info = d === undefined ? undefined : this.docs[d];
     if (!info) return;
     this.db.transaction(() => {
-      if (fields.purpose !== undefined) this.db.prepare('UPDATE chunks SET purpose = ? WHERE document_id = ?').run(fields.purpose, documentId);
-      if (fields.tags !== undefined) this.db.prepare('UPDATE chunks SET tags = ? WHERE document_id = ?').run(JSON.stringify(fields.tags), documentId);
+      if (fields.purpose !== undefined) this.statement('UPDATE chunks SET purpose = ? WHERE document_id = ?').run(fields.purpose, documentId);
+      if (fields.tags !== undefined) this.statement('UPDATE chunks SET tags = ? WHERE document_id = ?').run(JSON.stringify(fields.tags), documentId);
       if (fields.documentTitle !== undefined) {
-        this.db.prepare('UPDATE chunks SET document_title = ? WHERE document_id = ?').run(fields.documentTitle, documentId);
-        const rows = this.db.prepare<[string], { id: number; content: string }>('SELECT id, content FROM chunks WHERE document_id = ?').all(documentId);
-        const del = this.db.prepare('DELETE FROM chunks_fts WHERE rowid = ?');
-        const ins = this.db.prepare('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
+        this.statement('UPDATE chunks SET document_title = ? WHERE document_id = ?').run(fields.documentTitle, documentId);
+        const rows = this.statement<[string], { id: number; content: string }>('SELECT id, content FROM chunks WHERE document_id = ?').all(documentId);
+        const del = this.statement('DELETE FROM chunks_fts WHERE rowid = ?');
+        const ins = this.statement('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
         for (const r of rows) {
           del.run(r.id);
           ins.run(r.id, fields.documentTitle, r.content);
@@ -537,13 +548,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   async getCheckpoint(): Promise<number> {
     this.assertOpen();
-    const row = this.db.prepare<[], { position: number }>('SELECT position FROM checkpoint WHERE id = 1').get();
+    const row = this.statement<[], { position: number }>('SELECT position FROM checkpoint WHERE id = 1').get();
     return row ? row.position : 0;
   }
 
   async setCheckpoint(position: number): Promise<void> {
     this.assertOpen();
-    this.db.prepare('INSERT INTO checkpoint(id, position) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET position = excluded.position').run(position);
+    this.statement('INSERT INTO checkpoint(id, position) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET position = excluded.position').run(position);
   }
 
   async close(): Promise<void> {
@@ -721,7 +732,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
         // Rank in FTS5 alone within the workspace's rowid range (no per-match join) and
         // filter with the in-memory mask, reading deeper until m rows pass.
         const share = scope.chunks / Math.max(1, scope.workspaceChunks);
-        const stmt = this.db.prepare<[string, number, number, number], { id: number; s: number }>(
+        const stmt = this.statement<[string, number, number, number], { id: number; s: number }>(
           `SELECT rowid AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts
            WHERE chunks_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY s LIMIT ?`,
         );
@@ -791,8 +802,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     }
     if (missing.length > 0) {
       texts.push(
-        ...this.db
-          .prepare<[string], { id: number; document_title: string; content: string }>(
+        ...this.statement<[string], { id: number; document_title: string; content: string }>(
             'SELECT id, document_title, content FROM chunks WHERE id IN (SELECT value FROM json_each(?))',
           )
           .all(JSON.stringify(missing)),
@@ -846,7 +856,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   /** FTS5's row count and average row length in tokens (its "averages" record). */
   private averages(): { rows: number; avgLength: number } {
-    const rec = this.db.prepare<[], { block: Buffer }>('SELECT block FROM chunks_fts_data WHERE id = 1').get();
+    const rec = this.statement<[], { block: Buffer }>('SELECT block FROM chunks_fts_data WHERE id = 1').get();
     if (!rec) return { rows: Math.max(1, this.liveCount), avgLength: 1 };
     const values: number[] = [];
     let i = 0;
@@ -886,8 +896,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       params.push(JSON.stringify(filters.tags));
     }
     params.push(m);
-    return this.db
-      .prepare<(string | number)[], { id: number; s: number }>(
+    return this.statement<(string | number)[], { id: number; s: number }>(
         `SELECT c.id AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s
          FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
          WHERE ${where.join(' AND ')} ORDER BY s LIMIT ?`,
@@ -903,14 +912,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
     if (missing.length > 0) {
       if (this.stemCache.size + missing.length > STEM_CACHE_LIMIT) this.stemCache.clear();
       this.db.transaction(() => {
-        const ins = this.db.prepare('INSERT INTO temp.query_tokens(rowid, t) VALUES (?, ?)');
+        const ins = this.statement('INSERT INTO temp.query_tokens(rowid, t) VALUES (?, ?)');
         missing.forEach((w, i) => ins.run(i + 1, w));
-        const found = this.db
-          .prepare<[], { term: string; doc: number }>('SELECT term, doc FROM temp.query_instances WHERE "offset" = 0')
+        const found = this.statement<[], { term: string; doc: number }>('SELECT term, doc FROM temp.query_instances WHERE "offset" = 0')
           .all();
         for (const w of missing) this.stemCache.set(w, '');
         for (const f of found) this.stemCache.set(missing[f.doc - 1], f.term);
-        this.db.prepare('DELETE FROM temp.query_tokens').run();
+        this.statement('DELETE FROM temp.query_tokens').run();
       })();
     }
     return words.map((w) => this.stemCache.get(w) ?? '');
@@ -932,8 +940,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     }
     const missing = [...new Set(stems.filter((t) => !this.dfCache.has(t)))];
     if (missing.length > 0) {
-      const rows = this.db
-        .prepare<[string], { term: string; doc: number }>('SELECT term, doc FROM chunks_vocab WHERE term IN (SELECT value FROM json_each(?))')
+      const rows = this.statement<[string], { term: string; doc: number }>('SELECT term, doc FROM chunks_vocab WHERE term IN (SELECT value FROM json_each(?))')
         .all(JSON.stringify(missing));
       for (const t of missing) this.dfCache.set(t, 0);
       for (const r of rows) this.dfCache.set(r.term, r.doc);
@@ -1067,8 +1074,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       else ids.push(id);
     }
     if (ids.length > 0) {
-      const rows = this.db
-        .prepare<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
+      const rows = this.statement<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
         .all(JSON.stringify(ids));
       for (const r of rows) byId.set(r.id, r);
     }
