@@ -1,21 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { client, signUp, startServer, TestServer } from '../support/server';
+import { uploadVerified } from '../support/documents';
 
 type Api = ReturnType<typeof client>;
 
-async function upload(api: Api, ws: string, name: string, text: string): Promise<string> {
-  const fd = new FormData();
-  fd.append('file', new Blob([text]), name);
-  const r = await api.post(`/v1/workspaces/${ws}/documents`, fd);
-  if (r.status !== 201) throw new Error(`upload ${r.status} ${r.text}`);
-  for (let i = 0; i < 300; i++) {
-    const d = await api.get(`/v1/workspaces/${ws}/documents/${r.body.id}`);
-    if (d.body.processingStatus === 'VERIFIED') return r.body.id;
-    await new Promise((res) => setTimeout(res, 100));
-  }
-  throw new Error('document never VERIFIED');
-}
+const upload = (api: Api, ws: string, name: string, text: string): Promise<string> => uploadVerified(api, ws, name, text);
 
 const rpc = (url: string, token: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${url}/mcp/${token}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
