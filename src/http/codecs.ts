@@ -1,7 +1,7 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
 import { PathReporter } from 'io-ts/PathReporter';
-import { DomainError } from '../domain/errors';
+import { DomainError, ErrorCode } from '../domain/errors';
 
 /** A string holding an integer (query strings, environment). */
 export const IntFromString = new t.Type<number, string, unknown>(
@@ -61,7 +61,7 @@ function describe(errors: t.Errors): { field: string; problem: string }[] {
 }
 
 /** Decode at the edge; a failure is a 400 VALIDATION_ERROR (or the given code) naming the fields. */
-export function decode<A, O>(codec: t.Type<A, O, unknown>, value: unknown, code = 'VALIDATION_ERROR'): A {
+export function decode<A, O>(codec: t.Type<A, O, unknown>, value: unknown, code: ErrorCode = 'VALIDATION_ERROR'): A {
   const result = codec.decode(value);
   if (isLeft(result)) {
     const problems = describe(result.left);

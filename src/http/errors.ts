@@ -1,7 +1,8 @@
 import { Request, Response } from 'express';
-import { DomainError } from '../domain/errors';
+import { DomainError, ErrorCode } from '../domain/errors';
 
-const STATUS: Record<string, number> = {
+/** Exhaustive: a code without a status (or a status for no code) does not compile. */
+const STATUS: Record<ErrorCode, number> = {
   VALIDATION_ERROR: 400,
   BAD_REQUEST: 400,
   QUERY_REQUIRED: 400,
@@ -28,7 +29,10 @@ const STATUS: Record<string, number> = {
   INVITATION_NOT_FOUND: 404,
   API_KEY_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
+  REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
+  // A processing step out of order (a stale or duplicate worker): the state moved on.
+  INVALID_STATE: 409,
   MEMBER_EXISTS: 409,
   EMAIL_TAKEN: 409,
   TAG_EXISTS: 409,
@@ -43,7 +47,7 @@ const STATUS: Record<string, number> = {
   SERVICE_UNAVAILABLE: 503,
 };
 
-const SUGGESTIONS: Record<string, string> = {
+const SUGGESTIONS: Partial<Record<ErrorCode, string>> = {
   VALIDATION_ERROR: 'Check the request body against the API reference: field names, types and length limits.',
   SIZE_LIMIT_EXCEEDED: 'Remove a document from the set or add a smaller one; a set holds at most 102400 bytes of text.',
   DOCUMENT_LIMIT_EXCEEDED: 'A set holds at most 20 documents: remove one first or create another set.',
@@ -60,8 +64,8 @@ const SUGGESTIONS: Record<string, string> = {
   INTERNAL_ERROR: 'Retry later; if it persists, contact the operator with the X-Request-Id header value.',
 };
 
-export function statusOf(code: string): number {
-  return STATUS[code] ?? 400;
+export function statusOf(code: ErrorCode): number {
+  return STATUS[code];
 }
 
 export type ErrorFamily = 'v1' | 'api' | 'public' | 'mcp';
@@ -81,7 +85,7 @@ export function familyOf(path: string): ErrorFamily {
 export class HttpError extends DomainError {
   constructor(
     readonly status: number,
-    code: string,
+    code: ErrorCode,
     message: string,
     details?: Record<string, unknown>,
     readonly headers: Record<string, string> = {},

@@ -2,7 +2,7 @@ import { Request, Router } from 'express';
 import * as t from 'io-ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppContext } from '../../app/context';
-import { DomainError } from '../../domain/errors';
+import { DomainError, ErrorCode } from '../../domain/errors';
 import { searchLinkDecider, SearchLinkCommand } from '../../domain/searchLink/decider';
 import { searchLinkStream } from '../../domain/searchLink/events';
 import { sha256Hex } from '../../util/crypto';
@@ -35,7 +35,7 @@ const CreateBody = t.exact(t.partial(Fields));
 const PatchBody = t.exact(t.partial(Fields));
 const UsageQuery = t.partial({ hours: t.refinement(IntFromString, (n) => n >= 1 && n <= 24 * 90, 'hours 1..2160') });
 
-function pathId(req: Request, name: string, code: string, what: string): string {
+function pathId(req: Request, name: string, code: ErrorCode, what: string): string {
   const id = String(req.params[name]);
   if (!ID.test(id)) throw new DomainError(code, `${what} not found.`);
   return id.toLowerCase();
