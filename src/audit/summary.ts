@@ -1,44 +1,12 @@
 import { RecordedEvent } from '../domain/event';
+import { auditFieldsOf } from '../domain/eventCatalog';
 
-/**
- * What an audit entry may say about each event type: a whitelist of `data` fields. Text,
- * vectors, tokens and every kind of hash are never listed; an unknown type shows its ids
- * only. Values must be scalars, arrays of scalars or flat objects of scalars.
+/*
+ * What an audit entry may say about each event type is declared beside the event type
+ * (EventTraits.audit): a whitelist of `data` fields. Text, vectors, tokens and every kind
+ * of hash are never listed; an unknown type shows its ids only. Values must be scalars,
+ * arrays of scalars or flat objects of scalars.
  */
-const SUMMARY_FIELDS: Record<string, string[]> = {
-  WorkspaceCreated: ['name', 'settings'],
-  WorkspaceUpdated: ['name', 'settings'],
-  WorkspaceDeleted: [],
-  MemberAdded: ['role'],
-  MemberRoleChanged: ['role', 'previousRole'],
-  MemberRemoved: [],
-  InvitationCreated: ['email', 'role', 'expiresAt'],
-  InvitationAccepted: [],
-  TagCreated: ['name', 'color'],
-  TagUpdated: ['name', 'color'],
-  TagDeleted: [],
-  DocumentUploaded: ['title', 'filename', 'mimeType', 'kind', 'size', 'purpose', 'tags'],
-  DocumentProcessingStarted: ['reason'],
-  DocumentTextExtracted: ['tokenCount', 'sizeBytes'],
-  DocumentChunked: [],
-  ChunksEmbedded: ['dimensions'],
-  DocumentVerified: ['chunkCount', 'tokenCount'],
-  DocumentProcessingFailed: ['code'],
-  DocumentMetadataUpdated: ['title', 'purpose', 'tags'],
-  DocumentContentUpdated: ['size'],
-  DocumentReprocessRequested: [],
-  DocumentDeleted: [],
-  InstructionSetCreated: ['name', 'description', 'isPublic'],
-  InstructionSetUpdated: ['name', 'description', 'isPublic'],
-  InstructionSetDeleted: [],
-  SetDocumentAdded: ['title', 'sizeBytes', 'purpose'],
-  SetDocumentResized: ['sizeBytes', 'previousSizeBytes'],
-  SetDocumentRemoved: ['reason'],
-  SetReordered: [],
-  SearchLinkCreated: ['name', 'allowedTags', 'expiresAt', 'historyMode'],
-  SearchLinkUpdated: ['name', 'allowedTags', 'expiresAt', 'historyMode'],
-  LinkRevoked: [],
-};
 
 /** Never shown, whatever a whitelist says (defence in depth). */
 const FORBIDDEN = /(hash|password|secret|cipher|vector|embedding|^token$|^tokens$|^content$|^text$|^sections$|^chunks$|^key$|^apiKey$)/i;
@@ -62,7 +30,7 @@ function safeValue(v: unknown): unknown {
 export function summarize(type: string, data: unknown): Record<string, unknown> {
   if (data === null || typeof data !== 'object') return {};
   const d = data as Record<string, unknown>;
-  const allowed = new Set(SUMMARY_FIELDS[type] ?? []);
+  const allowed = new Set(auditFieldsOf(type));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(d)) {
     if (FORBIDDEN.test(k) || k === 'workspaceId') continue;

@@ -1,17 +1,5 @@
-/**
- * Where document text (and what is derived from it) sits in events: the fields the encrypting event store seals with the
- * document's own key. Each path is a field of `data`, `[]` stepping into an array.
- */
-export const ENCRYPTED_FIELDS: Record<string, string[][]> = {
-  DocumentTextExtracted: [['sections', '[]', 'text']],
-  DocumentChunked: [['chunks', '[]', 'content']],
-  DocumentContentUpdated: [['content']],
-  // Embeddings can be inverted into an approximation of the text: they go with it.
-  ChunksEmbedded: [['vectors', '[]', 'vector']],
-};
-
 /** Visit every string at `path` in `data`, replacing it with what `fn` returns. */
-export function mapPath(data: unknown, path: string[], fn: (value: string) => string): unknown {
+export function mapPath(data: unknown, path: readonly string[], fn: (value: string) => string): unknown {
   if (path.length === 0) return typeof data === 'string' ? fn(data) : data;
   const [head, ...rest] = path;
   if (head === '[]') return Array.isArray(data) ? data.map((item) => mapPath(item, rest, fn)) : data;

@@ -3,7 +3,8 @@ import { NewEvent, RecordedEvent } from '../../domain/event';
 import { AppendResult, EventBatchHandler, EventStore, ExpectedRevision, Subscription } from '../../ports/eventStore';
 import { KeyStore } from '../../ports/keyStore';
 import { upcast } from '../../core/upcasters';
-import { documentIdOf, ENCRYPTED_FIELDS, mapPath } from './documentText';
+import { encryptedPathsOf } from '../../domain/eventCatalog';
+import { documentIdOf, mapPath } from './documentText';
 
 /** Marks a sealed field: `kbenc1:` + base64(iv ‖ tag ‖ ciphertext). */
 export const SEALED_PREFIX = 'kbenc1:';
@@ -27,7 +28,7 @@ export function open(key: Buffer, sealed: string, aad: string): string {
 }
 
 /**
- * Decorator of the EventStore port: document text in events (see ENCRYPTED_FIELDS) is
+ * Decorator of the EventStore port: document text in events (the `encrypted` traits each event type declares) is
  * stored sealed with the document's own data key (AES-256-GCM) and opened again on read.
  * Once the key is destroyed, readers get the event with those fields as empty strings and
  * `data.erased = true`, so every read model, index, rebuild and export sees no text, while
@@ -41,8 +42,8 @@ export class EncryptingEventStore implements EventStore {
   ) {}
 
   private async sealEvent(e: NewEvent): Promise<NewEvent> {
-    const paths = ENCRYPTED_FIELDS[e.type];
-    if (!paths) return e;
+    const paths = encryptedPathsOf(e.type);
+    if (paths.length === 0) return e;
     const documentId = documentIdOf(e.data);
     if (!documentId) return e;
     const key = await this.keys.getOrCreate(documentId);
@@ -64,9 +65,9 @@ export class EncryptingEventStore implements EventStore {
   }
 
   private async openEvent(e: RecordedEvent): Promise<RecordedEvent> {
-    const paths = ENCRYPTED_FIELDS[e.type];
-    const documentId = paths ? documentIdOf(e.data) : null;
-    if (!paths || !documentId) return upcast(e);
+    const paths = encryptedPathsOf(e.type);
+    const documentId = paths.length ? documentIdOf(e.data) : null;
+    if (!documentId) return upcast(e);
     const key = await this.keys.get(documentId);
     let erased = false;
     let data = e.data;

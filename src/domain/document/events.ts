@@ -1,4 +1,5 @@
 import { DomainEvent } from '../event';
+import { EventCatalog } from '../eventTraits';
 
 export type Purpose = 'KNOWLEDGE' | 'INSTRUCTION';
 export type DocumentKind = 'pdf' | 'docx' | 'doc' | 'txt' | 'md';
@@ -113,3 +114,19 @@ export function decodeVector(s: string): Float32Array {
   copy.set(buf);
   return new Float32Array(copy.buffer, 0, Math.floor(buf.length / 4));
 }
+
+/** Audit and encryption traits of every document event (see EventTraits). */
+export const documentEventTraits: EventCatalog<DocumentEvent> = {
+  DocumentUploaded: { audit: ['title', 'filename', 'mimeType', 'kind', 'size', 'purpose', 'tags'], encrypted: [] },
+  DocumentProcessingStarted: { audit: ['reason'], encrypted: [] },
+  DocumentTextExtracted: { audit: ['tokenCount', 'sizeBytes'], encrypted: [['sections', '[]', 'text']] },
+  DocumentChunked: { audit: [], encrypted: [['chunks', '[]', 'content']] },
+  // Embeddings can be inverted into an approximation of the text: they go with it.
+  ChunksEmbedded: { audit: ['dimensions'], encrypted: [['vectors', '[]', 'vector']] },
+  DocumentVerified: { audit: ['chunkCount', 'tokenCount'], encrypted: [] },
+  DocumentProcessingFailed: { audit: ['code'], encrypted: [] },
+  DocumentMetadataUpdated: { audit: ['title', 'purpose', 'tags'], encrypted: [] },
+  DocumentContentUpdated: { audit: ['size'], encrypted: [['content']] },
+  DocumentReprocessRequested: { audit: [], encrypted: [] },
+  DocumentDeleted: { audit: [], encrypted: [] },
+};

@@ -1,5 +1,6 @@
 import { DomainEvent } from '../event';
 import { Purpose } from '../workspace/events';
+import { EventCatalog } from '../eventTraits';
 
 /** Limits of one instruction set (spec section 8). */
 export const MAX_SET_DOCUMENTS = 20;
@@ -37,3 +38,14 @@ export type SetDocumentResized = S<'SetDocumentResized', { documentId: string; s
 export type InstructionSetEvent = InstructionSetCreated | InstructionSetUpdated | InstructionSetDeleted | SetDocumentAdded | SetDocumentRemoved | SetReordered | SetDocumentResized;
 
 export const instructionSetStream = (setId: string): string => `instructionset-${setId}`;
+
+/** Audit and encryption traits of every instruction-set event (see EventTraits). */
+export const instructionSetEventTraits: EventCatalog<InstructionSetEvent> = {
+  InstructionSetCreated: { audit: ['name', 'description', 'isPublic'], encrypted: [] },
+  InstructionSetUpdated: { audit: ['name', 'description', 'isPublic'], encrypted: [] },
+  InstructionSetDeleted: { audit: [], encrypted: [] },
+  SetDocumentAdded: { audit: ['title', 'sizeBytes', 'purpose'], encrypted: [] },
+  SetDocumentResized: { audit: ['sizeBytes', 'previousSizeBytes'], encrypted: [] },
+  SetDocumentRemoved: { audit: ['reason'], encrypted: [] },
+  SetReordered: { audit: [], encrypted: [] },
+};

@@ -1,4 +1,5 @@
 import { DomainEvent } from '../event';
+import { EventCatalog } from '../eventTraits';
 
 type L<T extends string, D> = DomainEvent<T, { linkId: string; workspaceId: string } & D>;
 
@@ -27,3 +28,10 @@ export type LinkRevoked = L<'LinkRevoked', { revokedAt: string }>;
 export type SearchLinkEvent = SearchLinkCreated | SearchLinkUpdated | LinkRevoked;
 
 export const searchLinkStream = (linkId: string): string => `searchlink-${linkId}`;
+
+/** Audit and encryption traits of every search-link event (see EventTraits). */
+export const searchLinkEventTraits: EventCatalog<SearchLinkEvent> = {
+  SearchLinkCreated: { audit: ['name', 'allowedTags', 'expiresAt', 'historyMode'], encrypted: [] },
+  SearchLinkUpdated: { audit: ['name', 'allowedTags', 'expiresAt', 'historyMode'], encrypted: [] },
+  LinkRevoked: { audit: [], encrypted: [] },
+};

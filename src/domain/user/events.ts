@@ -1,4 +1,5 @@
 import { DomainEvent } from '../event';
+import { EventCatalog } from '../eventTraits';
 
 export type UserRegistered = DomainEvent<'UserRegistered', { userId: string; email: string; name: string; passwordHash: string; registeredAt: string }>;
 export type UserEvent = UserRegistered;
@@ -15,3 +16,13 @@ export type SessionEvent = SessionStarted | RefreshTokenRotated | SessionRevoked
 export const userStream = (emailHash: string): string => `user-${emailHash}`;
 export const apiKeyStream = (keyId: string): string => `apikey-${keyId}`;
 export const sessionStream = (sessionId: string): string => `session-${sessionId}`;
+
+/** Audit and encryption traits of account events (see EventTraits); accounts are outside workspace audit. */
+export const userEventTraits: EventCatalog<UserEvent | ApiKeyEvent | SessionEvent> = {
+  UserRegistered: { audit: [], encrypted: [] },
+  ApiKeyCreated: { audit: ['name'], encrypted: [] },
+  ApiKeyRevoked: { audit: [], encrypted: [] },
+  SessionStarted: { audit: [], encrypted: [] },
+  RefreshTokenRotated: { audit: [], encrypted: [] },
+  SessionRevoked: { audit: ['reason'], encrypted: [] },
+};

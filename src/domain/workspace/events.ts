@@ -1,4 +1,5 @@
 import { DomainEvent } from '../event';
+import { EventCatalog } from '../eventTraits';
 
 export type Role = 'OWNER' | 'ADMIN' | 'MEMBER';
 export type Purpose = 'KNOWLEDGE' | 'INSTRUCTION';
@@ -38,3 +39,18 @@ export type WorkspaceEvent =
   | TagDeleted;
 
 export const workspaceStream = (workspaceId: string): string => `workspace-${workspaceId}`;
+
+/** Audit and encryption traits of every workspace event (see EventTraits). */
+export const workspaceEventTraits: EventCatalog<WorkspaceEvent> = {
+  WorkspaceCreated: { audit: ['name', 'settings'], encrypted: [] },
+  WorkspaceUpdated: { audit: ['name', 'settings'], encrypted: [] },
+  WorkspaceDeleted: { audit: [], encrypted: [] },
+  MemberAdded: { audit: ['role'], encrypted: [] },
+  MemberRoleChanged: { audit: ['role', 'previousRole'], encrypted: [] },
+  MemberRemoved: { audit: [], encrypted: [] },
+  InvitationCreated: { audit: ['email', 'role', 'expiresAt'], encrypted: [] },
+  InvitationAccepted: { audit: [], encrypted: [] },
+  TagCreated: { audit: ['name', 'color'], encrypted: [] },
+  TagUpdated: { audit: ['name', 'color'], encrypted: [] },
+  TagDeleted: { audit: [], encrypted: [] },
+};

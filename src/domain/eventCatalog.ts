@@ -1,0 +1,28 @@
+import { documentEventTraits } from './document/events';
+import { instructionSetEventTraits } from './instructionSet/events';
+import { searchLinkEventTraits } from './searchLink/events';
+import { userEventTraits } from './user/events';
+import { workspaceEventTraits } from './workspace/events';
+
+/** Traits with their field names widened to strings, for look-up by type name. */
+interface AnyTraits {
+  readonly audit: readonly string[];
+  readonly encrypted: readonly (readonly string[])[];
+}
+
+/** The traits of every event type in the log, by type. */
+export const EVENT_TRAITS: ReadonlyMap<string, AnyTraits> = new Map(
+  [documentEventTraits, workspaceEventTraits, instructionSetEventTraits, searchLinkEventTraits, userEventTraits].flatMap((catalog) =>
+    Object.entries<AnyTraits>(catalog),
+  ),
+);
+
+/** Where document text sits in events of `type` (none for an unknown type). */
+export function encryptedPathsOf(type: string): readonly (readonly string[])[] {
+  return EVENT_TRAITS.get(type)?.encrypted ?? [];
+}
+
+/** The `data` fields an audit entry may show for `type`, besides ids (none for an unknown type). */
+export function auditFieldsOf(type: string): readonly string[] {
+  return EVENT_TRAITS.get(type)?.audit ?? [];
+}
