@@ -2,7 +2,7 @@ import { AppContext } from '../../src/app/context';
 import { CommandContext } from '../../src/core/commandHandler';
 import { RecordedEvent } from '../../src/domain/event';
 import { documentStream } from '../../src/domain/document/events';
-import { Subscription } from '../../src/ports/eventStore';
+import { checkpointedConsumer, eachEvent, followingService, readStoreCheckpoint } from '../../src/core/consumer';
 import { instructionSetsCollection } from '../../projections/instructionSet/instructionSetProjection';
 import { findDocument } from '../../queries/instructionSet/instructionSetQueries';
 import { runInstructionSetCommand } from './instructionSetCommands';
@@ -28,7 +28,6 @@ function causedBy(e: RecordedEvent): CommandContext {
  * size (decided on a read model from before a re-verification) is corrected the same way.
  */
 export function instructionSetDocumentCleanup(ctx: AppContext): AppContext['services'][number] {
-  let sub: Subscription | null = null;
   const sets = instructionSetsCollection(ctx.readStore);
 
   const remove = async (e: RecordedEvent, setId: string, workspaceId: string, documentId: string) => {
@@ -77,52 +76,44 @@ export function instructionSetDocumentCleanup(ctx: AppContext): AppContext['serv
     if (!(await ctx.runner.waitFor(position, 30_000))) throw new Error('read models did not catch up; retrying');
   };
 
-  const handle = async (events: RecordedEvent[]) => {
-    for (const e of events) {
-      if (e.type === 'DocumentDeleted') {
-        const { documentId } = e.data as { documentId: string };
-        await caughtUp(e.position);
-        // The read model already dropped the document from its sets; the streams decide who still holds it.
-        const holders = await sets.find({ workspaceId: (e.data as { workspaceId: string }).workspaceId });
-        for (const s of holders) await remove(e, s.id, s.workspaceId, documentId);
-      } else if (e.type === 'SetDocumentAdded') {
-        const d = e.data as { setId: string; workspaceId: string; documentId: string; sizeBytes: number };
-        await caughtUp(e.position);
-        const doc = await findDocument(ctx, d.documentId);
-        if (doc === null) await remove(e, d.setId, d.workspaceId, d.documentId);
-        // VERIFIED in the read model: its sizeBytes is that of the run in effect.
-        else if (doc.processingStatus === 'VERIFIED' && typeof doc.sizeBytes === 'number' && doc.sizeBytes !== d.sizeBytes) {
-          await resize(e, d.setId, d.workspaceId, d.documentId, doc.sizeBytes);
-        }
-      } else if (e.type === 'DocumentTextExtracted') {
-        const d = e.data as { processingId: string; sizeBytes: number };
-        remember(d.processingId, d.sizeBytes);
-      } else if (e.type === 'DocumentProcessingFailed') {
-        extracted.delete((e.data as { processingId: string }).processingId);
-      } else if (e.type === 'DocumentVerified') {
-        const { documentId, processingId } = e.data as { documentId: string; processingId: string };
-        await caughtUp(e.position);
-        // Sets that added it later check its size on their own SetDocumentAdded (above).
-        const holders = await sets.find({ documentIds: { $contains: documentId } });
-        if (holders.length > 0) {
-          const sizeBytes = await sizeOfRun(documentId, processingId);
-          if (sizeBytes !== null) for (const s of holders) await resize(e, s.id, s.workspaceId, documentId, sizeBytes);
-        }
-        extracted.delete(processingId);
+  const handle = async (e: RecordedEvent) => {
+    if (e.type === 'DocumentDeleted') {
+      const { documentId } = e.data as { documentId: string };
+      await caughtUp(e.position);
+      // The read model already dropped the document from its sets; the streams decide who still holds it.
+      const holders = await sets.find({ workspaceId: (e.data as { workspaceId: string }).workspaceId });
+      for (const s of holders) await remove(e, s.id, s.workspaceId, documentId);
+    } else if (e.type === 'SetDocumentAdded') {
+      const d = e.data as { setId: string; workspaceId: string; documentId: string; sizeBytes: number };
+      await caughtUp(e.position);
+      const doc = await findDocument(ctx, d.documentId);
+      if (doc === null) await remove(e, d.setId, d.workspaceId, d.documentId);
+      // VERIFIED in the read model: its sizeBytes is that of the run in effect.
+      else if (doc.processingStatus === 'VERIFIED' && typeof doc.sizeBytes === 'number' && doc.sizeBytes !== d.sizeBytes) {
+        await resize(e, d.setId, d.workspaceId, d.documentId, doc.sizeBytes);
       }
+    } else if (e.type === 'DocumentTextExtracted') {
+      const d = e.data as { processingId: string; sizeBytes: number };
+      remember(d.processingId, d.sizeBytes);
+    } else if (e.type === 'DocumentProcessingFailed') {
+      extracted.delete((e.data as { processingId: string }).processingId);
+    } else if (e.type === 'DocumentVerified') {
+      const { documentId, processingId } = e.data as { documentId: string; processingId: string };
+      await caughtUp(e.position);
+      // Sets that added it later check its size on their own SetDocumentAdded (above).
+      const holders = await sets.find({ documentIds: { $contains: documentId } });
+      if (holders.length > 0) {
+        const sizeBytes = await sizeOfRun(documentId, processingId);
+        if (sizeBytes !== null) for (const s of holders) await resize(e, s.id, s.workspaceId, documentId, sizeBytes);
+      }
+      extracted.delete(processingId);
     }
-    await ctx.readStore.setCheckpoint(CHECKPOINT, events[events.length - 1].position);
   };
 
+  // Not atomic with its checkpoint on purpose: the commands go to the event store and are idempotent.
+  const consumer = checkpointedConsumer({ name: CHECKPOINT, checkpoint: readStoreCheckpoint(ctx.readStore, CHECKPOINT), handle: eachEvent(handle) });
   return {
+    ...followingService(ctx.eventStore, consumer, { onError: (err) => ctx.logger.error({ err }, 'instruction-set cleanup failed; retrying') }),
     name: 'instruction-set-document-cleanup',
-    start: async () => {
-      const from = await ctx.readStore.getCheckpoint(CHECKPOINT);
-      sub = ctx.eventStore.subscribe(from, handle, (err) => ctx.logger.error({ err }, 'instruction-set cleanup failed; retrying'));
-    },
-    stop: async () => {
-      await sub?.stop();
-      sub = null;
-    },
   };
 }

@@ -1,3 +1,4 @@
+import { checkpointedConsumer, eachEvent } from '../../src/core/consumer';
 import { Projection } from '../../src/core/projection';
 import { RecordedEvent } from '../../src/domain/event';
 import { ChunkData, decodeVector, DocumentEvent, documentStream, isDocumentEvent, Purpose } from '../../src/domain/document/events';
@@ -137,22 +138,15 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
   }
 
   return {
-    name: 'search-index',
-    checkpoint: () => searchIndex.getCheckpoint(),
+    ...checkpointedConsumer({
+      name: 'search-index',
+      checkpoint: { get: () => searchIndex.getCheckpoint(), set: (position) => searchIndex.setCheckpoint(position) },
+      handle: eachEvent(handle),
+    }),
     reset: async () => {
       await searchIndex.clear();
       await readStore.clear([INDEXED_DOCS]);
       await searchIndex.setCheckpoint(0);
-    },
-    apply: async (events) => {
-      const from = await searchIndex.getCheckpoint();
-      let last = from;
-      for (const e of events) {
-        if (e.position <= from) continue;
-        await handle(e);
-        last = e.position;
-      }
-      if (last > from) await searchIndex.setCheckpoint(last);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { AppContext } from '../app/context';
 import { RecordedEvent } from '../domain/event';
-import { Subscription } from '../ports/eventStore';
+import { checkpointedConsumer, eachEvent, followingService, readStoreCheckpoint } from '../core/consumer';
 import { KeyStore } from '../ports/keyStore';
 import { EncryptingEventStore } from '../adapters/encryption/encryptingEventStore';
 import { documentsCollection } from '../../projections/document/documentProjection';
@@ -35,7 +35,6 @@ function keyStoreOf(ctx: AppContext): KeyStore | null {
  * checkpoint only moves forward with the real log.
  */
 export function erasureService(ctx: AppContext): AppContext['services'][number] {
-  let sub: Subscription | null = null;
   const keys = keyStoreOf(ctx);
 
   let erasedSinceSweep = false;
@@ -79,39 +78,30 @@ export function erasureService(ctx: AppContext): AppContext['services'][number] 
     }
   };
 
-  return {
-    name: 'erasure',
-    start: async () => {
+  const consumer = checkpointedConsumer({
+    name: CHECKPOINT,
+    checkpoint: readStoreCheckpoint(ctx.readStore, CHECKPOINT),
+    handle: eachEvent(handle),
+    transaction: (fn) => ctx.readStore.transaction(fn),
+  });
+  return followingService(ctx.eventStore, consumer, {
+    onStart: () => {
       if (!keys) ctx.logger.warn('event store does not encrypt document text: erasure deletes files only');
-      const from = await ctx.readStore.getCheckpoint(CHECKPOINT);
-      sub = ctx.eventStore.subscribe(
-        from,
-        async (events) => {
-          await ctx.readStore.transaction(async () => {
-            const done = await ctx.readStore.getCheckpoint(CHECKPOINT);
-            for (const e of events) if (e.position > done) await handle(e);
-            await ctx.readStore.setCheckpoint(CHECKPOINT, Math.max(done, events[events.length - 1].position));
-          });
-          if (events[events.length - 1].position >= (await ctx.eventStore.headPosition())) {
-            await ctx.readStore.transaction(sweepBlobs);
-            // The embedded index keeps a deleted document's words in FTS segments until a merge.
-            if (erasedSinceSweep && ctx.config.searchIndex === 'embedded') {
-              erasedSinceSweep = false;
-              await ctx.runner.waitFor(events[events.length - 1].position, 10_000);
-              try {
-                optimizeEmbeddedIndex(path.join(ctx.config.dataDir, 'search.db'));
-              } catch (err) {
-                ctx.logger.warn({ err }, 'search index merge after erasure failed');
-              }
-            }
-          }
-        },
-        (err) => ctx.logger.error({ err }, 'erasure service failed; retrying'),
-      );
     },
-    stop: async () => {
-      await sub?.stop();
-      sub = null;
+    afterBatch: async (position) => {
+      if (position < (await ctx.eventStore.headPosition())) return;
+      await ctx.readStore.transaction(sweepBlobs);
+      // The embedded index keeps a deleted document's words in FTS segments until a merge.
+      if (erasedSinceSweep && ctx.config.searchIndex === 'embedded') {
+        erasedSinceSweep = false;
+        await ctx.runner.waitFor(position, 10_000);
+        try {
+          optimizeEmbeddedIndex(path.join(ctx.config.dataDir, 'search.db'));
+        } catch (err) {
+          ctx.logger.warn({ err }, 'search index merge after erasure failed');
+        }
+      }
     },
-  };
+    onError: (err) => ctx.logger.error({ err }, 'erasure service failed; retrying'),
+  });
 }

@@ -1,15 +1,12 @@
 import { RecordedEvent } from '../domain/event';
 import { ReadStore } from '../ports/readStore';
+import { checkpointedConsumer, Consumer, eachEvent, readStoreCheckpoint } from './consumer';
 
 /**
  * Something derived from the log: it applies batches of events in order and keeps,
  * atomically with its own state, the position of the last event applied.
  */
-export interface Projection {
-  readonly name: string;
-  checkpoint(): Promise<number>;
-  /** Apply events (positions above the checkpoint are new; older ones must be ignored). */
-  apply(events: RecordedEvent[]): Promise<void>;
+export interface Projection extends Consumer {
   /** Forget everything, checkpoint back to 0 (for a rebuild). */
   reset(): Promise<void>;
 }
@@ -28,24 +25,16 @@ export function readModelProjection(
   handle: ReadModelHandler,
 ): Projection {
   return {
-    name,
-    checkpoint: () => store.getCheckpoint(name),
+    ...checkpointedConsumer({
+      name,
+      checkpoint: readStoreCheckpoint(store, name),
+      handle: eachEvent((e) => handle(e, store)),
+      transaction: (fn) => store.transaction(fn),
+    }),
     reset: async () => {
       await store.transaction(async () => {
         await store.clear(collections);
         await store.setCheckpoint(name, 0);
-      });
-    },
-    apply: async (events) => {
-      await store.transaction(async () => {
-        const from = await store.getCheckpoint(name);
-        let last = from;
-        for (const e of events) {
-          if (e.position <= from) continue;
-          await handle(e, store);
-          last = e.position;
-        }
-        if (last > from) await store.setCheckpoint(name, last);
       });
     },
   };

@@ -1,4 +1,5 @@
 import { EventStore, Subscription } from '../ports/eventStore';
+import { follow } from './consumer';
 import { Projection } from './projection';
 
 export interface RunnerLogger {
@@ -63,17 +64,14 @@ export class ProjectionRunner {
       return;
     }
     for (const p of this.projections) {
-      const from = await p.checkpoint();
-      this.positions.set(p.name, from);
-      const sub = this.store.subscribe(
-        from,
-        async (events) => {
-          await p.apply(events);
-          this.positions.set(p.name, events[events.length - 1].position);
+      this.positions.set(p.name, await p.checkpoint());
+      const sub = await follow(this.store, p, {
+        afterBatch: async (position) => {
+          this.positions.set(p.name, position);
           this.notify();
         },
-        (err) => this.logger?.error({ err, projection: p.name }, 'projection failed; retrying'),
-      );
+        onError: (err) => this.logger?.error({ err, projection: p.name }, 'projection failed; retrying'),
+      });
       this.subscriptions.push(sub);
     }
   }

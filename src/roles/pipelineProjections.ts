@@ -1,3 +1,4 @@
+import { checkpointedConsumer, readStoreCheckpoint } from '../core/consumer';
 import { Projection } from '../core/projection';
 import { RecordedEvent } from '../domain/event';
 import { EventFeed } from '../ports/eventFeed';
@@ -16,18 +17,7 @@ export const PROCESS_DOCUMENT_JOB = 'process-document';
  * read models: a reset only rewinds the checkpoint.
  */
 function sideEffectProjection(name: string, store: ReadStore, effect: (events: RecordedEvent[]) => Promise<void>): Projection {
-  return {
-    name,
-    checkpoint: () => store.getCheckpoint(name),
-    reset: () => store.setCheckpoint(name, 0),
-    apply: async (events) => {
-      const from = await store.getCheckpoint(name);
-      const fresh = events.filter((e) => e.position > from);
-      if (fresh.length === 0) return;
-      await effect(fresh);
-      await store.setCheckpoint(name, fresh[fresh.length - 1].position);
-    },
-  };
+  return { ...checkpointedConsumer({ name, checkpoint: readStoreCheckpoint(store, name), handle: effect }), reset: () => store.setCheckpoint(name, 0) };
 }
 
 /**
