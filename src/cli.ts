@@ -4,7 +4,7 @@ import { createLogger } from './app/logger';
 import { buildContainer, closeContext } from './container';
 import { rebuildProjections } from './core/projectionRunner';
 import path from 'node:path';
-import { verifyEventLog } from './audit/verify';
+import { verifyEventLog } from './adapters/sqlite/verifyEventLog';
 import { exportEvents, parseOptions } from './audit/export';
 import { compactDataDir } from './audit/compact';
 

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
-import { chainHash, EventRow, GENESIS_HASH } from '../adapters/sqlite/sqliteEventStore';
+import { chainHash, GENESIS_HASH } from '../../core/hashChain';
+import { EventRow } from './sqliteEventStore';
 
 export interface ChainBreak {
   position: number;
