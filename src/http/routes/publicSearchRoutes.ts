@@ -113,7 +113,9 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
   // Mounted after the public instruction-set pages, which answer /s/:id for their ids and pass the rest on.
   root.get('/s/:linkId', async (req, res) => {
     const linkId = String(req.params.linkId);
-    await serve(req, res, () => searchLinkById(ctx, linkId), `s:${sha256Hex(linkId)}`, 's', () => {
+    // KB_LINK_ID_SEARCH=off: the id (stored in clear in the log and read models) opens nothing.
+    const resolve = ctx.config.linkIdSearch ? () => searchLinkById(ctx, linkId) : async (): Promise<LinkResolution> => ({ status: 'not_found' });
+    await serve(req, res, resolve, `s:${sha256Hex(linkId)}`, 's', () => {
       const q = decode(ShortQuery, req.query);
       return { query: requireQuery(q.q, PUBLIC_QUERY_MAX), limit: q.limit ?? 3 };
     });
