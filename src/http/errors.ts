@@ -64,6 +64,17 @@ export function statusOf(code: string): number {
   return STATUS[code] ?? 400;
 }
 
+/**
+ * The 4xx status an error raised by a body parser or other middleware carries (http-errors'
+ * `status`/`statusCode`), or undefined: anything without one is a bug of ours (500).
+ */
+export function clientErrorStatus(err: unknown): number | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const e = err as { status?: unknown; statusCode?: unknown };
+  const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined;
+  return status !== undefined && Number.isInteger(status) && status >= 400 && status <= 499 ? status : undefined;
+}
+
 export type ErrorFamily = 'v1' | 'api' | 'public' | 'mcp';
 
 /** Which envelope a path answers in (decisions.md, "Errors"). */
