@@ -49,6 +49,8 @@ export function createApp(ctx: AppContext): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // /V1/... is not /v1/...: one spelling per route (every Router is case-sensitive too: routes/module.ts).
+  app.set('case sensitive routing', true);
 
   // Correlation id and an access log with secrets scrubbed (no tokens, no query text).
   app.use((req: Request, res: Response, next: NextFunction) => {

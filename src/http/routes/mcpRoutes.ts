@@ -1,4 +1,4 @@
-import express, { Request, Response, Router } from 'express';
+import express, { Request, Response } from 'express';
 import { AppContext } from '../../app/context';
 import { SearchLinkView } from '../../../projections/searchLink/searchLinkProjection';
 import { searchLinkByToken, scopeTags } from '../../../queries/searchLink/searchLinkQueries';
@@ -6,9 +6,9 @@ import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
 import { searchWorkspace } from '../../../queries/search/searchService';
 import { ACCEPTED_PROTOCOL_VERSIONS, classify, errorMessage, idOf, Incoming, parseJson, resultMessage, RPC, RpcError, RpcId } from '../../mcp/protocol';
 import { dispatch, McpLinkSession } from '../../mcp/server';
-import { consumeRateLimit } from '../rateLimit';
+import { consumeRateLimit, guessingGuard } from '../rateLimit';
 import { clientErrorStatus, HttpError } from '../errors';
-import { RouteModule } from './module';
+import { RouteModule, router } from './module';
 
 export const MCP_BODY_LIMIT = 1024 * 1024;
 const ALLOW = 'POST, OPTIONS';
@@ -70,8 +70,13 @@ function originAllowed(ctx: AppContext, req: Request): boolean {
 }
 
 async function limit(ctx: AppContext, res: Response, limiter: ReturnType<AppContext['rateLimiter']>, perMinute: number, key: string): Promise<void> {
+  return asRpc(res, consumeRateLimit(ctx, limiter, perMinute, key, res));
+}
+
+/** A 429 of the HTTP rate limiters as the JSON-RPC rate-limit error (-32000, data.retryAfter). */
+async function asRpc(res: Response, limited: Promise<void>): Promise<void> {
   try {
-    await consumeRateLimit(ctx, limiter, perMinute, key, res);
+    await limited;
   } catch (err) {
     if (err instanceof HttpError && err.status === 429) {
       for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
@@ -102,9 +107,10 @@ function linkSession(ctx: AppContext, link: SearchLinkView): McpLinkSession {
 }
 
 export function mcpRoutes(ctx: AppContext): RouteModule {
-  const root = Router();
+  const root = router();
   const perIp = ctx.rateLimiter({ keyPrefix: 'mcp-ip', points: 100, durationSeconds: 60 });
   const perLink = ctx.rateLimiter({ keyPrefix: 'mcp-link', points: 30, durationSeconds: 60 });
+  const guard = guessingGuard(ctx);
 
   root.all('/mcp/:token', async (req, res) => {
     const started = process.hrtime.bigint();
@@ -145,7 +151,9 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
         throw new RpcError(RPC.INVALID_REQUEST, `Invalid request: unsupported MCP-Protocol-Version; supported: ${ACCEPTED_PROTOCOL_VERSIONS.join(', ')}.`);
       }
       const msg: Incoming = classify(raw);
+      await asRpc(res, guard.before(req));
       const resolved = await searchLinkByToken(ctx, String(req.params.token));
+      if (resolved.status === 'not_found') await asRpc(res, guard.failed(req, res));
       if (resolved.status === 'not_found') throw new RpcError(RPC.FORBIDDEN, 'Forbidden: the token is invalid or the link is no longer active.');
       if (resolved.status === 'expired') throw new RpcError(RPC.FORBIDDEN, 'Forbidden: this search link has expired.');
       link = resolved.link;
