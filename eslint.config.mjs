@@ -13,6 +13,18 @@ export default tseslint.config(
     },
   },
   {
+    // One router factory: every route is case-sensitive (/V1/... is a 404, not /v1/...).
+    files: ['src/**/*.ts'],
+    ignores: ['src/http/routes/module.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "CallExpression[callee.name='Router']", message: 'Use router() from src/http/routes/module.ts (case-sensitive routing).' },
+        { selector: "CallExpression[callee.property.name='Router']", message: 'Use router() from src/http/routes/module.ts (case-sensitive routing).' },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },

@@ -11,6 +11,8 @@ import { BlobStore } from '../ports/blobStore';
 /** Creates a rate limiter: `points` per `durationSeconds` per key. */
 export interface RateLimiterLike {
   consume(key: string, points?: number): Promise<{ remainingPoints: number; msBeforeNext: number }>;
+  /** The key's state without consuming (null: nothing consumed in this window). */
+  get(key: string): Promise<{ remainingPoints: number; msBeforeNext: number } | null>;
 }
 export type RateLimiterFactory = (opts: { keyPrefix: string; points: number; durationSeconds: number }) => RateLimiterLike;
 

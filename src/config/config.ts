@@ -38,6 +38,8 @@ const Env = t.partial({
   KB_KAFKA_BROKERS: t.string,
   KB_KAFKA_CLIENT_ID: t.string,
   KB_READ_YOUR_WRITES_MS: IntFromString,
+  KB_LINK_ID_SEARCH: t.keyof({ on: null, off: null }),
+  KB_UNKNOWN_TOKEN_PER_MINUTE: IntFromString,
 });
 
 export interface Config {
@@ -72,6 +74,10 @@ export interface Config {
   kafkaBrokers: string[];
   kafkaClientId: string;
   readYourWritesMs: number;
+  /** GET /s/<linkId> searches like the token (decisions.md); off: only the token opens a link. */
+  linkIdSearch: boolean;
+  /** Failed look-ups of a public token or link id allowed per client IP per minute (all public channels together). */
+  unknownTokenPerMinute: number;
 }
 
 export class ConfigError extends Error {}
@@ -124,6 +130,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaBrokers: (e.KB_KAFKA_BROKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     kafkaClientId: e.KB_KAFKA_CLIENT_ID ?? 'kb-service',
     readYourWritesMs: e.KB_READ_YOUR_WRITES_MS ?? 5000,
+    linkIdSearch: (e.KB_LINK_ID_SEARCH ?? 'on') === 'on',
+    unknownTokenPerMinute: e.KB_UNKNOWN_TOKEN_PER_MINUTE ?? 20,
   };
   const missing: string[] = [];
   if (config.eventStore === 'eventstoredb' && !config.eventStoreDbUrl) missing.push('KB_EVENTSTOREDB_URL (KB_EVENT_STORE=eventstoredb)');
@@ -131,6 +139,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.searchIndex === 'elasticsearch' && !config.elasticsearchUrl) missing.push('KB_ELASTICSEARCH_URL (KB_SEARCH_INDEX=elasticsearch)');
   if (config.feed === 'kafka' && config.kafkaBrokers.length === 0) missing.push('KB_KAFKA_BROKERS (KB_FEED=kafka)');
   if (config.embeddings === 'openai' && !config.openai.apiKey && !config.openai.baseUrl) missing.push('KB_OPENAI_API_KEY or KB_OPENAI_BASE_URL (KB_EMBEDDINGS=openai)');
+  if (config.unknownTokenPerMinute < 1) missing.push('KB_UNKNOWN_TOKEN_PER_MINUTE must be at least 1');
   if (config.chunkOverlap >= config.chunkTokens) missing.push('KB_CHUNK_OVERLAP must be smaller than KB_CHUNK_TOKENS');
   if (missing.length) throw new ConfigError(`Invalid configuration, missing or inconsistent:\n  ${missing.join('\n  ')}`);
   return config;

@@ -30,6 +30,7 @@ export type ErrorCode =
   | 'API_KEY_NOT_FOUND'
   | 'METHOD_NOT_ALLOWED'
   | 'REQUEST_TIMEOUT'
+  | 'LENGTH_REQUIRED'
   | 'CONFLICT'
   | 'INVALID_STATE'
   | 'MEMBER_EXISTS'

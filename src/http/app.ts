@@ -2,16 +2,46 @@ import express, { NextFunction, Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import { AppContext } from '../app/context';
 import { redactUrl } from '../app/logger';
-import { DomainError } from '../domain/errors';
-import { familyOf, HttpError, sendError } from './errors';
+import { DomainError, ErrorCode } from '../domain/errors';
+import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
 import { routeModules } from './routes';
 import './types';
 
 const JSON_LIMIT = '1mb';
 
-function isBodyParserError(err: unknown): err is { type: string; status?: number } {
-  return typeof err === 'object' && err !== null && 'type' in err && typeof (err as { type: unknown }).type === 'string';
+const CLIENT_ERROR_CODES: Partial<Record<number, ErrorCode>> = {
+  400: 'VALIDATION_ERROR',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  408: 'REQUEST_TIMEOUT',
+  409: 'CONFLICT',
+  411: 'LENGTH_REQUIRED',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'RATE_LIMITED',
+};
+
+/** Our own words for what went wrong reading a request (never the raw message: it may quote input). */
+function clientErrorMessage(status: number, type: unknown): string {
+  switch (type) {
+    case 'entity.parse.failed':
+      return 'Malformed JSON in the request body.';
+    case 'entity.too.large':
+      return `The request body exceeds ${JSON_LIMIT}.`;
+    case 'encoding.unsupported':
+      return 'Unsupported Content-Encoding; send identity, gzip, deflate or br.';
+    case 'charset.unsupported':
+      return 'Unsupported charset in Content-Type; send UTF-8.';
+    case 'request.aborted':
+      return 'The request was aborted before its body was read.';
+    case 'request.size.invalid':
+      return 'The request body does not match its Content-Length.';
+  }
+  if (status === 400) return 'The request body could not be read (is its Content-Encoding right?).';
+  return `The request could not be processed (HTTP ${status}).`;
 }
 
 export function createApp(ctx: AppContext): express.Express {
@@ -19,6 +49,8 @@ export function createApp(ctx: AppContext): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // /V1/... is not /v1/...: one spelling per route (every Router is case-sensitive too: routes/module.ts).
+  app.set('case sensitive routing', true);
 
   // Correlation id and an access log with secrets scrubbed (no tokens, no query text).
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -71,10 +103,16 @@ export function createApp(ctx: AppContext): express.Express {
       }
       return sendError(req, res, new HttpError(400, 'VALIDATION_ERROR', 'Malformed percent-encoding in the URL path.'));
     }
-    if (isBodyParserError(err)) {
-      if (err.type === 'entity.parse.failed') return sendError(req, res, new HttpError(400, 'VALIDATION_ERROR', 'Malformed JSON in the request body.'));
-      if (err.type === 'entity.too.large') return sendError(req, res, new HttpError(413, 'PAYLOAD_TOO_LARGE', `The request body exceeds ${JSON_LIMIT}.`));
-      return sendError(req, res, new HttpError(400, 'VALIDATION_ERROR', 'The request body could not be read.'));
+    // Errors raised by body parsers and other middleware carry their own 4xx status
+    // (corrupt gzip/deflate/br bodies, unsupported encodings or charsets, aborted bodies ...).
+    const status = clientErrorStatus(err);
+    if (status !== undefined) {
+      const message = clientErrorMessage(status, (err as { type?: unknown }).type);
+      if (familyOf(req.path) === 'mcp') {
+        res.status(status).json({ jsonrpc: '2.0', id: null, error: { code: status === 400 ? -32700 : -32600, message } });
+        return;
+      }
+      return sendError(req, res, new HttpError(status, CLIENT_ERROR_CODES[status] ?? 'BAD_REQUEST', message));
     }
     ctx.logger.error({ err, reqId: req.correlationId, path: redactUrl(req.path) }, 'unhandled error');
     if (familyOf(req.path) === 'mcp') {

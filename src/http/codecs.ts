@@ -2,6 +2,9 @@ import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
 import { PathReporter } from 'io-ts/PathReporter';
 import { DomainError, ErrorCode } from '../domain/errors';
+import { codePointLength, textProblem, TextKind } from '../util/text';
+
+export { codePointLength, textProblem };
 
 /** A string holding an integer (query strings, environment). */
 export const IntFromString = new t.Type<number, string, unknown>(
@@ -37,7 +40,7 @@ export const IsoDateString = t.brand(
   'IsoDate',
 );
 
-/** A string of bounded length (in characters). */
+/** A string of bounded length (in UTF-16 units; for identifiers and secrets, not for text people type). */
 export const boundedString = (min: number, max: number, name = `string(${min}..${max})`) =>
   t.refinement(t.string, (s) => s.length >= min && s.length <= max, name);
 
@@ -71,6 +74,90 @@ export function decode<A, O>(codec: t.Type<A, O, unknown>, value: unknown, code:
   return result.right;
 }
 
-/** Exact object: unknown keys are refused (where they matter, e.g. settings). */
-export const strict = <P extends t.Props>(props: P, partial?: boolean) =>
-  t.exact(partial ? t.partial(props) : t.type(props));
+/** The codecs an object codec is built from, to know the keys it declares. */
+function declaredKeys(codec: t.Mixed): string[] {
+  if (codec instanceof t.InterfaceType || codec instanceof t.PartialType) return Object.keys((codec as t.InterfaceType<t.Props>).props);
+  if (codec instanceof t.ExactType || codec instanceof t.RefinementType || codec instanceof t.ReadonlyType) return declaredKeys((codec as t.ExactType<t.Mixed>).type);
+  if (codec instanceof t.IntersectionType) return (codec as t.IntersectionType<t.Mixed[]>).types.flatMap(declaredKeys);
+  throw new TypeError(`strict: cannot list the keys of ${codec.name}`);
+}
+
+/**
+ * An object codec that refuses keys it does not declare: each unknown key is a failure
+ * naming it (`settings.allowPublicSerchLinks: unknown field`), never silently dropped.
+ * Every JSON body is decoded through one; nested objects are wrapped on their own.
+ */
+export function strict<C extends t.Mixed>(codec: C): t.Type<t.TypeOf<C>, t.OutputOf<C>, unknown> {
+  const allowed = new Set(declaredKeys(codec));
+  return new t.Type<t.TypeOf<C>, t.OutputOf<C>, unknown>(
+    `Strict<${codec.name}>`,
+    codec.is,
+    (u, c) => {
+      if (typeof u === 'object' && u !== null && !Array.isArray(u)) {
+        const unknownKeys = Object.keys(u).filter((k) => !allowed.has(k));
+        if (unknownKeys.length > 0) {
+          return t.failures(
+            unknownKeys.slice(0, 10).map((key) => {
+              const actual = (u as Record<string, unknown>)[key];
+              return { value: actual, context: [...c, { key, type: t.never, actual }], message: `unknown field (allowed: ${[...allowed].join(', ')})` };
+            }),
+          );
+        }
+      }
+      return codec.validate(u, c);
+    },
+    codec.encode,
+  );
+}
+
+// ---- One text rule for every human-entered string ------------------------------------------
+
+function textCodec(name: string, kind: Exclude<TextKind, 'content'>, min: number, max: number): t.Type<string, string, unknown> {
+  return new t.Type<string, string, unknown>(
+    name,
+    (u): u is string => typeof u === 'string',
+    (u, c) => {
+      if (typeof u !== 'string') return t.failure(u, c, 'must be a string');
+      const trimmed = u.trim();
+      const problem = textProblem(trimmed, kind);
+      if (problem) return t.failure(u, c, problem);
+      const length = codePointLength(trimmed);
+      if (length < min) return t.failure(u, c, min === 1 ? 'must not be blank' : `must be at least ${min} characters`);
+      if (length > max) return t.failure(u, c, `must be at most ${max} characters (got ${length})`);
+      return t.success(trimmed);
+    },
+    (s) => s,
+  );
+}
+
+/** A one-line name a person typed (workspace, tag, set, link, user, key, document title): decoded trimmed. */
+export const HumanName = (max: number, min = 1): t.Type<string, string, unknown> => textCodec(`HumanName(${min}..${max})`, 'line', min, max);
+/** Multi-line text a person typed (a description): tabs and line breaks allowed; decoded trimmed. */
+export const HumanText = (max: number, min = 0): t.Type<string, string, unknown> => textCodec(`HumanText(${min}..${max})`, 'text', min, max);
+
+/** Document content (auto-save): valid Unicode, no control characters but tab and line breaks; kept as sent. */
+export const DocumentContent = new t.Type<string, string, unknown>(
+  'DocumentContent',
+  (u): u is string => typeof u === 'string',
+  (u, c) => {
+    if (typeof u !== 'string') return t.failure(u, c, 'must be a string');
+    const problem = textProblem(u, 'content');
+    return problem ? t.failure(u, c, problem) : t.success(u);
+  },
+  (s) => s,
+);
+
+/** An e-mail address: one line of valid text in the shape local@domain.tld. */
+export const Email = t.refinement(HumanName(254, 3), (s) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s), 'Email');
+
+/** Search text (a query, a title filter): valid Unicode without control characters; kept as sent (length rules are the route's). */
+export const QueryText = new t.Type<string, string, unknown>(
+  'QueryText',
+  (u): u is string => typeof u === 'string',
+  (u, c) => {
+    if (typeof u !== 'string') return t.failure(u, c, 'must be a string');
+    const problem = textProblem(u, 'text');
+    return problem ? t.failure(u, c, problem) : t.success(u);
+  },
+  (s) => s,
+);

@@ -30,6 +30,7 @@ const STATUS: Record<ErrorCode, number> = {
   API_KEY_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   REQUEST_TIMEOUT: 408,
+  LENGTH_REQUIRED: 411,
   CONFLICT: 409,
   // A processing step out of order (a stale or duplicate worker): the state moved on.
   INVALID_STATE: 409,
@@ -66,6 +67,17 @@ const SUGGESTIONS: Partial<Record<ErrorCode, string>> = {
 
 export function statusOf(code: ErrorCode): number {
   return STATUS[code];
+}
+
+/**
+ * The 4xx status an error raised by a body parser or other middleware carries (http-errors'
+ * `status`/`statusCode`), or undefined: anything without one is a bug of ours (500).
+ */
+export function clientErrorStatus(err: unknown): number | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const e = err as { status?: unknown; statusCode?: unknown };
+  const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined;
+  return status !== undefined && Number.isInteger(status) && status >= 400 && status <= 499 ? status : undefined;
 }
 
 export type ErrorFamily = 'v1' | 'api' | 'public' | 'mcp';

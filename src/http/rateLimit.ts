@@ -16,15 +16,54 @@ export async function consumeRateLimit(ctx: AppContext, limiter: RateLimiterLike
     res.setHeader('X-RateLimit-Reset', String(Math.ceil((Date.now() + r.msBeforeNext) / 1000)));
   } catch (err) {
     if (!isRejection(err)) throw err;
-    const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-    const headers = {
-      'X-RateLimit-Limit': String(limit),
-      'X-RateLimit-Remaining': '0',
-      'X-RateLimit-Reset': String(Math.ceil((Date.now() + err.msBeforeNext) / 1000)),
-      'Retry-After': String(retryAfter),
-    };
-    throw new HttpError(429, 'RATE_LIMITED', `Too many requests; retry in ${retryAfter} s.`, { retryAfter }, headers);
+    throw rateLimited(limit, err.msBeforeNext);
   }
+}
+
+function rateLimited(limit: number, msBeforeNext: number): HttpError {
+  const retryAfter = Math.max(1, Math.ceil(msBeforeNext / 1000));
+  const headers = {
+    'X-RateLimit-Limit': String(limit),
+    'X-RateLimit-Remaining': '0',
+    'X-RateLimit-Reset': String(Math.ceil((Date.now() + msBeforeNext) / 1000)),
+    'Retry-After': String(retryAfter),
+  };
+  return new HttpError(429, 'RATE_LIMITED', `Too many requests; retry in ${retryAfter} s.`, { retryAfter }, headers);
+}
+
+export interface GuessingGuard {
+  /** Before looking a public credential up: 429 once this client IP has spent its budget of failures. */
+  before(req: Request): Promise<void>;
+  /** After a look-up found nothing: spend one point of the IP's budget (429 once over). */
+  failed(req: Request, res: Response): Promise<void>;
+}
+
+/**
+ * Guessing guard for public credentials (search-link tokens and ids): failed look-ups on
+ * /public/<token>, /s/<id> and /mcp/<token> share one budget per client IP
+ * (KB_UNKNOWN_TOKEN_PER_MINUTE). Once it is spent, look-ups from that IP are refused before
+ * they are made, so a right guess cannot be told from a wrong one until the window ends.
+ */
+export function guessingGuard(ctx: AppContext): GuessingGuard {
+  // One budget for every channel: the same limiter (an in-memory one counts only its own keys).
+  let guard = guards.get(ctx);
+  if (!guard) guards.set(ctx, (guard = createGuessingGuard(ctx)));
+  return guard;
+}
+
+const guards = new WeakMap<AppContext, GuessingGuard>();
+
+function createGuessingGuard(ctx: AppContext): GuessingGuard {
+  const perMinute = ctx.config.unknownTokenPerMinute;
+  const limiter = ctx.rateLimiter({ keyPrefix: 'unknown-credential', points: perMinute, durationSeconds: 60 });
+  return {
+    before: async (req) => {
+      if (!ctx.config.rateLimits) return;
+      const state = await limiter.get(byIp(req));
+      if (state && state.remainingPoints <= 0) throw rateLimited(perMinute, state.msBeforeNext);
+    },
+    failed: (req, res) => consumeRateLimit(ctx, limiter, perMinute, byIp(req), res),
+  };
 }
 
 /** Middleware: `points` per minute, keyed by `keyOf(req)` (user id, IP, token hash ...). */

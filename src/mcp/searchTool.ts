@@ -1,4 +1,5 @@
 import { RPC, RpcError } from './protocol';
+import { codePointLength, textProblem } from '../util/text';
 
 export const TOOL_NAME = 'service_search';
 export const QUERY_MIN = 2;
@@ -68,7 +69,11 @@ export function validateSearchArguments(args: unknown, scopeTags: ScopeTag[]): S
   const a = args as Record<string, unknown>;
   if (typeof a.query !== 'string') throw invalid('"query" is required and must be a string.', 'query');
   const query = a.query.trim();
-  if (query.length < QUERY_MIN || query.length > QUERY_MAX) throw invalid(`"query" must be ${QUERY_MIN} to ${QUERY_MAX} characters long (got ${query.length}).`, 'query');
+  const problem = textProblem(query, 'text');
+  if (problem) throw invalid(`"query" ${problem}.`, 'query');
+  // Characters are code points, as workspace search counts them (an emoji is one).
+  const length = codePointLength(query);
+  if (length < QUERY_MIN || length > QUERY_MAX) throw invalid(`"query" must be ${QUERY_MIN} to ${QUERY_MAX} characters long (got ${length}).`, 'query');
   let limit = LIMIT_DEFAULT;
   if (a.limit !== undefined && a.limit !== null) {
     if (typeof a.limit !== 'number' || !Number.isInteger(a.limit) || a.limit < 1 || a.limit > LIMIT_MAX) throw invalid(`"limit" must be a whole number from 1 to ${LIMIT_MAX}.`, 'limit');

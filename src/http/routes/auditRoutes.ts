@@ -1,5 +1,5 @@
-import { Request, Router } from 'express';
-import { RouteModule } from './module';
+import { Request } from 'express';
+import { RouteModule, router } from './module';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
 import { requireAuth, requireWorkspaceRole } from '../auth';
@@ -25,7 +25,7 @@ function isoParam(req: Request, name: string): string | undefined {
 
 /** GET /v1/workspaces/:id/audit: who did what, when, in a workspace (ADMIN and OWNER). */
 export function auditRoutes(ctx: AppContext): RouteModule {
-  const v1 = Router();
+  const v1 = router();
   v1.get('/workspaces/:id/audit', requireAuth(ctx), async (req, res) => {
     const raw = String(req.params.id);
     if (!ID.test(raw)) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');

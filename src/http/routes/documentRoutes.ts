@@ -1,5 +1,5 @@
 import { membersCollection, memberId } from '../../../projections/workspace/workspaceProjection';
-import { Request, Router } from 'express';
+import { Request } from 'express';
 import * as t from 'io-ts';
 import { randomUUID } from 'node:crypto';
 import { AppContext } from '../../app/context';
@@ -11,18 +11,21 @@ import { workspacesCollection } from '../../../projections/workspace/workspacePr
 import { blobUsers, documentDetail, documentForUser, documentIn, listDocuments, unknownTags } from '../../../queries/document/documentQueries';
 import { receiveUpload } from '../../../commands/document/receiveUpload';
 import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
-import { boundedString, decode, IntFromString, IsoDateString, NonEmptyTrimmed, Purpose } from '../codecs';
+import { boundedString, decode, DocumentContent, HumanName, IntFromString, IsoDateString, Purpose, QueryText, strict } from '../codecs';
 import { execute } from '../exec';
-import { RouteModule } from './module';
+import { RouteModule, router } from './module';
 import { documentAsOf, parseAsOf } from '../../audit/timeTravel';
 import { loadState } from '../../core/commandHandler';
 import { setSizeBreach } from '../../../queries/instructionSet/instructionSetQueries';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const Title = t.intersection([NonEmptyTrimmed, boundedString(1, 255)]);
+const Title = HumanName(255);
 const TagIds = t.array(boundedString(1, 100));
-const UpdateBody = t.exact(t.partial({ title: Title, purpose: Purpose, tags: TagIds }));
-const ContentBody = t.intersection([t.type({ content: t.string }), t.partial({ expectedUpdatedAt: IsoDateString })]);
+const UpdateBody = strict(t.partial({ title: Title, purpose: Purpose, tags: TagIds }));
+const ContentBody = strict(t.intersection([t.type({ content: DocumentContent }), t.partial({ expectedUpdatedAt: IsoDateString })]));
+
+/** The JSON body codecs of these routes (property tests walk them). */
+export const documentBodies = { UpdateBody, ContentBody };
 const Status = t.keyof({ PENDING: null, PROCESSING: null, VERIFIED: null, FAILED: null });
 const ListQuery = t.partial({
   page: t.refinement(IntFromString, (n) => n >= 1, 'page >= 1'),
@@ -30,7 +33,7 @@ const ListQuery = t.partial({
   status: Status,
   purpose: Purpose,
   tags: t.string,
-  search: t.string,
+  search: QueryText,
 });
 
 function workspaceIdOf(req: Request): string {
@@ -47,7 +50,7 @@ function documentIdOf(req: Request): string {
 }
 
 export function documentRoutes(ctx: AppContext): RouteModule {
-  const v1 = Router();
+  const v1 = router();
   v1.use('/workspaces/:id/documents', requireAuth(ctx));
   v1.use('/documents', requireAuth(ctx));
 

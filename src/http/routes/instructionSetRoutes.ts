@@ -1,4 +1,4 @@
-import { Request, Router } from 'express';
+import { Request } from 'express';
 import * as t from 'io-ts';
 import { randomUUID } from 'node:crypto';
 import { AppContext } from '../../app/context';
@@ -18,20 +18,21 @@ import {
   pendingGrowth,
 } from '../../../queries/instructionSet/instructionSetQueries';
 import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
-import { decode, IsoDateString, NonEmptyTrimmed } from '../codecs';
+import { decode, HumanName, HumanText, IsoDateString, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { byUser, rateLimit } from '../rateLimit';
-import { RouteModule } from './module';
+import { RouteModule, router } from './module';
 import { instructionSetAsOf, parseAsOf } from '../../audit/timeTravel';
 
-/** Lengths in characters (code points), as a person counts them. */
-const maxChars = (max: number, name: string) => t.refinement(t.string, (s) => [...s].length <= max, name);
-const Name = t.intersection([NonEmptyTrimmed, maxChars(200, 'string of at most 200 characters')]);
-const Description = t.union([maxChars(500, 'string of at most 500 characters'), t.null]);
-const CreateBody = t.intersection([t.type({ name: Name }), t.partial({ description: Description, isPublic: t.boolean })]);
-const UpdateBody = t.partial({ name: Name, description: Description, isPublic: t.boolean, expectedUpdatedAt: IsoDateString });
-const AddDocumentBody = t.type({ documentId: t.refinement(t.string, (s) => s.length > 0 && s.length <= 200, 'document id') });
-const ReorderBody = t.type({ documentIds: t.array(t.string) });
+const Name = HumanName(200);
+const Description = t.union([HumanText(500), t.null]);
+const CreateBody = strict(t.intersection([t.type({ name: Name }), t.partial({ description: Description, isPublic: t.boolean })]));
+const UpdateBody = strict(t.partial({ name: Name, description: Description, isPublic: t.boolean, expectedUpdatedAt: IsoDateString }));
+const AddDocumentBody = strict(t.type({ documentId: t.refinement(t.string, (s) => s.length > 0 && s.length <= 200, 'document id') }));
+const ReorderBody = strict(t.type({ documentIds: t.array(t.string) }));
+
+/** The JSON body codecs of these routes (property tests walk them). */
+export const instructionSetBodies = { CreateBody, UpdateBody, AddDocumentBody, ReorderBody };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -44,7 +45,7 @@ function workspaceIdOf(req: Request): string {
 const blankToNull = (s: string | null | undefined): string | null | undefined => (s === undefined ? undefined : s === null || s.trim() === '' ? null : s.trim());
 
 export function instructionSetRoutes(ctx: AppContext): RouteModule {
-  const api = Router();
+  const api = router();
   api.use('/instruction-sets', requireAuth(ctx));
   api.use('/workspaces/:workspaceId/instruction-sets', requireAuth(ctx));
 

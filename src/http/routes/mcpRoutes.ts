@@ -1,4 +1,4 @@
-import { Request, Response, Router } from 'express';
+import express, { Request, Response } from 'express';
 import { AppContext } from '../../app/context';
 import { SearchLinkView } from '../../../projections/searchLink/searchLinkProjection';
 import { searchLinkByToken, scopeTags } from '../../../queries/searchLink/searchLinkQueries';
@@ -6,9 +6,9 @@ import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
 import { searchWorkspace } from '../../../queries/search/searchService';
 import { ACCEPTED_PROTOCOL_VERSIONS, classify, errorMessage, idOf, Incoming, parseJson, resultMessage, RPC, RpcError, RpcId } from '../../mcp/protocol';
 import { dispatch, McpLinkSession } from '../../mcp/server';
-import { consumeRateLimit } from '../rateLimit';
-import { HttpError } from '../errors';
-import { RouteModule } from './module';
+import { consumeRateLimit, guessingGuard } from '../rateLimit';
+import { clientErrorStatus, HttpError } from '../errors';
+import { RouteModule, router } from './module';
 
 export const MCP_BODY_LIMIT = 1024 * 1024;
 const ALLOW = 'POST, OPTIONS';
@@ -22,39 +22,30 @@ function sendRpcError(res: Response, id: RpcId, err: RpcError): void {
   send(res, err.httpStatus, errorMessage(id, err));
 }
 
-/** Read the raw body ourselves (the app skips JSON parsing on /mcp/) so bad JSON is a -32700. */
-function readBody(req: Request, limit: number): Promise<string> {
+const rawBody = express.raw({ type: () => true, limit: MCP_BODY_LIMIT });
+
+/** A body that could not be read, as the JSON-RPC error it answers (never a 500). */
+function unreadableBody(err: unknown): unknown {
+  const status = clientErrorStatus(err);
+  if (status === undefined) return err;
+  if (status === 413) return new RpcError(RPC.INVALID_REQUEST, `Invalid request: the body exceeds ${MCP_BODY_LIMIT} bytes.`, undefined, 413);
+  if (status === 415) return new RpcError(RPC.INVALID_REQUEST, 'Invalid request: unsupported Content-Encoding; send identity, gzip, deflate or br.', undefined, 415);
+  return new RpcError(RPC.PARSE_ERROR, 'Parse error: the body could not be read (is its Content-Encoding right?).');
+}
+
+/**
+ * Read the raw body ourselves (the app skips JSON parsing on /mcp/) so bad JSON is a -32700.
+ * The same reader as every other route: bounded, and Content-Encoding (gzip, deflate, br) honoured.
+ */
+function readBody(req: Request, res: Response): Promise<string> {
   return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) {
-      reject(new RpcError(RPC.INVALID_REQUEST, `Invalid request: the body exceeds ${limit} bytes.`, undefined, 413));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    req.on('data', (c: Buffer) => {
-      if (done) return;
-      size += c.length;
-      if (size > limit) {
-        done = true;
-        reject(new RpcError(RPC.INVALID_REQUEST, `Invalid request: the body exceeds ${limit} bytes.`, undefined, 413));
-        req.resume();
+    rawBody(req, res, (err?: unknown) => {
+      if (err) {
+        reject(unreadableBody(err));
         return;
       }
-      chunks.push(c);
-    });
-    req.on('end', () => {
-      if (!done) {
-        done = true;
-        resolve(Buffer.concat(chunks).toString('utf8'));
-      }
-    });
-    req.on('error', (err) => {
-      if (!done) {
-        done = true;
-        reject(err);
-      }
+      const body: unknown = req.body;
+      resolve(Buffer.isBuffer(body) ? body.toString('utf8') : '');
     });
   });
 }
@@ -79,8 +70,13 @@ function originAllowed(ctx: AppContext, req: Request): boolean {
 }
 
 async function limit(ctx: AppContext, res: Response, limiter: ReturnType<AppContext['rateLimiter']>, perMinute: number, key: string): Promise<void> {
+  return asRpc(res, consumeRateLimit(ctx, limiter, perMinute, key, res));
+}
+
+/** A 429 of the HTTP rate limiters as the JSON-RPC rate-limit error (-32000, data.retryAfter). */
+async function asRpc(res: Response, limited: Promise<void>): Promise<void> {
   try {
-    await consumeRateLimit(ctx, limiter, perMinute, key, res);
+    await limited;
   } catch (err) {
     if (err instanceof HttpError && err.status === 429) {
       for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
@@ -111,9 +107,10 @@ function linkSession(ctx: AppContext, link: SearchLinkView): McpLinkSession {
 }
 
 export function mcpRoutes(ctx: AppContext): RouteModule {
-  const root = Router();
+  const root = router();
   const perIp = ctx.rateLimiter({ keyPrefix: 'mcp-ip', points: 100, durationSeconds: 60 });
   const perLink = ctx.rateLimiter({ keyPrefix: 'mcp-link', points: 30, durationSeconds: 60 });
+  const guard = guessingGuard(ctx);
 
   root.all('/mcp/:token', async (req, res) => {
     const started = process.hrtime.bigint();
@@ -143,7 +140,7 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
       );
       let raw: unknown;
       try {
-        raw = parseJson(await readBody(req, MCP_BODY_LIMIT));
+        raw = parseJson(await readBody(req, res));
       } catch (err) {
         throw ipRefusal ?? err;
       }
@@ -154,7 +151,9 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
         throw new RpcError(RPC.INVALID_REQUEST, `Invalid request: unsupported MCP-Protocol-Version; supported: ${ACCEPTED_PROTOCOL_VERSIONS.join(', ')}.`);
       }
       const msg: Incoming = classify(raw);
+      await asRpc(res, guard.before(req));
       const resolved = await searchLinkByToken(ctx, String(req.params.token));
+      if (resolved.status === 'not_found') await asRpc(res, guard.failed(req, res));
       if (resolved.status === 'not_found') throw new RpcError(RPC.FORBIDDEN, 'Forbidden: the token is invalid or the link is no longer active.');
       if (resolved.status === 'expired') throw new RpcError(RPC.FORBIDDEN, 'Forbidden: this search link has expired.');
       link = resolved.link;

@@ -1,4 +1,7 @@
 import { Router } from 'express';
+
+/** Every router of the service: paths are case-sensitive (/V1/... is not /v1/...), like the app's own. */
+export const router = (): Router => Router({ caseSensitive: true });
 import { AppContext } from '../../app/context';
 
 /**

@@ -1,16 +1,15 @@
-import { Request, Response, Router } from 'express';
+import { Request, Response } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
-import { sha256Hex } from '../../util/crypto';
 import { SearchLinkView } from '../../../projections/searchLink/searchLinkProjection';
 import { LinkResolution, searchLinkById, searchLinkByToken } from '../../../queries/searchLink/searchLinkQueries';
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
 import { searchWorkspace } from '../../../queries/search/searchService';
-import { decode, IntFromString } from '../codecs';
-import { consumeRateLimit } from '../rateLimit';
+import { decode, IntFromString, strict } from '../codecs';
+import { consumeRateLimit, guessingGuard } from '../rateLimit';
 import { requireQuery } from './searchRoutes';
-import { RouteModule } from './module';
+import { RouteModule, router } from './module';
 
 export const PUBLIC_QUERY_MAX = 1000;
 export const PUBLIC_LIMIT_MAX = 50;
@@ -19,7 +18,10 @@ export const PUBLIC_PER_MINUTE = 30;
 const limitCodec = (max: number) => t.refinement(IntFromString, (n) => n >= 1 && n <= max, `integer 1..${max}`);
 const TagList = t.union([t.string, t.array(t.string)]);
 const GetQuery = t.partial({ q: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.string });
-const PostBody = t.partial({ query: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.union([t.null, TagList]) });
+const PostBody = strict(t.partial({ query: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.union([t.null, TagList]) }));
+
+/** The JSON body codecs of these routes (property tests walk them). */
+export const publicSearchBodies = { PostBody };
 const ShortQuery = t.partial({ q: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX) });
 
 function tagList(v: string | string[] | null | undefined): string[] | undefined {
@@ -57,16 +59,22 @@ async function searchInScope(ctx: AppContext, link: SearchLinkView, s: PublicSea
 }
 
 export function publicSearchRoutes(ctx: AppContext): RouteModule {
-  const root = Router();
+  const root = router();
   // One budget per link for its public HTTP uses (/public/<token>/search and /s/<linkId>);
   // the tool endpoint has its own.
   const limiter = ctx.rateLimiter({ keyPrefix: 'public-search', points: PUBLIC_PER_MINUTE, durationSeconds: 60 });
+  // Unknown tokens and ids cost the client IP, whatever the token (guessing is per IP, not per guess).
+  const guard = guessingGuard(ctx);
 
-  async function serve(req: Request, res: Response, resolve: () => Promise<LinkResolution>, unknownKey: string, channel: 'http' | 's', input: () => PublicSearch) {
+  async function serve(req: Request, res: Response, resolve: () => Promise<LinkResolution>, channel: 'http' | 's', input: () => PublicSearch) {
     const started = process.hrtime.bigint();
+    await guard.before(req);
     const resolved = await resolve();
-    await consumeRateLimit(ctx, limiter, PUBLIC_PER_MINUTE, resolved.status === 'not_found' ? `unknown:${unknownKey}` : resolved.link.id, res);
-    if (resolved.status === 'not_found') throw new DomainError('NOT_FOUND', 'Not found: the address is unknown, revoked, or no longer public.');
+    if (resolved.status === 'not_found') {
+      await guard.failed(req, res);
+      throw new DomainError('NOT_FOUND', 'Not found: the address is unknown, revoked, or no longer public.');
+    }
+    await consumeRateLimit(ctx, limiter, PUBLIC_PER_MINUTE, resolved.link.id, res);
     if (resolved.status === 'expired') throw new DomainError('EXPIRED', 'This search link has expired.');
     const link = resolved.link;
     let ok = false;
@@ -91,20 +99,18 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
 
   const byToken = (req: Request) => {
     const token = String(req.params.token);
-    return { resolve: () => searchLinkByToken(ctx, token), key: sha256Hex(token) };
+    return () => searchLinkByToken(ctx, token);
   };
 
   root.get('/public/:token/search', async (req, res) => {
-    const { resolve, key } = byToken(req);
-    await serve(req, res, resolve, key, 'http', () => {
+    await serve(req, res, byToken(req), 'http', () => {
       const q = decode(GetQuery, req.query);
       return { query: requireQuery(q.q, PUBLIC_QUERY_MAX), limit: q.limit ?? 10, tags: tagList(q.tags) };
     });
   });
 
   root.post('/public/:token/search', async (req, res) => {
-    const { resolve, key } = byToken(req);
-    await serve(req, res, resolve, key, 'http', () => {
+    await serve(req, res, byToken(req), 'http', () => {
       const b = decode(PostBody, req.body ?? {});
       return { query: requireQuery(b.query, PUBLIC_QUERY_MAX), limit: b.limit ?? 10, tags: tagList(b.tags) };
     });
@@ -113,7 +119,9 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
   // Mounted after the public instruction-set pages, which answer /s/:id for their ids and pass the rest on.
   root.get('/s/:linkId', async (req, res) => {
     const linkId = String(req.params.linkId);
-    await serve(req, res, () => searchLinkById(ctx, linkId), `s:${sha256Hex(linkId)}`, 's', () => {
+    // KB_LINK_ID_SEARCH=off: the id (stored in clear in the log and read models) opens nothing.
+    const resolve = ctx.config.linkIdSearch ? () => searchLinkById(ctx, linkId) : async (): Promise<LinkResolution> => ({ status: 'not_found' });
+    await serve(req, res, resolve, 's', () => {
       const q = decode(ShortQuery, req.query);
       return { query: requireQuery(q.q, PUBLIC_QUERY_MAX), limit: q.limit ?? 3 };
     });

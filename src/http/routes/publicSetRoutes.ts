@@ -1,10 +1,10 @@
-import { NextFunction, Request, Response, Router } from 'express';
+import { NextFunction, Request, Response } from 'express';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
 import { joinRaw, publicSetContent } from '../../../queries/instructionSet/instructionSetQueries';
 import { renderInstructionSetPage, SET_PAGE_CSP } from '../../views/instructionSetPage';
 import { byIp, consumeRateLimit } from '../rateLimit';
-import { RouteModule } from './module';
+import { RouteModule, router } from './module';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const notFound = () => new DomainError('NOT_FOUND', 'Instruction set not found or not public.');
@@ -15,7 +15,7 @@ const notFound = () => new DomainError('NOT_FOUND', 'Instruction set not found o
  * search-link router, mounted after it, answers.
  */
 export function publicSetRoutes(ctx: AppContext): RouteModule {
-  const root = Router();
+  const root = router();
   const htmlLimiter = ctx.rateLimiter({ keyPrefix: 'public-set:html', points: 60, durationSeconds: 60 });
   const rawLimiter = ctx.rateLimiter({ keyPrefix: 'public-set:raw', points: 30, durationSeconds: 60 });
 

@@ -1,4 +1,4 @@
-import { Request, Router } from 'express';
+import { Request } from 'express';
 import * as t from 'io-ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppContext } from '../../app/context';
@@ -11,9 +11,9 @@ import { tagsCollection, workspacesCollection } from '../../../projections/works
 import { getSearchLink, listSearchLinks, searchLinkView } from '../../../queries/searchLink/searchLinkQueries';
 import { linkUsageReport } from '../../../queries/searchLink/linkUsage';
 import { requireAuth, requireWorkspaceRole } from '../auth';
-import { boundedString, decode, IntFromString, IsoDateString } from '../codecs';
+import { boundedString, decode, HumanName, IntFromString, IsoDateString, strict } from '../codecs';
 import { execute } from '../exec';
-import { RouteModule } from './module';
+import { RouteModule, router } from './module';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -26,13 +26,16 @@ const HistoryMode = new t.Type<boolean, boolean, unknown>(
 );
 const Tags = t.array(boundedString(1, 100));
 const Fields = {
-  name: t.union([t.null, boundedString(0, 200)]),
+  name: t.union([t.null, HumanName(200, 0)]),
   allowedTags: t.union([t.null, Tags]),
   expiresAt: t.union([t.null, IsoDateString]),
   historyMode: HistoryMode,
 };
-const CreateBody = t.exact(t.partial(Fields));
-const PatchBody = t.exact(t.partial(Fields));
+const CreateBody = strict(t.partial(Fields));
+const PatchBody = strict(t.partial(Fields));
+
+/** The JSON body codecs of these routes (property tests walk them). */
+export const searchLinkBodies = { CreateBody, PatchBody };
 const UsageQuery = t.partial({ hours: t.refinement(IntFromString, (n) => n >= 1 && n <= 24 * 90, 'hours 1..2160') });
 
 function pathId(req: Request, name: string, code: ErrorCode, what: string): string {
@@ -52,7 +55,7 @@ async function workspaceFacts(ctx: AppContext, workspaceId: string) {
 export function searchLinkRoutes(ctx: AppContext): RouteModule {
   // Load (or create) the token key now: a malformed KB_LINK_TOKEN_KEY stops start-up, not a request.
   const vault = tokenVault(ctx);
-  const api = Router();
+  const api = router();
   api.use('/workspaces/:workspaceId/public-links', requireAuth(ctx), async (req, _res, next) => {
     const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
     await requireWorkspaceRole(ctx, req, workspaceId, 'ADMIN');

@@ -1,23 +1,28 @@
-import { Request, Router } from 'express';
+import { Request } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
 import { searchWorkspace } from '../../../queries/search/searchService';
 import { requireAuth, requireWorkspaceRole } from '../auth';
-import { decode, Purpose } from '../codecs';
+import { codePointLength, decode, Purpose, strict, textProblem } from '../codecs';
 import { byUser, rateLimit } from '../rateLimit';
-import { RouteModule } from './module';
+import { RouteModule, router } from './module';
 
 export const WORKSPACE_SEARCH_MAX_QUERY = 1000;
 export const WORKSPACE_SEARCH_MAX_LIMIT = 20;
 
 const Limit = t.refinement(t.number, (n) => Number.isInteger(n) && n >= 1 && n <= WORKSPACE_SEARCH_MAX_LIMIT, 'integer 1..20');
 const Ids = t.refinement(t.array(t.string), (a) => a.length <= 1000, 'at most 1000 ids');
-const Body = t.partial({
-  query: t.unknown,
-  limit: Limit,
-  filters: t.union([t.null, t.partial({ tags: t.union([t.null, Ids]), purpose: t.union([t.null, Purpose]), documentIds: t.union([t.null, Ids]) })]),
-});
+const Body = strict(
+  t.partial({
+    query: t.unknown,
+    limit: Limit,
+    filters: t.union([t.null, strict(t.partial({ tags: t.union([t.null, Ids]), purpose: t.union([t.null, Purpose]), documentIds: t.union([t.null, Ids]) }))]),
+  }),
+);
+
+/** The JSON body codecs of these routes (property tests walk them). */
+export const searchBodies = { Body };
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -33,14 +38,16 @@ export function requireQuery(value: unknown, max: number): string {
     throw new DomainError('QUERY_REQUIRED', 'A non-empty query is required.');
   }
   if (typeof value !== 'string') throw new DomainError('VALIDATION_ERROR', 'Invalid request: query: must be a string.', { fields: [{ field: 'query', problem: 'must be a string' }] });
+  const problem = textProblem(value, 'text');
+  if (problem) throw new DomainError('VALIDATION_ERROR', `Invalid request: query: ${problem}`, { fields: [{ field: 'query', problem }] });
   // Characters are Unicode code points (an emoji is one character, not two UTF-16 units).
-  const length = [...value].length;
+  const length = codePointLength(value);
   if (length > max) throw new DomainError('QUERY_TOO_LONG', `The query is ${length} characters long; the maximum is ${max}.`, { maxLength: max, length });
   return value;
 }
 
 export function searchRoutes(ctx: AppContext): RouteModule {
-  const v1 = Router();
+  const v1 = router();
   const limiter = rateLimit(ctx, 'workspace-search', 60, byUser);
 
   v1.post('/workspaces/:id/search', requireAuth(ctx), async (req, res, next) => {

@@ -1,4 +1,4 @@
-import { Request, Router } from 'express';
+import { Request } from 'express';
 import * as t from 'io-ts';
 import { randomUUID } from 'node:crypto';
 import { AppContext } from '../../app/context';
@@ -8,19 +8,23 @@ import { workspaceStream } from '../../domain/workspace/events';
 import { getInvitation, getWorkspace, listMembers, listTags, listWorkspaces } from '../../../queries/workspace/workspaceQueries';
 import { usersCollection } from '../../../projections/user/userProjection';
 import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
-import { boundedString, decode, HexColor, NonEmptyTrimmed, Purpose, Role } from '../codecs';
+import { boundedString, decode, Email, HexColor, HumanName, Purpose, Role, strict } from '../codecs';
 import { execute } from '../exec';
-import { RouteModule } from './module';
+import { RouteModule, router } from './module';
 
-const Name = t.intersection([NonEmptyTrimmed, boundedString(1, 200)]);
-const CreateBody = t.type({ name: Name });
-const Settings = t.exact(t.partial({ allowPublicSearchLinks: t.boolean, defaultDocumentPurpose: Purpose }));
-const UpdateBody = t.exact(t.partial({ name: Name, settings: Settings }));
-const AddMemberBody = t.type({ userId: boundedString(1, 100), role: Role });
-const RoleBody = t.type({ role: Role });
-const InviteBody = t.type({ email: t.refinement(boundedString(3, 254), (s) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s), 'Email'), role: Role });
-const TagBody = t.type({ name: t.intersection([NonEmptyTrimmed, boundedString(1, 50)]), color: HexColor });
-const TagPatch = t.exact(t.partial({ name: t.intersection([NonEmptyTrimmed, boundedString(1, 50)]), color: HexColor }));
+const Name = HumanName(200);
+const TagName = HumanName(50);
+const CreateBody = strict(t.type({ name: Name }));
+const Settings = strict(t.partial({ allowPublicSearchLinks: t.boolean, defaultDocumentPurpose: Purpose }));
+const UpdateBody = strict(t.partial({ name: Name, settings: Settings }));
+const AddMemberBody = strict(t.type({ userId: boundedString(1, 100), role: Role }));
+const RoleBody = strict(t.type({ role: Role }));
+const InviteBody = strict(t.type({ email: Email, role: Role }));
+const TagBody = strict(t.type({ name: TagName, color: HexColor }));
+const TagPatch = strict(t.partial({ name: TagName, color: HexColor }));
+
+/** The JSON body codecs of these routes (property tests walk them). */
+export const workspaceBodies = { CreateBody, UpdateBody, AddMemberBody, RoleBody, InviteBody, TagBody, TagPatch };
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -32,7 +36,7 @@ function workspaceIdOf(req: Request): string {
 }
 
 export function workspaceRoutes(ctx: AppContext): RouteModule {
-  const v1 = Router();
+  const v1 = router();
   v1.use('/workspaces', requireAuth(ctx));
   v1.use('/invitations', requireAuth(ctx));
 
