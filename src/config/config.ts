@@ -3,6 +3,9 @@ import { isLeft } from 'fp-ts/Either';
 import path from 'node:path';
 import { BooleanFromString, IntFromString } from '../http/codecs';
 
+/** A positive whole number (limits, time-outs in milliseconds). */
+const PositiveInt = t.refinement(IntFromString, (n) => n > 0, 'PositiveInt');
+
 const Env = t.partial({
   PORT: IntFromString,
   HOST: t.string,
@@ -38,6 +41,12 @@ const Env = t.partial({
   KB_KAFKA_BROKERS: t.string,
   KB_KAFKA_CLIENT_ID: t.string,
   KB_READ_YOUR_WRITES_MS: IntFromString,
+  // Slow clients and upload abuse (issue 11).
+  KB_HEADERS_TIMEOUT_MS: PositiveInt,
+  KB_BODY_TIMEOUT_MS: PositiveInt,
+  KB_UPLOAD_TIMEOUT_MS: PositiveInt,
+  KB_KEEP_ALIVE_TIMEOUT_MS: PositiveInt,
+  KB_UPLOAD_RATE_PER_MINUTE: PositiveInt,
 });
 
 export interface Config {
@@ -72,6 +81,16 @@ export interface Config {
   kafkaBrokers: string[];
   kafkaClientId: string;
   readYourWritesMs: number;
+  /** Request headers must arrive within this (slow-header clients are cut off). */
+  headersTimeoutMs: number;
+  /** A request body (JSON routes) must arrive within this after the headers: 408 REQUEST_TIMEOUT. */
+  bodyTimeoutMs: number;
+  /** The body of an upload must arrive within this after the headers: 408 REQUEST_TIMEOUT. */
+  uploadTimeoutMs: number;
+  /** An idle keep-alive connection is kept this long (longer than a load balancer's idle time-out). */
+  keepAliveTimeoutMs: number;
+  /** Uploads per user per minute: 429 RATE_LIMITED past it (with rate limits on). */
+  uploadRatePerMinute: number;
 }
 
 export class ConfigError extends Error {}
@@ -124,6 +143,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaBrokers: (e.KB_KAFKA_BROKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     kafkaClientId: e.KB_KAFKA_CLIENT_ID ?? 'kb-service',
     readYourWritesMs: e.KB_READ_YOUR_WRITES_MS ?? 5000,
+    headersTimeoutMs: e.KB_HEADERS_TIMEOUT_MS ?? 20_000,
+    bodyTimeoutMs: e.KB_BODY_TIMEOUT_MS ?? 30_000,
+    uploadTimeoutMs: e.KB_UPLOAD_TIMEOUT_MS ?? 10 * 60_000,
+    // AWS ALB's idle time-out is 60 s: the server must not close a connection the balancer is about to reuse.
+    keepAliveTimeoutMs: e.KB_KEEP_ALIVE_TIMEOUT_MS ?? 65_000,
+    uploadRatePerMinute: e.KB_UPLOAD_RATE_PER_MINUTE ?? 60,
   };
   const missing: string[] = [];
   if (config.eventStore === 'eventstoredb' && !config.eventStoreDbUrl) missing.push('KB_EVENTSTOREDB_URL (KB_EVENT_STORE=eventstoredb)');

@@ -119,3 +119,50 @@ describe('abuse: uploads', () => {
     });
   });
 });
+
+describe('abuse: uploads across restarts and per user', () => {
+  it('finding 2: temp files left by a previous run are swept at start-up', async () => {
+    let server = await startServer({ KB_RATE_LIMITS: 'off', KB_LOG_LEVEL: 'warn' });
+    const dataDir = server.dataDir;
+    await server.stop();
+    const tmp = path.join(dataDir, 'blobs', '.tmp');
+    fs.mkdirSync(tmp, { recursive: true });
+    // As a crash mid-upload leaves them: one from long ago, one from just now.
+    fs.writeFileSync(path.join(tmp, `${Date.now()}-0123456789abcdef.part`), Buffer.alloc(1024));
+    const old = path.join(tmp, `${Date.now() - 86_400_000}-fedcba9876543210.part`);
+    fs.writeFileSync(old, Buffer.alloc(1024));
+    fs.utimesSync(old, new Date(Date.now() - 86_400_000), new Date(Date.now() - 86_400_000));
+    server = await startServer({ KB_RATE_LIMITS: 'off', KB_LOG_LEVEL: 'warn' }, dataDir);
+    try {
+      expect(blobTempFiles(dataDir)).toEqual([]);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('finding 2: uploads are rate-limited per user (429 RATE_LIMITED with Retry-After)', async () => {
+    const server = await startServer({ KB_UPLOAD_RATE_PER_MINUTE: '3', KB_LOG_LEVEL: 'warn' });
+    try {
+      const a = await signUp(server.url, 'A');
+      const b = await signUp(server.url, 'B');
+      const wsA = (await a.api.post('/v1/workspaces', { name: 'A' })).body.id;
+      const wsB = (await b.api.post('/v1/workspaces', { name: 'B' })).body.id;
+      const up = (u: User, w: string, i: number) => {
+        const fd = new FormData();
+        fd.append('file', new Blob([`note ${i}\n`]), `n${i}.txt`);
+        return u.api.post(`/v1/workspaces/${w}/documents`, fd);
+      };
+      for (let i = 0; i < 3; i++) expect((await up(a, wsA, i)).status).toBe(201);
+      const limited = await up(a, wsA, 3);
+      expect(limited.status).toBe(429);
+      expect(limited.body).toEqual({ error: { code: 'RATE_LIMITED', message: expect.any(String), details: { retryAfter: expect.any(Number) } } });
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      // Another user is not affected, and the refused upload left nothing behind.
+      expect((await up(b, wsB, 0)).status).toBe(201);
+      expect(blobTempFiles(server.dataDir)).toEqual([]);
+      expect(server.proc.exitCode).toBeNull();
+    } finally {
+      await server.stop();
+    }
+  });
+});
