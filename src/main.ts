@@ -32,9 +32,25 @@ async function main(): Promise<void> {
   }
   const { ctx } = built;
   const role = await startRole(ctx);
-  const server = http.createServer(role.app);
-  server.headersTimeout = 65_000;
-  server.requestTimeout = 15 * 60_000; // large uploads
+  // Temp files of uploads cut off by a crash of the previous run. Nothing is in flight yet: this
+  // process has not started listening, and a data dir belongs to one server process.
+  const swept = await ctx.blobStore.removeStaleTempFiles?.(0);
+  if (swept) logger.info({ removed: swept }, 'removed temp files of interrupted uploads');
+  const server = http.createServer(
+    {
+      // Headers must arrive quickly. (Since node 18 this clock starts at a request's first byte,
+      // not when a kept-alive connection goes idle, so it may be shorter than keepAliveTimeout.)
+      headersTimeout: config.headersTimeoutMs,
+      // Per-route body limits are enforced in the app (408 in the route's envelope); this is the
+      // backstop for the longest legitimate request: headers, then an upload's body.
+      requestTimeout: config.headersTimeoutMs + Math.max(config.uploadTimeoutMs, config.bodyTimeoutMs),
+      // How often node checks those two (default 30 s would stretch a 20 s header limit to 50 s).
+      connectionsCheckingInterval: Math.min(5_000, Math.max(100, Math.floor(config.headersTimeoutMs / 4))),
+    },
+    role.app,
+  );
+  // Longer than a load balancer's idle time-out (AWS ALB: 60 s), so it never reuses a connection we just closed.
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

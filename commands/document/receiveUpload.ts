@@ -1,6 +1,6 @@
 import busboy from 'busboy';
 import path from 'node:path';
-import { PassThrough, Transform, TransformCallback } from 'node:stream';
+import { Readable, Transform, TransformCallback } from 'node:stream';
 import { Request } from 'express';
 import { BlobStore, BlobTooLargeError, StoredBlob } from '../../src/ports/blobStore';
 import { DomainError } from '../../src/domain/errors';
@@ -34,6 +34,7 @@ class HeadTap extends Transform {
 }
 
 const invalid = (msg: string) => new DomainError('VALIDATION_ERROR', msg);
+const INTERRUPTED = 'The upload was interrupted before the request body was complete.';
 
 /** `tags` sent as repeated fields, or as one JSON array string. */
 function parseTags(values: string[]): string[] {
@@ -58,14 +59,44 @@ function parseTags(values: string[]): string[] {
 }
 
 /**
+ * The file part as the blob store reads it, wired before anything can emit: an error of the
+ * part (a body cut short, an aborted request) reaches the store through `tap` (it surfaces
+ * in the store's read loop as the stream's error; the listener here only keeps node from
+ * treating it as unhandled while the store is still opening its temp file), and when the
+ * store stops early (too large, disk full) the part is drained instead of destroyed,
+ * because busboy stalls the whole form on a part nobody reads.
+ */
+function partSource(part: Readable, tap: HeadTap): Readable {
+  tap.on('error', () => undefined);
+  part.on('error', (err) => tap.destroy(err));
+  tap.on('close', () => {
+    if (part.readableEnded || part.destroyed) return;
+    part.unpipe(tap);
+    part.resume();
+  });
+  part.pipe(tap);
+  return tap;
+}
+
+/** The request stopped before its whole body arrived (client gone, or its time ran out). */
+class RequestAbortedError extends Error {
+  constructor() {
+    super('the request was aborted before its body was complete');
+  }
+}
+
+/**
  * Reads a multipart upload: the `file` part streams straight into the blob store (never
  * whole in memory; past `maxBytes` → 400 FILE_TOO_LARGE), the other fields are collected,
  * and the stored file's type is judged from its bytes and its name (400 INVALID_FILE_TYPE).
  * A file of an invalid type is removed again unless `blobInUse` says a document uses it.
+ * A body that ends early answers 400; a request aborted mid-body leaves no temp file behind.
  */
 export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: number, blobInUse: (sha256: string) => Promise<boolean>): Promise<ReceivedUpload> {
   const contentType = req.headers['content-type'] ?? '';
   if (!/^multipart\/form-data/i.test(contentType)) throw invalid('Upload the file as multipart/form-data with a `file` field.');
+  // The route awaited auth before reading: the client may already be gone.
+  if (req.destroyed) throw invalid(INTERRUPTED);
   let bb: busboy.Busboy;
   try {
     bb = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { files: 1, fields: 50, fieldSize: 64 * 1024, parts: 60, fileSize: maxBytes + 1 } });
@@ -73,17 +104,23 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
     throw invalid('Malformed multipart/form-data request.');
   }
 
-  const fieldValues: Record<string, string[]> = {};
+  // Field names are the client's: a Map, so `__proto__` or `constructor` are just names.
+  const fieldValues = new Map<string, string[]>();
   let filePromise: Promise<{ blob: StoredBlob; head: Buffer; filename: string }> | undefined;
   let earlyError: DomainError | undefined;
 
   const done = new Promise<void>((resolve, reject) => {
+    // Every listener is attached here, before the request is piped in and anything can emit.
     bb.on('field', (name, value) => {
       const key = name === 'tags[]' ? 'tags' : name;
-      (fieldValues[key] ??= []).push(value);
+      const list = fieldValues.get(key);
+      if (list) list.push(value);
+      else fieldValues.set(key, [value]);
     });
     bb.on('file', (name, stream, info) => {
       if (name !== 'file' || filePromise || earlyError) {
+        // Ignored, but still a stream busboy may destroy with an error (body cut short).
+        stream.on('error', () => undefined);
         stream.resume();
         return;
       }
@@ -91,32 +128,37 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
       const ext = path.extname(filename).toLowerCase();
       if (!filename || !SUPPORTED_EXTENSIONS.includes(ext)) {
         earlyError = new DomainError('INVALID_FILE_TYPE', `"${filename || '(no name)'}" has an unsupported type${ext ? ` (${ext})` : ''}; supported: ${SUPPORTED_EXTENSIONS.join(', ')}.`);
+        stream.on('error', () => undefined);
         stream.resume();
         return;
       }
       const tap = new HeadTap(DETECT_HEAD_BYTES);
-      const source = stream.pipe(tap).pipe(new PassThrough());
-      stream.on('error', (err) => source.destroy(err));
-      filePromise = blobs.put(source, maxBytes).then(
-        (blob) => ({ blob, head: tap.head(), filename }),
-        (err) => {
-          // Keep draining the request so busboy reaches its end and the answer can be sent.
-          stream.unpipe(tap);
-          stream.resume();
-          throw err;
-        },
-      );
+      filePromise = blobs.put(partSource(stream, tap), maxBytes).then((blob) => ({ blob, head: tap.head(), filename }));
       filePromise.catch(() => undefined);
     });
     bb.on('close', () => resolve());
-    bb.on('error', (err) => reject(err));
+    bb.on('error', (err) => {
+      // Malformed or cut short: stop parsing, but keep reading the body so the 400 can be sent.
+      req.unpipe(bb);
+      if (!req.destroyed) req.resume();
+      reject(err);
+    });
+    const aborted = () => {
+      if (req.complete) return;
+      // Busboy then destroys the file part, and the blob store removes its temp file.
+      bb.destroy(new RequestAbortedError());
+      reject(new RequestAbortedError());
+    };
+    req.on('aborted', aborted);
+    req.on('close', aborted);
+    req.on('error', aborted);
   });
   req.pipe(bb);
   try {
     await done;
-  } catch {
+  } catch (err) {
     if (filePromise) await filePromise.catch(() => undefined);
-    throw invalid('Malformed multipart/form-data request.');
+    throw invalid(err instanceof RequestAbortedError ? INTERRUPTED : 'Malformed multipart/form-data request: the body ended before the closing boundary, or a part is malformed.');
   }
   if (earlyError) throw earlyError;
   if (!filePromise) throw invalid('file: a `file` field with the document is required.');
@@ -138,9 +180,9 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
     throw new DomainError('INVALID_FILE_TYPE', 'The file type could not be recognised.');
   }
   const single = (name: string): string | undefined => {
-    const v = fieldValues[name];
+    const v = fieldValues.get(name);
     if (v && v.length > 1) throw invalid(`${name}: send it once.`);
     return v?.[0];
   };
-  return { blob: received.blob, type, filename: received.filename, fields: { title: single('title'), purpose: single('purpose'), tags: parseTags(fieldValues.tags ?? []) } };
+  return { blob: received.blob, type, filename: received.filename, fields: { title: single('title'), purpose: single('purpose'), tags: parseTags(fieldValues.get('tags') ?? []) } };
 }

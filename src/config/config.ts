@@ -3,6 +3,9 @@ import { isLeft } from 'fp-ts/Either';
 import path from 'node:path';
 import { BooleanFromString, IntFromString } from '../http/codecs';
 
+/** A positive whole number (limits, time-outs in milliseconds). */
+const PositiveInt = t.refinement(IntFromString, (n) => n > 0, 'PositiveInt');
+
 const Env = t.partial({
   PORT: IntFromString,
   HOST: t.string,
@@ -40,6 +43,12 @@ const Env = t.partial({
   KB_READ_YOUR_WRITES_MS: IntFromString,
   KB_LINK_ID_SEARCH: t.keyof({ on: null, off: null }),
   KB_UNKNOWN_TOKEN_PER_MINUTE: IntFromString,
+  // Slow clients and upload abuse (issue 11).
+  KB_HEADERS_TIMEOUT_MS: PositiveInt,
+  KB_BODY_TIMEOUT_MS: PositiveInt,
+  KB_UPLOAD_TIMEOUT_MS: PositiveInt,
+  KB_KEEP_ALIVE_TIMEOUT_MS: PositiveInt,
+  KB_UPLOAD_RATE_PER_MINUTE: PositiveInt,
 });
 
 export interface Config {
@@ -78,6 +87,16 @@ export interface Config {
   linkIdSearch: boolean;
   /** Failed look-ups of a public token or link id allowed per client IP per minute (all public channels together). */
   unknownTokenPerMinute: number;
+  /** Request headers must arrive within this (slow-header clients are cut off). */
+  headersTimeoutMs: number;
+  /** A request body (JSON routes) must arrive within this after the headers: 408 REQUEST_TIMEOUT. */
+  bodyTimeoutMs: number;
+  /** The body of an upload must arrive within this after the headers: 408 REQUEST_TIMEOUT. */
+  uploadTimeoutMs: number;
+  /** An idle keep-alive connection is kept this long (longer than a load balancer's idle time-out). */
+  keepAliveTimeoutMs: number;
+  /** Uploads per user per minute: 429 RATE_LIMITED past it (with rate limits on). */
+  uploadRatePerMinute: number;
 }
 
 export class ConfigError extends Error {}
@@ -132,6 +151,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readYourWritesMs: e.KB_READ_YOUR_WRITES_MS ?? 5000,
     linkIdSearch: (e.KB_LINK_ID_SEARCH ?? 'on') === 'on',
     unknownTokenPerMinute: e.KB_UNKNOWN_TOKEN_PER_MINUTE ?? 20,
+    headersTimeoutMs: e.KB_HEADERS_TIMEOUT_MS ?? 20_000,
+    bodyTimeoutMs: e.KB_BODY_TIMEOUT_MS ?? 30_000,
+    uploadTimeoutMs: e.KB_UPLOAD_TIMEOUT_MS ?? 10 * 60_000,
+    // AWS ALB's idle time-out is 60 s: the server must not close a connection the balancer is about to reuse.
+    keepAliveTimeoutMs: e.KB_KEEP_ALIVE_TIMEOUT_MS ?? 65_000,
+    uploadRatePerMinute: e.KB_UPLOAD_RATE_PER_MINUTE ?? 60,
   };
   const missing: string[] = [];
   if (config.eventStore === 'eventstoredb' && !config.eventStoreDbUrl) missing.push('KB_EVENTSTOREDB_URL (KB_EVENT_STORE=eventstoredb)');

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { AppContext } from '../app/context';
 import { redactUrl } from '../app/logger';
 import { DomainError, ErrorCode } from '../domain/errors';
+import { bodyDeadline } from './bodyDeadline';
 import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
 import { routeModules } from './routes';
@@ -71,6 +72,9 @@ export function createApp(ctx: AppContext): express.Express {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', readinessHandler(ctx));
+
+  // A body must arrive within KB_BODY_TIMEOUT_MS (uploads lengthen their own limit): 408 in the route's envelope.
+  app.use(bodyDeadline(ctx.config.bodyTimeoutMs));
 
   // JSON bodies for every route but the tool endpoint (it reads its own raw body for -32700).
   const json = express.json({ limit: JSON_LIMIT, type: ['application/json', 'application/*+json'] });

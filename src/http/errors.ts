@@ -60,6 +60,7 @@ const SUGGESTIONS: Partial<Record<ErrorCode, string>> = {
   TOKEN_EXPIRED: 'Obtain a new access token with POST /v1/auth/refresh.',
   FORBIDDEN: 'This action needs the ADMIN or OWNER role in the workspace.',
   PUBLIC_LINKS_DISABLED: 'Enable settings.allowPublicSearchLinks on the workspace (PUT /v1/workspaces/:id) first.',
+  REQUEST_TIMEOUT: 'Send the whole request body promptly; large files go to the upload route, which allows more time.',
   RATE_LIMITED: 'Slow down and retry after the number of seconds in the Retry-After header.',
   WORKSPACE_NOT_FOUND: 'Check the workspace id and that you are a member of it.',
   INTERNAL_ERROR: 'Retry later; if it persists, contact the operator with the X-Request-Id header value.',
@@ -106,10 +107,11 @@ export class HttpError extends DomainError {
   }
 }
 
-export function sendError(req: Request, res: Response, err: DomainError): void {
+/** `path`: the request's path as the app sees it (inside a mounted router `req.path` has lost its prefix). */
+export function sendError(req: Request, res: Response, err: DomainError, path: string = req.path): void {
   const status = err instanceof HttpError ? err.status : statusOf(err.code);
   if (err instanceof HttpError) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-  const family = familyOf(req.path);
+  const family = familyOf(path);
   if (family === 'public') {
     res.status(status).json({ error: err.code, message: err.message });
   } else if (family === 'api') {

@@ -14,6 +14,11 @@ export interface BlobStore {
   localPath?(sha256: string): string;
   exists(sha256: string): Promise<boolean>;
   delete(sha256: string): Promise<void>;
+  /**
+   * Stores that stage uploads in local temp files: remove those last modified more than
+   * `olderThanMs` ago (left by a crash mid-upload); returns how many were removed.
+   */
+  removeStaleTempFiles?(olderThanMs: number): Promise<number>;
 }
 
 export class BlobTooLargeError extends Error {

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import { unlink, writeFile, mkdir } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import path from 'node:path';
 import { AppContext } from '../app/context';
 import { CommandContext, fold, systemContext, toNewEvents } from '../core/commandHandler';
@@ -228,8 +230,10 @@ export class DocumentProcessor {
         const dir = path.join(this.app.config.dataDir, 'tmp');
         await mkdir(dir, { recursive: true });
         const file = path.join(dir, `blob-${randomUUID()}.${state.kind}`);
-        await writeFile(file, await this.app.blobStore.get(state.blobSha256), { mode: 0o600 });
         try {
+          // pipeline(): listeners on both streams at once, the blob stream destroyed (and its
+          // cursor released) if the copy fails, and the partial copy removed in `finally`.
+          await pipeline(await this.app.blobStore.get(state.blobSha256), createWriteStream(file, { mode: 0o600, flags: 'wx' }));
           raw = await extractText(file, state.kind, { timeoutMs });
         } finally {
           await unlink(file).catch(() => undefined);

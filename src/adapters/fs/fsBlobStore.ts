@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
-import { mkdir, open, rename, stat, unlink, readdir } from 'node:fs/promises';
+import { FileHandle, mkdir, open, rename, stat, unlink, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { BlobStore, BlobTooLargeError, StoredBlob } from '../../ports/blobStore';
@@ -41,14 +41,19 @@ export class FsBlobStore implements BlobStore {
   }
 
   async put(source: Readable, maxBytes: number): Promise<StoredBlob> {
+    // Listen before the first await: the source may fail (a request cut short) while the temp
+    // file is still being opened, and an 'error' nobody listens to takes the process down.
+    // The error itself still reaches the read loop below (the stream is left errored).
+    const ignoreUntilRead = (): void => undefined;
+    source.on('error', ignoreUntilRead);
     const tmpDir = path.join(this.dir, TEMP_DIR);
-    await mkdir(tmpDir, { recursive: true });
     const tmpPath = path.join(tmpDir, `${Date.now()}-${randomBytes(8).toString('hex')}.part`);
     const hash = createHash('sha256');
     let size = 0;
-    const fh = await open(tmpPath, fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_WRONLY, 0o600);
-    let closed = false;
+    let fh: FileHandle | undefined;
     try {
+      await mkdir(tmpDir, { recursive: true });
+      fh = await open(tmpPath, fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_WRONLY, 0o600);
       // Pull-based: one chunk in memory at a time, and the source waits for the disk.
       for await (const chunk of source) {
         const buf: Buffer = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
@@ -59,8 +64,9 @@ export class FsBlobStore implements BlobStore {
         while (off < buf.length) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
       }
       await fh.sync();
-      await fh.close();
-      closed = true;
+      const written = fh;
+      fh = undefined;
+      await written.close();
       const sha256 = hash.digest('hex');
       const finalPath = this.localPath(sha256);
       if (await this.exists(sha256)) {
@@ -73,10 +79,13 @@ export class FsBlobStore implements BlobStore {
       }
       return { sha256, size };
     } catch (err) {
-      if (!closed) await fh.close().catch(() => undefined);
+      // Whatever stopped it (source error, aborted request, too large, disk full): no handle, no temp file.
+      if (fh) await fh.close().catch(() => undefined);
       await unlink(tmpPath).catch(() => undefined);
       if (!source.destroyed) source.destroy();
       throw err;
+    } finally {
+      source.off('error', ignoreUntilRead);
     }
   }
 
@@ -109,7 +118,10 @@ export class FsBlobStore implements BlobStore {
     }
   }
 
-  /** Removes temp files left by a crash mid-upload that are older than `olderThanMs`. */
+  /**
+   * Removes temp files left by a crash mid-upload that were last written more than
+   * `olderThanMs` ago (0: every one; what the server does at start-up, before it listens).
+   */
   async removeStaleTempFiles(olderThanMs = 60 * 60 * 1000): Promise<number> {
     const tmpDir = path.join(this.dir, TEMP_DIR);
     let names: string[];
@@ -124,7 +136,7 @@ export class FsBlobStore implements BlobStore {
     for (const name of names) {
       const p = path.join(tmpDir, name);
       try {
-        if ((await stat(p)).mtimeMs < cutoff) {
+        if ((await stat(p)).mtimeMs <= cutoff) {
           await unlink(p);
           removed++;
         }

@@ -54,10 +54,16 @@ export class GridFsBlobStore implements BlobStore {
       throw err;
     }
     const sha256 = meter.digest();
-    if (await this.exists(sha256)) {
-      await this.bucket.delete(upload.id);
-    } else {
-      await this.bucket.rename(upload.id, sha256);
+    try {
+      if (await this.exists(sha256)) {
+        await this.bucket.delete(upload.id);
+      } else {
+        await this.bucket.rename(upload.id, sha256);
+      }
+    } catch (err) {
+      // Not left behind under its temporary name for ever.
+      await this.bucket.delete(upload.id).catch(() => undefined);
+      throw err;
     }
     return { sha256, size: meter.size };
   }

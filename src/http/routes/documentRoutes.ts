@@ -11,6 +11,8 @@ import { workspacesCollection } from '../../../projections/workspace/workspacePr
 import { blobUsers, documentDetail, documentForUser, documentIn, listDocuments, unknownTags } from '../../../queries/document/documentQueries';
 import { receiveUpload } from '../../../commands/document/receiveUpload';
 import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
+import { allowSlowBody } from '../bodyDeadline';
+import { byUser, rateLimit } from '../rateLimit';
 import { boundedString, decode, DocumentContent, HumanName, IntFromString, IsoDateString, Purpose, QueryText, strict } from '../codecs';
 import { execute } from '../exec';
 import { RouteModule, router } from './module';
@@ -71,7 +73,9 @@ export function documentRoutes(ctx: AppContext): RouteModule {
     if (unknown.length) throw new DomainError('VALIDATION_ERROR', `tags: unknown tag ids in this workspace: ${unknown.join(', ')}`, { unknownTags: unknown });
   };
 
-  v1.post('/workspaces/:id/documents', async (req, res) => {
+  // Per user, before the body is read; only then may the body take the upload's longer time.
+  const uploadLimit = rateLimit(ctx, 'uploads', ctx.config.uploadRatePerMinute, byUser);
+  v1.post('/workspaces/:id/documents', uploadLimit, allowSlowBody(ctx.config.uploadTimeoutMs), async (req, res) => {
     const workspaceId = workspaceIdOf(req);
     await requireWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
     const upload = await receiveUpload(req, ctx.blobStore, ctx.config.maxUploadBytes, async (sha) => (await blobUsers(ctx, sha)) > 0);
