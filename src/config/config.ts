@@ -1,7 +1,10 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
+import os from 'node:os';
 import path from 'node:path';
 import { BooleanFromString, IntFromString } from '../http/codecs';
+
+const PositiveInt = t.refinement(IntFromString, (n) => n >= 1, 'PositiveInt');
 
 const Env = t.partial({
   PORT: IntFromString,
@@ -38,6 +41,13 @@ const Env = t.partial({
   KB_KAFKA_BROKERS: t.string,
   KB_KAFKA_CLIENT_ID: t.string,
   KB_READ_YOUR_WRITES_MS: IntFromString,
+  KB_MAX_EXTRACTED_BYTES: PositiveInt,
+  KB_MAX_ZIP_ENTRIES: PositiveInt,
+  KB_MAX_PDF_PAGES: PositiveInt,
+  KB_EXTRACT_TIMEOUT_MS: PositiveInt,
+  KB_PROCESSING_CONCURRENCY: PositiveInt,
+  KB_PROCESSING_PER_WORKSPACE: PositiveInt,
+  KB_REPROCESS_PER_MINUTE: PositiveInt,
 });
 
 export interface Config {
@@ -72,6 +82,23 @@ export interface Config {
   kafkaBrokers: string[];
   kafkaClientId: string;
   readYourWritesMs: number;
+  /** Bounds of one document's extraction (see ExtractionLimits). */
+  extraction: { maxExtractedBytes: number; maxZipEntries: number; maxPdfPages: number; timeoutMs: number };
+  /**
+   * Document processing runs at once in this process (`concurrency`), and at most
+   * `perWorkspace` of them for one workspace; waiting runs are taken round-robin by workspace.
+   */
+  processing: { concurrency: number; perWorkspace: number };
+  /** Reprocess requests per workspace per minute. */
+  reprocessPerMinute: number;
+}
+
+/**
+ * Default processing slots: one per core, at least 2 (so one workspace's long document never
+ * holds the only slot) and at most 4 (each extraction worker may take its heap limit).
+ */
+export function defaultProcessingConcurrency(cores: number = os.availableParallelism()): number {
+  return Math.min(4, Math.max(2, cores));
 }
 
 export class ConfigError extends Error {}
@@ -124,7 +151,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaBrokers: (e.KB_KAFKA_BROKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     kafkaClientId: e.KB_KAFKA_CLIENT_ID ?? 'kb-service',
     readYourWritesMs: e.KB_READ_YOUR_WRITES_MS ?? 5000,
+    extraction: {
+      maxExtractedBytes: e.KB_MAX_EXTRACTED_BYTES ?? 64 * 1024 * 1024,
+      maxZipEntries: e.KB_MAX_ZIP_ENTRIES ?? 5000,
+      maxPdfPages: e.KB_MAX_PDF_PAGES ?? 5000,
+      timeoutMs: e.KB_EXTRACT_TIMEOUT_MS ?? 120_000,
+    },
+    processing: { concurrency: 0, perWorkspace: 0 },
+    reprocessPerMinute: e.KB_REPROCESS_PER_MINUTE ?? 10,
   };
+  const concurrency = e.KB_PROCESSING_CONCURRENCY ?? defaultProcessingConcurrency();
+  // By default one slot always stays free for the other workspaces.
+  config.processing = { concurrency, perWorkspace: Math.min(concurrency, e.KB_PROCESSING_PER_WORKSPACE ?? Math.max(1, concurrency - 1)) };
   const missing: string[] = [];
   if (config.eventStore === 'eventstoredb' && !config.eventStoreDbUrl) missing.push('KB_EVENTSTOREDB_URL (KB_EVENT_STORE=eventstoredb)');
   if (config.readStore === 'mongodb' && !config.mongoUrl) missing.push('KB_MONGODB_URL (KB_READ_STORE=mongodb)');
