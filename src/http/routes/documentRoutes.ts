@@ -13,6 +13,7 @@ import { receiveUpload } from '../../../commands/document/receiveUpload';
 import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { boundedString, decode, IntFromString, IsoDateString, NonEmptyTrimmed, Purpose } from '../codecs';
 import { execute } from '../exec';
+import { consumeRateLimit } from '../rateLimit';
 import { RouteModule } from './module';
 import { documentAsOf, parseAsOf } from '../../audit/timeTravel';
 import { loadState } from '../../core/commandHandler';
@@ -50,6 +51,10 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   const v1 = Router();
   v1.use('/workspaces/:id/documents', requireAuth(ctx));
   v1.use('/documents', requireAuth(ctx));
+
+  // Each reprocess re-runs extraction and embedding: bounded per workspace, so no tenant can
+  // keep the processors busy by asking again and again (429 RATE_LIMITED, Retry-After).
+  const reprocessLimiter = ctx.rateLimiter({ keyPrefix: 'reprocess', points: ctx.config.reprocessPerMinute, durationSeconds: 60 });
 
   const run = (req: Request, workspaceId: string, documentId: string, command: DocumentCommand) =>
     execute(ctx, req, documentStream(documentId), documentDecider, command, { workspaceId });
@@ -211,6 +216,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
 
   v1.post('/workspaces/:id/documents/:docId/process', async (req, res) => {
     const { workspaceId, documentId, role } = await scoped(req);
+    await consumeRateLimit(ctx, reprocessLimiter, ctx.config.reprocessPerMinute, workspaceId, res);
     await run(req, workspaceId, documentId, { type: 'RequestReprocess', actorId: authOf(req).userId, actorRole: role, workspaceId, processingId: randomUUID(), now: ctx.now() });
     res.json({ id: documentId, processingStatus: 'PROCESSING', message: 'Document queued for reprocessing' });
   });
