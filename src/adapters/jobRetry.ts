@@ -44,15 +44,16 @@ export function decodeJob(raw: string | Buffer | null | undefined): Job {
     throw new PoisonMessageError('message is not JSON');
   }
   if (typeof value !== 'object' || value === null) throw new PoisonMessageError('message is not an object');
-  const { id, type, payload } = value as Record<string, unknown>;
+  const { id, type, payload, group } = value as Record<string, unknown>;
   if (typeof id !== 'string' || !id) throw new PoisonMessageError('job has no id');
   if (typeof type !== 'string' || !type) throw new PoisonMessageError('job has no type');
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new PoisonMessageError('job payload is not an object');
-  return { id, type, payload: payload as Record<string, unknown> };
+  if (group !== undefined && typeof group !== 'string') throw new PoisonMessageError('job group is not a string');
+  return group === undefined ? { id, type, payload: payload as Record<string, unknown> } : { id, type, payload: payload as Record<string, unknown>, group };
 }
 
 export function encodeJob(job: Job): string {
-  return JSON.stringify({ id: job.id, type: job.type, payload: job.payload });
+  return JSON.stringify({ id: job.id, type: job.type, payload: job.payload, ...(job.group !== undefined ? { group: job.group } : {}) });
 }
 
 /** Remembers handled job ids, for idempotent handling. */

@@ -1,5 +1,6 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
+import os from 'node:os';
 import path from 'node:path';
 import { BooleanFromString, IntFromString } from '../http/codecs';
 
@@ -49,6 +50,13 @@ const Env = t.partial({
   KB_UPLOAD_TIMEOUT_MS: PositiveInt,
   KB_KEEP_ALIVE_TIMEOUT_MS: PositiveInt,
   KB_UPLOAD_RATE_PER_MINUTE: PositiveInt,
+  KB_MAX_EXTRACTED_BYTES: PositiveInt,
+  KB_MAX_ZIP_ENTRIES: PositiveInt,
+  KB_MAX_PDF_PAGES: PositiveInt,
+  KB_EXTRACT_TIMEOUT_MS: PositiveInt,
+  KB_PROCESSING_CONCURRENCY: PositiveInt,
+  KB_PROCESSING_PER_WORKSPACE: PositiveInt,
+  KB_REPROCESS_PER_MINUTE: PositiveInt,
 });
 
 export interface Config {
@@ -97,6 +105,23 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** Uploads per user per minute: 429 RATE_LIMITED past it (with rate limits on). */
   uploadRatePerMinute: number;
+  /** Bounds of one document's extraction (see ExtractionLimits). */
+  extraction: { maxExtractedBytes: number; maxZipEntries: number; maxPdfPages: number; timeoutMs: number };
+  /**
+   * Document processing runs at once in this process (`concurrency`), and at most
+   * `perWorkspace` of them for one workspace; waiting runs are taken round-robin by workspace.
+   */
+  processing: { concurrency: number; perWorkspace: number };
+  /** Reprocess requests per workspace per minute. */
+  reprocessPerMinute: number;
+}
+
+/**
+ * Default processing slots: one per core, at least 2 (so one workspace's long document never
+ * holds the only slot) and at most 4 (each extraction worker may take its heap limit).
+ */
+export function defaultProcessingConcurrency(cores: number = os.availableParallelism()): number {
+  return Math.min(4, Math.max(2, cores));
 }
 
 export class ConfigError extends Error {}
@@ -157,7 +182,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // AWS ALB's idle time-out is 60 s: the server must not close a connection the balancer is about to reuse.
     keepAliveTimeoutMs: e.KB_KEEP_ALIVE_TIMEOUT_MS ?? 65_000,
     uploadRatePerMinute: e.KB_UPLOAD_RATE_PER_MINUTE ?? 60,
+    extraction: {
+      maxExtractedBytes: e.KB_MAX_EXTRACTED_BYTES ?? 64 * 1024 * 1024,
+      maxZipEntries: e.KB_MAX_ZIP_ENTRIES ?? 5000,
+      maxPdfPages: e.KB_MAX_PDF_PAGES ?? 5000,
+      timeoutMs: e.KB_EXTRACT_TIMEOUT_MS ?? 120_000,
+    },
+    processing: { concurrency: 0, perWorkspace: 0 },
+    reprocessPerMinute: e.KB_REPROCESS_PER_MINUTE ?? 10,
   };
+  const concurrency = e.KB_PROCESSING_CONCURRENCY ?? defaultProcessingConcurrency();
+  // By default one slot always stays free for the other workspaces.
+  config.processing = { concurrency, perWorkspace: Math.min(concurrency, e.KB_PROCESSING_PER_WORKSPACE ?? Math.max(1, concurrency - 1)) };
   const missing: string[] = [];
   if (config.eventStore === 'eventstoredb' && !config.eventStoreDbUrl) missing.push('KB_EVENTSTOREDB_URL (KB_EVENT_STORE=eventstoredb)');
   if (config.readStore === 'mongodb' && !config.mongoUrl) missing.push('KB_MONGODB_URL (KB_READ_STORE=mongodb)');

@@ -3,6 +3,12 @@ export interface Job {
   id: string;
   type: string;
   payload: Record<string, unknown>;
+  /**
+   * Fairness key (a workspace id): jobs of different groups are served round-robin rather
+   * than first come, and at most `maxPerGroup` of one group run at once, as far as the
+   * adapter can (see each adapter). Jobs without a group share one.
+   */
+  group?: string;
 }
 
 export type JobHandler = (job: Job) => Promise<void>;
@@ -14,6 +20,8 @@ export interface ConsumeOptions {
   retryDelayMs?: (attempt: number) => number;
   /** Jobs handled at the same time by this consumer (default 1). */
   concurrency?: number;
+  /** Jobs of one group handled at the same time by this consumer (default: `concurrency`). */
+  maxPerGroup?: number;
   /** Called after a job was moved to the dead-letter queue. */
   onDeadLetter?: (job: Job, error: unknown) => void | Promise<void>;
 }

@@ -1,5 +1,8 @@
 import { open } from 'node:fs/promises';
 import path from 'node:path';
+import { zipEntryNames } from './zipPackage';
+
+export { zipEntryNames };
 
 /**
  * File type detection for uploads: the type is judged from the content (magic bytes)
@@ -163,60 +166,6 @@ export async function readHead(filePath: string, bytes = DETECT_HEAD_BYTES): Pro
     const buf = Buffer.alloc(bytes);
     const { bytesRead } = await fh.read(buf, 0, bytes, 0);
     return buf.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
-}
-
-const EOCD_SIG = 0x06054b50;
-const ZIP64_LOCATOR_SIG = 0x07064b50;
-const ZIP64_EOCD_SIG = 0x06064b50;
-const CEN_SIG = 0x02014b50;
-const MAX_CENTRAL_DIRECTORY = 16 * 1024 * 1024;
-
-/**
- * Entry names from a ZIP file's central directory (read from the end of the file, bounded),
- * or undefined when the structure is not a readable ZIP.
- */
-export async function zipEntryNames(filePath: string): Promise<string[] | undefined> {
-  const fh = await open(filePath, 'r');
-  try {
-    const { size } = await fh.stat();
-    if (size < 22) return undefined;
-    const tailLen = Math.min(size, 22 + 0xffff + 20);
-    const tail = Buffer.alloc(tailLen);
-    await fh.read(tail, 0, tailLen, size - tailLen);
-    let eocd = -1;
-    for (let i = tailLen - 22; i >= 0; i--) {
-      if (tail.readUInt32LE(i) === EOCD_SIG) {
-        eocd = i;
-        break;
-      }
-    }
-    if (eocd < 0) return undefined;
-    let cdSize = tail.readUInt32LE(eocd + 12);
-    let cdOffset = tail.readUInt32LE(eocd + 16);
-    if ((cdSize === 0xffffffff || cdOffset === 0xffffffff) && eocd >= 20 && tail.readUInt32LE(eocd - 20) === ZIP64_LOCATOR_SIG) {
-      const z64Offset = Number(tail.readBigUInt64LE(eocd - 20 + 8));
-      const z64 = Buffer.alloc(56);
-      await fh.read(z64, 0, 56, z64Offset);
-      if (z64.readUInt32LE(0) !== ZIP64_EOCD_SIG) return undefined;
-      cdSize = Number(z64.readBigUInt64LE(40));
-      cdOffset = Number(z64.readBigUInt64LE(48));
-    }
-    if (cdSize > MAX_CENTRAL_DIRECTORY || cdOffset + cdSize > size) return undefined;
-    const cd = Buffer.alloc(cdSize);
-    await fh.read(cd, 0, cdSize, cdOffset);
-    const names: string[] = [];
-    let p = 0;
-    while (p + 46 <= cd.length && cd.readUInt32LE(p) === CEN_SIG) {
-      const nameLen = cd.readUInt16LE(p + 28);
-      const extraLen = cd.readUInt16LE(p + 30);
-      const commentLen = cd.readUInt16LE(p + 32);
-      names.push(cd.toString('utf8', p + 46, p + 46 + nameLen));
-      p += 46 + nameLen + extraLen + commentLen;
-    }
-    return names;
   } finally {
     await fh.close();
   }

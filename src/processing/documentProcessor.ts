@@ -16,7 +16,8 @@ import { PoisonMessageError } from '../adapters/jobRetry';
 import { infrastructureOf } from '../app/infrastructure';
 import { PROCESS_DOCUMENT_JOB } from '../roles/pipelineProjections';
 import { chunkText, countTokens } from './chunker';
-import { DEFAULT_EXTRACT_TIMEOUT_MS, ExtractionError, extractText } from './extract';
+import { ExtractionError, extractText } from './extract';
+import { FairScheduler, SchedulerClosedError } from './fairScheduler';
 import { normalizeText } from './normalize';
 
 export const PROCESSOR_CHECKPOINT = 'document-processor';
@@ -26,6 +27,9 @@ export const EMBED_BATCH = 64;
 
 /** The run was superseded (new content, reprocess, delete) or the service is stopping. */
 class RunAbandoned extends Error {}
+
+/** Following the log, at most this many runs wait in memory; the subscription waits beyond. */
+const MAX_WAITING_RUNS = 1000;
 
 /** How a call of `process` ended. */
 export type ProcessOutcome = 'finished' | 'skipped' | 'resumed' | 'superseded' | 'interrupted';
@@ -43,11 +47,16 @@ interface Run {
  * or DocumentReprocessRequested) starts a run: extract (worker thread, time-out) →
  * normalise → chunk → embed in batches → DocumentVerified, or DocumentProcessingFailed.
  *
- * One document at a time, so memory stays bounded by one document. Crash-safe: the
- * checkpoint (`document-processor` in the read store) moves past a ProcessingStarted only
- * once the run's outcome is appended; after a crash the event is delivered again and, when
- * the run had already appended some events, it restarts as a fresh run (new processingId,
- * reason RESUMED) so no run ever holds duplicated pipeline events.
+ * Fair across workspaces: runs go through a FairScheduler (KB_PROCESSING_CONCURRENCY runs
+ * at once, at most KB_PROCESSING_PER_WORKSPACE of one workspace, waiting runs taken
+ * round-robin by workspace), so one workspace's large documents cannot keep another's small
+ * one waiting; memory stays bounded by that many documents. A newer run of a document stops
+ * the extraction of the older one at once instead of letting it finish for nothing.
+ * Crash-safe: the checkpoint (`document-processor` in the read store) moves past a
+ * ProcessingStarted only once that run and every earlier one has its outcome appended; after
+ * a crash the event is delivered again and, when the run had already appended some events,
+ * it restarts as a fresh run (new processingId, reason RESUMED, scheduled as its own run) so
+ * no run ever holds duplicated pipeline events.
  *
  * Two ways to be driven (the composition root decides):
  * - follow the log (embedded default, KB_FEED=none): as above, one processor per deployment;
@@ -64,6 +73,16 @@ export class DocumentProcessor {
   private sub: Subscription | undefined;
   private consumer: JobConsumer | undefined;
   private stopping = false;
+  private scheduler: FairScheduler | undefined;
+  /** Log position up to which every event was handed over (following the log). */
+  private seenUpTo = 0;
+  private savedCheckpoint = 0;
+  /** Positions of the ProcessingStarted events whose runs are waiting or running. */
+  private readonly unfinished = new Set<number>();
+  private readonly runFinishedWaiters = new Set<() => void>();
+  private checkpointWrite: Promise<void> = Promise.resolve();
+  /** The run in progress per document, to stop it when a newer one starts. */
+  private readonly activeRuns = new Map<string, { processingId: string; abort: AbortController }>();
 
   constructor(
     private readonly app: AppContext,
@@ -79,13 +98,20 @@ export class DocumentProcessor {
     this.stopping = false;
     const queue = this.jobQueue;
     if (queue) {
+      const { concurrency, perWorkspace } = this.app.config.processing;
       this.consumer = await queue.consume((job) => this.handleJob(job), {
-        concurrency: 1, // one document at a time per worker: memory stays bounded
+        // Jobs carry their workspace as `group`: the queue serves groups fairly (see JobQueue).
+        concurrency,
+        maxPerGroup: perWorkspace,
         onDeadLetter: (job, err) => this.app.logger.error({ err, jobId: job.id, payload: job.payload }, 'document processing job dead-lettered'),
       });
       return;
     }
     const from = await this.app.readStore.getCheckpoint(PROCESSOR_CHECKPOINT);
+    this.seenUpTo = from;
+    this.savedCheckpoint = from;
+    this.unfinished.clear();
+    this.scheduler = new FairScheduler({ concurrency: this.app.config.processing.concurrency, perGroup: this.app.config.processing.perWorkspace });
     this.sub = this.app.eventStore.subscribe(
       from,
       (events) => this.handleBatch(events),
@@ -100,25 +126,80 @@ export class DocumentProcessor {
     if (consumer) await Promise.race([consumer.stop(), new Promise((r) => setTimeout(r, 3000).unref())]);
     const sub = this.sub;
     this.sub = undefined;
+    const scheduler = this.scheduler;
+    this.scheduler = undefined;
+    // Waiting runs are dropped, runs in flight stopped at once (their extraction worker too):
+    // none is checkpointed, so all are delivered again after the restart.
+    scheduler?.close();
+    for (const r of this.activeRuns.values()) r.abort.abort(new RunAbandoned('stopping'));
+    for (const w of [...this.runFinishedWaiters]) w();
     if (!sub) return;
-    // A run in flight is abandoned at its next step; it is resumed after the restart.
-    await Promise.race([sub.stop(), new Promise((r) => setTimeout(r, 3000).unref())]);
+    await Promise.race([Promise.all([sub.stop(), scheduler?.idle()]), new Promise((r) => setTimeout(r, 3000).unref())]);
   }
 
+  /** Hands each new run to the scheduler without waiting for it, so later runs (other workspaces) are seen at once. */
   private async handleBatch(events: RecordedEvent[]): Promise<void> {
-    const from = await this.app.readStore.getCheckpoint(PROCESSOR_CHECKPOINT);
-    let last = from;
     for (const e of events) {
       if (this.stopping) throw new RunAbandoned('stopping');
-      if (e.position <= from) continue;
-      if (e.type === 'DocumentProcessingStarted') {
-        const data = e.data as { documentId: string; processingId: string };
-        await this.process(data.documentId, data.processingId);
-        await this.app.readStore.setCheckpoint(PROCESSOR_CHECKPOINT, e.position);
+      if (e.position <= this.seenUpTo) continue;
+      if (e.type === 'DocumentProcessingStarted') this.schedule(e);
+      this.seenUpTo = e.position;
+      while (this.unfinished.size >= MAX_WAITING_RUNS && !this.stopping) {
+        await new Promise<void>((resolve) => this.runFinishedWaiters.add(resolve));
       }
-      last = e.position;
     }
-    if (last > from) await this.app.readStore.setCheckpoint(PROCESSOR_CHECKPOINT, last);
+    await this.saveCheckpoint();
+  }
+
+  private schedule(e: RecordedEvent): void {
+    const scheduler = this.scheduler;
+    if (!scheduler) return;
+    const data = e.data as { documentId: string; processingId: string; workspaceId?: string };
+    const workspaceId = data.workspaceId ?? e.metadata.workspaceId ?? '';
+    // A newer run supersedes the one in progress (its appends would be refused anyway).
+    const active = this.activeRuns.get(data.documentId);
+    if (active && active.processingId !== data.processingId) active.abort.abort(new RunAbandoned('run superseded'));
+    this.unfinished.add(e.position);
+    scheduler.submit(workspaceId, () => this.processRetrying(data.documentId, data.processingId)).then(
+      (outcome) => {
+        if (outcome === 'interrupted') return; // not checkpointed: delivered again after the restart
+        this.unfinished.delete(e.position);
+        for (const w of [...this.runFinishedWaiters]) w();
+        this.runFinishedWaiters.clear();
+        void this.saveCheckpoint();
+      },
+      (err: unknown) => {
+        if (!(err instanceof SchedulerClosedError)) this.app.logger.error({ err, documentId: data.documentId }, 'document processing run failed');
+      },
+    );
+  }
+
+  /** A run, retried with backoff while the stores fail (as the subscription used to retry its batch). */
+  private async processRetrying(documentId: string, processingId: string): Promise<ProcessOutcome> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.process(documentId, processingId, { resumeInPlace: false });
+      } catch (err) {
+        if (this.stopping) return 'interrupted';
+        this.app.logger.error({ err, documentId, attempt }, 'document processor failed; retrying');
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 1000 * 2 ** (attempt - 1))));
+      }
+    }
+  }
+
+  /** The checkpoint moves to just before the oldest unfinished run, or to everything seen. */
+  private saveCheckpoint(): Promise<void> {
+    this.checkpointWrite = this.checkpointWrite
+      .then(async () => {
+        if (this.stopping) return;
+        let target = this.seenUpTo;
+        for (const p of this.unfinished) target = Math.min(target, p - 1);
+        if (target <= this.savedCheckpoint) return;
+        await this.app.readStore.setCheckpoint(PROCESSOR_CHECKPOINT, target);
+        this.savedCheckpoint = target;
+      })
+      .catch((err: unknown) => this.app.logger.warn({ err }, 'document processor checkpoint not saved; it is saved with the next run'));
+    return this.checkpointWrite;
   }
 
   /** A job from the queue: process its run; throw (job redelivered) when interrupted by a stop. */
@@ -133,7 +214,8 @@ export class DocumentProcessor {
   /**
    * Runs the processing of one document for the run `processingId`, if it is still the
    * current one. A run found half done restarts as a fresh RESUMED run: continued here when
-   * `resumeInPlace` (following the log), else left to that run's own job.
+   * `resumeInPlace`, else left to that run's own ProcessingStarted (its own job, or its own
+   * turn in the scheduler when following the log).
    */
   async process(documentId: string, processingId: string, options: { resumeInPlace?: boolean } = {}): Promise<ProcessOutcome> {
     const streamId = documentStream(documentId);
@@ -146,13 +228,18 @@ export class DocumentProcessor {
     const run: Run = { documentId, state, revision: events[events.length - 1].revision, ctx: systemContext(this.app.now()) };
     let id = processingId;
     const started = Date.now();
+    const active = { processingId, abort: new AbortController() };
+    const previous = this.activeRuns.get(documentId);
+    if (previous && previous.processingId !== processingId) previous.abort.abort(new RunAbandoned('run superseded'));
+    this.activeRuns.set(documentId, active);
     try {
       if (state.run.extracted || state.run.chunks > 0) {
         id = randomUUID();
         await this.append(run, { type: 'ResumeProcessing', processingId, newProcessingId: id, now: this.app.now() });
         if (options.resumeInPlace === false) return 'resumed';
+        active.processingId = id;
       }
-      await this.pipeline(run, id, events);
+      await this.pipeline(run, id, events, active.abort.signal);
       this.app.logger.info({ documentId, processingId: id, ms: Date.now() - started, status: run.state.processingStatus }, 'document processed');
       return 'finished';
     } catch (err) {
@@ -167,11 +254,13 @@ export class DocumentProcessor {
         return this.stopping ? 'interrupted' : 'superseded';
       }
       return 'finished';
+    } finally {
+      if (this.activeRuns.get(documentId) === active) this.activeRuns.delete(documentId);
     }
   }
 
-  private async pipeline(run: Run, processingId: string, events: RecordedEvent[]): Promise<void> {
-    const sections = await this.extract(run.state, events);
+  private async pipeline(run: Run, processingId: string, events: RecordedEvent[], signal: AbortSignal): Promise<void> {
+    const sections = await this.extract(run.state, events, signal);
     const text = sections.map((s) => s.text).join('\n\n');
     const tokenCount = sections.reduce((n, s) => n + countTokens(s.text), 0);
     if (sections.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
@@ -191,8 +280,10 @@ export class DocumentProcessor {
     }
 
     const { embeddings } = this.app;
+    // One batch at a time per run: runs of other workspaces interleave with this one's batches
+    // at the embedder instead of queueing behind all of them.
     for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
-      if (this.stopping) throw new RunAbandoned('stopping');
+      if (this.stopping || signal.aborted) throw new RunAbandoned('stopping or superseded');
       const batch = chunks.slice(i, i + EMBED_BATCH);
       const vectors = await embedWithRetry(embeddings, batch.map((c) => c.content));
       await this.append(run, {
@@ -207,8 +298,9 @@ export class DocumentProcessor {
   }
 
   /** Sections of the document's current source (the uploaded file, or the last auto-saved content), normalised. */
-  private async extract(state: DocumentState, events: RecordedEvent[]): Promise<ExtractedSectionData[]> {
-    const timeoutMs = this.options.extractTimeoutMs ?? DEFAULT_EXTRACT_TIMEOUT_MS;
+  private async extract(state: DocumentState, events: RecordedEvent[], signal: AbortSignal): Promise<ExtractedSectionData[]> {
+    const { timeoutMs: configuredTimeoutMs, ...limits } = this.app.config.extraction;
+    const opts = { timeoutMs: this.options.extractTimeoutMs ?? configuredTimeoutMs, limits, signal };
     let raw: { sections: ExtractedSectionData[] };
     if (state.source === 'content') {
       const last = [...events].reverse().find((e) => e.type === 'DocumentContentUpdated') as unknown as (DocumentEvent & { type: 'DocumentContentUpdated' }) | undefined;
@@ -218,14 +310,14 @@ export class DocumentProcessor {
       const file = path.join(dir, `content-${randomUUID()}.${state.kind}`);
       await writeFile(file, last.data.content, { mode: 0o600 });
       try {
-        raw = await extractText(file, state.kind, { timeoutMs });
+        raw = await extractText(file, state.kind, opts);
       } finally {
         await unlink(file).catch(() => undefined);
       }
     } else {
       const local = this.app.blobStore.localPath?.(state.blobSha256);
       if (local) {
-        raw = await extractText(local, state.kind, { timeoutMs });
+        raw = await extractText(local, state.kind, opts);
       } else {
         const dir = path.join(this.app.config.dataDir, 'tmp');
         await mkdir(dir, { recursive: true });
@@ -234,7 +326,7 @@ export class DocumentProcessor {
           // pipeline(): listeners on both streams at once, the blob stream destroyed (and its
           // cursor released) if the copy fails, and the partial copy removed in `finally`.
           await pipeline(await this.app.blobStore.get(state.blobSha256), createWriteStream(file, { mode: 0o600, flags: 'wx' }));
-          raw = await extractText(file, state.kind, { timeoutMs });
+          raw = await extractText(file, state.kind, opts);
         } finally {
           await unlink(file).catch(() => undefined);
         }

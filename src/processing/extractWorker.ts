@@ -4,30 +4,31 @@
  * what the parent accumulates.
  */
 import { createReadStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import mammoth from 'mammoth';
 import { PasswordException, PDFParse } from 'pdf-parse';
 import WordExtractor from 'word-extractor';
 import type { DocumentKind } from './detectType';
-import { ExtractedSection, ExtractionError, ExtractJob, ExtractWorkerMessage } from './extract';
+import { DEFAULT_EXTRACTION_LIMITS, ExtractedSection, ExtractionError, ExtractionLimits, ExtractJob, ExtractWorkerMessage, textLimitError } from './extract';
 import { normalizeInline, normalizeText } from './normalize';
+import { openBoundedZip, ZipPackageError } from './zipPackage';
 
 /** Text files are read and handed on in pieces of about this many characters. */
 const PIECE_CHARS = 256 * 1024;
 const BATCH_CHARS = 1024 * 1024;
 const HEADING_SEPARATOR = ' > ';
 
-export async function* extractSections(filePath: string, kind: DocumentKind): AsyncGenerator<ExtractedSection> {
+export async function* extractSections(filePath: string, kind: DocumentKind, limits: ExtractionLimits = DEFAULT_EXTRACTION_LIMITS): AsyncGenerator<ExtractedSection> {
   switch (kind) {
     case 'pdf':
-      yield* pdfSections(filePath);
+      yield* pdfSections(filePath, limits);
       return;
     case 'docx':
-      yield* docxSections(filePath);
+      yield* docxSections(filePath, limits);
       return;
     case 'doc':
-      yield* docSections(filePath);
+      yield* docSections(filePath, limits);
       return;
     case 'txt':
       yield* textSections(filePath);
@@ -44,7 +45,11 @@ function describe(err: unknown): string {
 
 // ---- PDF: page by page, one section per page with text ------------------------------------
 
-async function* pdfSections(filePath: string): AsyncGenerator<ExtractedSection> {
+function limitError(message: string): ExtractionError {
+  return new ExtractionError('EXTRACTION_LIMIT_EXCEEDED', message);
+}
+
+async function* pdfSections(filePath: string, limits: ExtractionLimits): AsyncGenerator<ExtractedSection> {
   const data = await readFile(filePath);
   const parser = new PDFParse({
     data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
@@ -60,10 +65,15 @@ async function* pdfSections(filePath: string): AsyncGenerator<ExtractedSection> 
         total = result.total;
         text = result.pages[0]?.text ?? '';
       } catch (err) {
+        if (err instanceof ExtractionError) throw err;
         if (err instanceof PasswordException) {
           throw new ExtractionError('ENCRYPTED', 'the PDF is password-protected; upload a copy without a password');
         }
         throw new ExtractionError('CORRUPT', `the PDF could not be read (${describe(err)})`);
+      }
+      // Known from the first page on: refuse before reading the rest.
+      if (total > limits.maxPdfPages) {
+        throw limitError(`the PDF has ${total} pages, more than the ${limits.maxPdfPages} allowed (KB_MAX_PDF_PAGES); split the document or raise the limit`);
       }
       const normalized = normalizeText(text);
       if (normalized) yield { text: normalized, page };
@@ -75,11 +85,33 @@ async function* pdfSections(filePath: string): AsyncGenerator<ExtractedSection> 
 
 // ---- .docx: mammoth's HTML, split at headings -----------------------------------------------
 
-async function* docxSections(filePath: string): AsyncGenerator<ExtractedSection> {
+/** Images are not text: never read them (mammoth would inline each one as base64). */
+const NO_IMAGES = mammoth.images.imgElement(() => Promise.resolve({ src: '' }));
+
+async function* docxSections(filePath: string, limits: ExtractionLimits): AsyncGenerator<ExtractedSection> {
   let html: string;
   try {
-    html = (await mammoth.convertToHtml({ path: filePath }, { ignoreEmptyParagraphs: true })).value;
+    // mammoth reads the package through this bounded view (its `file` input), never JSZip's.
+    const pkg = await openBoundedZip(filePath, { maxBytes: limits.maxExtractedBytes, maxEntries: limits.maxZipEntries });
+    try {
+      const file = {
+        exists: (name: string) => pkg.exists(name),
+        read: async (name: string, encoding?: string) => {
+          const data = await pkg.read(name);
+          if (encoding === 'base64') return data.toString('base64');
+          return encoding ? new TextDecoder(encoding).decode(data) : data;
+        },
+      };
+      const input = { file } as unknown as Parameters<typeof mammoth.convertToHtml>[0];
+      html = (await mammoth.convertToHtml(input, { ignoreEmptyParagraphs: true, convertImage: NO_IMAGES })).value;
+    } finally {
+      await pkg.close();
+    }
   } catch (err) {
+    if (err instanceof ZipPackageError && err.kind !== 'corrupt') {
+      const setting = err.kind === 'entries' ? 'KB_MAX_ZIP_ENTRIES' : 'KB_MAX_EXTRACTED_BYTES';
+      throw limitError(`the Word document was refused: ${err.message} (${setting})`);
+    }
     throw new ExtractionError('CORRUPT', `the Word document could not be read (${describe(err)})`);
   }
   yield* htmlSections(html);
@@ -142,8 +174,13 @@ export function* htmlSections(html: string): Generator<ExtractedSection> {
 
 // ---- .doc: word-extractor ---------------------------------------------------------------------
 
-async function* docSections(filePath: string): AsyncGenerator<ExtractedSection> {
+async function* docSections(filePath: string, limits: ExtractionLimits): AsyncGenerator<ExtractedSection> {
   let text: string;
+  // word-extractor loads the whole compound file into memory: bound what it may load.
+  const { size } = await stat(filePath);
+  if (size > limits.maxExtractedBytes) {
+    throw limitError(`the Word 97-2003 document is ${size} bytes, more than the ${limits.maxExtractedBytes} allowed (KB_MAX_EXTRACTED_BYTES)`);
+  }
   try {
     const doc = await new WordExtractor().extract(filePath);
     text = [doc.getBody(), doc.getFootnotes(), doc.getEndnotes()].join('\n\n');
@@ -279,7 +316,10 @@ async function run(job: ExtractJob): Promise<void> {
     let batch: ExtractedSection[] = [];
     let batchChars = 0;
     let anyText = false;
-    for await (const section of extractSections(job.filePath, job.kind)) {
+    let textBytes = 0;
+    for await (const section of extractSections(job.filePath, job.kind, job.limits)) {
+      textBytes += Buffer.byteLength(section.text, 'utf8');
+      if (textBytes > job.limits.maxExtractedBytes) throw textLimitError(job.kind, job.limits.maxExtractedBytes);
       anyText = true;
       batch.push(section);
       batchChars += section.text.length;

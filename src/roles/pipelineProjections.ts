@@ -29,9 +29,17 @@ export function feedPublisherProjection(store: ReadStore, feed: EventFeed): Proj
   return sideEffectProjection(FEED_PUBLISHER, store, (events) => feed.publish(events));
 }
 
-/** The job that processes one run of one document; its id (the run's processingId) is its idempotency key. */
-export function processDocumentJob(documentId: string, processingId: string): Job {
-  return { id: processingId, type: PROCESS_DOCUMENT_JOB, payload: { documentId, processingId } };
+/**
+ * The job that processes one run of one document; its id (the run's processingId) is its
+ * idempotency key, its group the workspace (fair scheduling across workspaces).
+ */
+export function processDocumentJob(documentId: string, processingId: string, workspaceId?: string): Job {
+  const job: Job = { id: processingId, type: PROCESS_DOCUMENT_JOB, payload: { documentId, processingId } };
+  if (workspaceId !== undefined) {
+    job.payload.workspaceId = workspaceId;
+    job.group = workspaceId;
+  }
+  return job;
 }
 
 /**
@@ -43,9 +51,10 @@ export function processingDispatcherProjection(store: ReadStore, queue: JobQueue
   return sideEffectProjection(PROCESSING_DISPATCHER, store, async (events) => {
     for (const e of events) {
       if (e.type !== 'DocumentProcessingStarted') continue;
-      const data = e.data as { documentId?: unknown; processingId?: unknown };
+      const data = e.data as { documentId?: unknown; processingId?: unknown; workspaceId?: unknown };
       if (typeof data.documentId !== 'string' || typeof data.processingId !== 'string') continue;
-      await queue.enqueue(processDocumentJob(data.documentId, data.processingId));
+      const workspaceId = typeof data.workspaceId === 'string' ? data.workspaceId : e.metadata.workspaceId;
+      await queue.enqueue(processDocumentJob(data.documentId, data.processingId, workspaceId));
     }
   });
 }

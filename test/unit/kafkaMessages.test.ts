@@ -43,6 +43,13 @@ describe('job messages', () => {
     expect(decodeJob(String(m.value))).toEqual(job);
   });
 
+  it('keys a job with a group (its workspace) by the group: one workspace, one partition', () => {
+    const job = { id: 'j2', type: 'process-document', payload: { documentId: 'd2' }, group: 'ws-1' };
+    const m = jobMessage(job);
+    expect(m.key).toBe('ws-1');
+    expect(decodeJob(String(m.value))).toEqual(job);
+  });
+
   it('dead-letters a job with its error and attempts, or the raw value when undecodable', () => {
     const job = { id: 'j1', type: 'T', payload: {} };
     const m = deadLetterMessage({ job, raw: null, key: 'j1', error: new Error('boom'), attempts: 5, sourceTopic: 'kb.jobs' });

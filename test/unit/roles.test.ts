@@ -205,7 +205,7 @@ describe('ProjectionRunner.waitFor in a process that does not run the projection
 
 describe('document processor driven by the job queue', () => {
   const ctx = {
-    config: { role: 'worker' },
+    config: { role: 'worker', processing: { concurrency: 3, perWorkspace: 2 } },
     logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
     eventStore: { readStream: async () => [] },
     readStore: {},
@@ -228,7 +228,7 @@ describe('document processor driven by the job queue', () => {
     const queue: JobQueue = {
       enqueue: async () => undefined,
       consume: async (handler, options) => {
-        consumed.push(`concurrency=${options?.concurrency}`);
+        consumed.push(`concurrency=${options?.concurrency} maxPerGroup=${options?.maxPerGroup}`);
         await handler(processDocumentJob('unknown-doc', 'run-1'));
         return { stop: async () => void consumed.push('stopped') };
       },
@@ -237,6 +237,7 @@ describe('document processor driven by the job queue', () => {
     const p = new DocumentProcessor({ ...ctx, eventStore: { readStream: async () => [], subscribe: () => { throw new Error('must not follow the log'); } } } as unknown as AppContext, { jobQueue: queue });
     await p.start();
     await p.stop();
-    expect(consumed).toEqual(['concurrency=1', 'stopped']);
+    // Several jobs at once, at most perWorkspace of one workspace (the job's group).
+    expect(consumed).toEqual(['concurrency=3 maxPerGroup=2', 'stopped']);
   });
 });

@@ -7,19 +7,32 @@ export interface DeadLetter {
   attempts: number;
 }
 
-interface Waiter {
-  take: (job: Job) => boolean;
+/** Jobs without a group share this one. */
+const NO_GROUP = '';
+
+interface ConsumerState {
+  stopped: boolean;
+  maxPerGroup: number;
+  /** Idle workers of this consumer, waiting for a job. */
+  idle: ((job: Job | null) => void)[];
+  running: Map<string, number>;
 }
 
 /**
- * JobQueue inside one process (the embedded default): a FIFO shared by competing
- * consumers, retries with backoff, a dead-letter list, and de-duplication by job id
- * (an id queued, running or handled is not queued again).
+ * JobQueue inside one process (the embedded default): competing consumers, retries with
+ * backoff, a dead-letter list, and de-duplication by job id (an id queued, running or
+ * handled is not queued again). Fair by group: waiting jobs are taken round-robin across
+ * groups (the group served longest ago first, each group's jobs in order), and a consumer
+ * runs at most `maxPerGroup` jobs of one group at once.
  */
 export class InProcessJobQueue implements JobQueue {
-  private readonly pending: Job[] = [];
+  /** Waiting jobs per group. */
+  private readonly pending = new Map<string, Job[]>();
+  /** When each group with waiting jobs was last served (a counter); never served goes first. */
+  private readonly lastServed = new Map<string, number>();
+  private serves = 0;
   private readonly known = new Set<string>();
-  private readonly waiters: Waiter[] = [];
+  private readonly consumers: ConsumerState[] = [];
   private readonly dead: DeadLetter[] = [];
   private closed = false;
 
@@ -29,14 +42,47 @@ export class InProcessJobQueue implements JobQueue {
     if (this.closed) throw new Error('job queue is closed');
     if (this.known.has(job.id) || (await this.handled.has(job.id))) return;
     this.known.add(job.id);
-    this.offer(job);
+    const group = job.group ?? NO_GROUP;
+    const queue = this.pending.get(group);
+    if (queue) queue.push(job);
+    else this.pending.set(group, [job]);
+    this.dispatch();
   }
 
-  private offer(job: Job): void {
-    while (this.waiters.length) {
-      if (this.waiters.shift()!.take(job)) return;
+  /** Gives waiting jobs to idle workers, fairly, within each consumer's per-group cap. */
+  private dispatch(): void {
+    for (let progress = true; progress; ) {
+      progress = false;
+      for (const consumer of this.consumers) {
+        if (consumer.stopped || consumer.idle.length === 0) continue;
+        const group = this.nextGroup(consumer);
+        if (group === undefined) continue;
+        const queue = this.pending.get(group) as Job[];
+        const job = queue.shift() as Job;
+        this.lastServed.set(group, ++this.serves);
+        if (queue.length === 0) this.pending.delete(group);
+        consumer.running.set(group, (consumer.running.get(group) ?? 0) + 1);
+        (consumer.idle.shift() as (job: Job | null) => void)(job);
+        progress = true;
+      }
     }
-    this.pending.push(job);
+  }
+
+  /** The group under the consumer's cap that was served longest ago (ties: waiting longest). */
+  private nextGroup(consumer: ConsumerState): string | undefined {
+    let best: string | undefined;
+    let bestServed = Infinity;
+    for (const group of this.pending.keys()) {
+      if ((consumer.running.get(group) ?? 0) >= consumer.maxPerGroup) continue;
+      const served = this.lastServed.get(group) ?? -1;
+      if (served < bestServed) {
+        best = group;
+        bestServed = served;
+      }
+    }
+    // Forget groups with nothing waiting: the map stays as small as the backlog.
+    for (const group of this.lastServed.keys()) if (!this.pending.has(group) && group !== best) this.lastServed.delete(group);
+    return best;
   }
 
   /** Jobs that failed every attempt, oldest first. */
@@ -47,30 +93,14 @@ export class InProcessJobQueue implements JobQueue {
   async consume(handler: JobHandler, options: ConsumeOptions = {}): Promise<JobConsumer> {
     const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
     const retryDelayMs = options.retryDelayMs ?? defaultRetryDelay;
-    let stopped = false;
-    const idle = new Set<() => void>();
-    const next = (): Promise<Job | null> => {
-      const job = this.pending.shift();
-      if (job) return Promise.resolve(job);
-      return new Promise((resolve) => {
-        const cancel = (): void => {
-          idle.delete(cancel);
-          const i = this.waiters.indexOf(waiter);
-          if (i >= 0) this.waiters.splice(i, 1);
-          resolve(null);
-        };
-        const waiter: Waiter = {
-          take: (j) => {
-            if (stopped) return false;
-            idle.delete(cancel);
-            resolve(j);
-            return true;
-          },
-        };
-        this.waiters.push(waiter);
-        idle.add(cancel);
+    const concurrency = Math.max(1, options.concurrency ?? 1);
+    const state: ConsumerState = { stopped: false, maxPerGroup: Math.max(1, options.maxPerGroup ?? concurrency), idle: [], running: new Map() };
+    this.consumers.push(state);
+    const next = (): Promise<Job | null> =>
+      new Promise((resolve) => {
+        state.idle.push(resolve);
+        this.dispatch();
       });
-    };
     const handle = async (job: Job): Promise<void> => {
       for (let attempt = 1; ; attempt++) {
         try {
@@ -91,20 +121,30 @@ export class InProcessJobQueue implements JobQueue {
       }
     };
     const worker = async (): Promise<void> => {
-      while (!stopped) {
+      while (!state.stopped) {
         const job = await next();
         if (!job) return;
-        await handle(job);
+        const group = job.group ?? NO_GROUP;
+        try {
+          await handle(job);
+        } finally {
+          const n = (state.running.get(group) ?? 1) - 1;
+          if (n > 0) state.running.set(group, n);
+          else state.running.delete(group);
+          this.dispatch();
+        }
       }
     };
-    const workers = Array.from({ length: Math.max(1, options.concurrency ?? 1) }, () => worker());
-    const done = Promise.all(workers);
+    const done = Promise.all(Array.from({ length: concurrency }, () => worker()));
     return {
       stop: async () => {
-        stopped = true;
+        state.stopped = true;
         // Wake every idle worker of this consumer; busy ones finish their job first.
-        for (const cancel of [...idle]) cancel();
+        for (const wake of state.idle.splice(0)) wake(null);
         await done;
+        const i = this.consumers.indexOf(state);
+        if (i >= 0) this.consumers.splice(i, 1);
+        this.dispatch();
       },
     };
   }

@@ -78,6 +78,8 @@ export class KafkaJobQueue implements JobQueue {
     await consumer.connect();
     await consumer.subscribe({ topics: [this.topic], fromBeginning: true });
     await consumer.run({
+      // `maxPerGroup` needs no enforcing here: a group's jobs share one partition (jobMessage),
+      // and a partition's messages are handled one at a time.
       partitionsConsumedConcurrently: Math.max(1, options.concurrency ?? 1),
       eachMessage: async ({ message, heartbeat }) => {
         let job: Job;

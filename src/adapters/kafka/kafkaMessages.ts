@@ -52,8 +52,14 @@ export function eventMessage(e: RecordedEvent): Message {
   };
 }
 
+/**
+ * A job is keyed by its group (workspace) when it has one, else by its id. Kafka's fairness is
+ * per partition: one workspace's jobs share a partition, so they run one at a time and in
+ * order across the whole consumer group, and cannot fill the other partitions; workspaces
+ * hashed to the same partition share it first come (more partitions, less sharing).
+ */
 export function jobMessage(job: Job): Message {
-  return { key: job.id, value: encodeJob(job), headers: { 'content-type': 'application/json', 'kb-job-type': job.type } };
+  return { key: job.group ?? job.id, value: encodeJob(job), headers: { 'content-type': 'application/json', 'kb-job-type': job.type } };
 }
 
 /** A dead-lettered job: the job (or the raw value when it could not be decoded), why, and after how many attempts. */

@@ -6,7 +6,7 @@ export type DocumentKind = 'pdf' | 'docx' | 'doc' | 'txt' | 'md';
 export type ProcessingStatus = 'PENDING' | 'PROCESSING' | 'VERIFIED' | 'FAILED';
 /** Why a processing run started: the upload, an auto-save, an explicit reprocess, or a restart after a crash. */
 export type ProcessingReason = 'UPLOADED' | 'CONTENT_UPDATED' | 'REPROCESS_REQUESTED' | 'RESUMED';
-export type ProcessingFailureCode = 'NO_TEXT' | 'CORRUPT' | 'ENCRYPTED' | 'TIMEOUT' | 'PROCESSING_ERROR';
+export type ProcessingFailureCode = 'NO_TEXT' | 'CORRUPT' | 'ENCRYPTED' | 'TIMEOUT' | 'EXTRACTION_LIMIT_EXCEEDED' | 'PROCESSING_ERROR';
 
 /**
  * Every event's data carries documentId and workspaceId. Text lives only in the fields

@@ -15,6 +15,7 @@ import { allowSlowBody } from '../bodyDeadline';
 import { byUser, rateLimit } from '../rateLimit';
 import { boundedString, decode, DocumentContent, HumanName, IntFromString, IsoDateString, Purpose, QueryText, strict } from '../codecs';
 import { execute } from '../exec';
+import { consumeRateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
 import { documentAsOf, parseAsOf } from '../../audit/timeTravel';
 import { loadState } from '../../core/commandHandler';
@@ -55,6 +56,10 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   const v1 = router();
   v1.use('/workspaces/:id/documents', requireAuth(ctx));
   v1.use('/documents', requireAuth(ctx));
+
+  // Each reprocess re-runs extraction and embedding: bounded per workspace, so no tenant can
+  // keep the processors busy by asking again and again (429 RATE_LIMITED, Retry-After).
+  const reprocessLimiter = ctx.rateLimiter({ keyPrefix: 'reprocess', points: ctx.config.reprocessPerMinute, durationSeconds: 60 });
 
   const run = (req: Request, workspaceId: string, documentId: string, command: DocumentCommand) =>
     execute(ctx, req, documentStream(documentId), documentDecider, command, { workspaceId });
@@ -218,6 +223,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
 
   v1.post('/workspaces/:id/documents/:docId/process', async (req, res) => {
     const { workspaceId, documentId, role } = await scoped(req);
+    await consumeRateLimit(ctx, reprocessLimiter, ctx.config.reprocessPerMinute, workspaceId, res);
     await run(req, workspaceId, documentId, { type: 'RequestReprocess', actorId: authOf(req).userId, actorRole: role, workspaceId, processingId: randomUUID(), now: ctx.now() });
     res.json({ id: documentId, processingStatus: 'PROCESSING', message: 'Document queued for reprocessing' });
   });
