@@ -12,7 +12,25 @@ export interface Projection {
   apply(events: RecordedEvent[]): Promise<void>;
   /** Forget everything, checkpoint back to 0 (for a rebuild). */
   reset(): Promise<void>;
+  /**
+   * Called by the process that applies events, before it reads the checkpoint: a read model
+   * stored by an older version of this projection (another key scheme, say) is reset here,
+   * so that it is rebuilt from the log on its own.
+   */
+  prepare?(): Promise<void>;
 }
+
+export interface ReadModelOptions {
+  /**
+   * Version of the read model's layout. Bump it when stored rows change shape or key in a
+   * way old rows cannot be read: a store holding another version is cleared and rebuilt
+   * from the log at the next start (version 1 is what a store without a record holds).
+   */
+  version?: number;
+}
+
+/** Where a projection's layout version is kept, beside its checkpoint. */
+export const versionKey = (name: string): string => `${name}#version`;
 
 /** Per-event handler of a read-model projection. It may read and write the read store. */
 export type ReadModelHandler = (event: RecordedEvent, store: ReadStore) => Promise<void>;
@@ -26,14 +44,25 @@ export function readModelProjection(
   store: ReadStore,
   collections: string[],
   handle: ReadModelHandler,
+  options: ReadModelOptions = {},
 ): Projection {
+  const version = options.version ?? 1;
+  const storedVersion = async () => (await store.getCheckpoint(versionKey(name))) || 1;
+  const clear = async () => {
+    await store.clear(collections);
+    await store.setCheckpoint(name, 0);
+    await store.setCheckpoint(versionKey(name), version);
+  };
   return {
     name,
-    checkpoint: () => store.getCheckpoint(name),
+    // A store of another layout version has applied nothing this code can read.
+    checkpoint: async () => ((await storedVersion()) === version ? store.getCheckpoint(name) : 0),
     reset: async () => {
+      await store.transaction(clear);
+    },
+    prepare: async () => {
       await store.transaction(async () => {
-        await store.clear(collections);
-        await store.setCheckpoint(name, 0);
+        if ((await storedVersion()) !== version) await clear();
       });
     },
     apply: async (events) => {

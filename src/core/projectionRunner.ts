@@ -63,6 +63,7 @@ export class ProjectionRunner {
       return;
     }
     for (const p of this.projections) {
+      await p.prepare?.();
       const from = await p.checkpoint();
       this.positions.set(p.name, from);
       const sub = this.store.subscribe(

@@ -13,6 +13,7 @@ import { linkUsageReport } from '../../../queries/searchLink/linkUsage';
 import { requireAuth, requireWorkspaceRole } from '../auth';
 import { boundedString, decode, IntFromString, IsoDateString } from '../codecs';
 import { execute } from '../exec';
+import { Uuid } from '../ids';
 import { RouteModule } from './module';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -24,7 +25,7 @@ const HistoryMode = new t.Type<boolean, boolean, unknown>(
   (u, c) => (typeof u === 'boolean' ? t.success(u) : u === 'ON' ? t.success(true) : u === 'OFF' ? t.success(false) : t.failure(u, c, 'must be true/false or ON/OFF')),
   (b) => b,
 );
-const Tags = t.array(boundedString(1, 100));
+const Tags = t.array(Uuid);
 const Fields = {
   name: t.union([t.null, boundedString(0, 200)]),
   allowedTags: t.union([t.null, Tags]),
@@ -46,7 +47,7 @@ async function workspaceFacts(ctx: AppContext, workspaceId: string) {
   const ws = await workspacesCollection(ctx.readStore).get(workspaceId);
   if (!ws) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
   const tags = await tagsCollection(ctx.readStore).find({ workspaceId });
-  return { linksEnabled: ws.settings.allowPublicSearchLinks, workspaceTags: tags.map((x) => x.id) };
+  return { linksEnabled: ws.settings.allowPublicSearchLinks, workspaceTags: tags.map((x) => x.tagId) };
 }
 
 export function searchLinkRoutes(ctx: AppContext): RouteModule {
