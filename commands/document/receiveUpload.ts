@@ -73,14 +73,15 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
     throw invalid('Malformed multipart/form-data request.');
   }
 
-  const fieldValues: Record<string, string[]> = {};
+  // Keyed by client-chosen field names: a Map, so `constructor` or `__proto__` is just a name.
+  const fieldValues = new Map<string, string[]>();
   let filePromise: Promise<{ blob: StoredBlob; head: Buffer; filename: string }> | undefined;
   let earlyError: DomainError | undefined;
 
   const done = new Promise<void>((resolve, reject) => {
     bb.on('field', (name, value) => {
       const key = name === 'tags[]' ? 'tags' : name;
-      (fieldValues[key] ??= []).push(value);
+      fieldValues.set(key, [...(fieldValues.get(key) ?? []), value]);
     });
     bb.on('file', (name, stream, info) => {
       if (name !== 'file' || filePromise || earlyError) {
@@ -138,9 +139,9 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
     throw new DomainError('INVALID_FILE_TYPE', 'The file type could not be recognised.');
   }
   const single = (name: string): string | undefined => {
-    const v = fieldValues[name];
+    const v = fieldValues.get(name);
     if (v && v.length > 1) throw invalid(`${name}: send it once.`);
     return v?.[0];
   };
-  return { blob: received.blob, type, filename: received.filename, fields: { title: single('title'), purpose: single('purpose'), tags: parseTags(fieldValues.tags ?? []) } };
+  return { blob: received.blob, type, filename: received.filename, fields: { title: single('title'), purpose: single('purpose'), tags: parseTags(fieldValues.get('tags') ?? []) } };
 }

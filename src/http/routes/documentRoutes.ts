@@ -13,6 +13,7 @@ import { receiveUpload } from '../../../commands/document/receiveUpload';
 import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { boundedString, decode, IntFromString, IsoDateString, NonEmptyTrimmed, Purpose } from '../codecs';
 import { execute } from '../exec';
+import { isUuid, Uuid } from '../ids';
 import { RouteModule } from './module';
 import { documentAsOf, parseAsOf } from '../../audit/timeTravel';
 import { loadState } from '../../core/commandHandler';
@@ -20,7 +21,7 @@ import { setSizeBreach } from '../../../queries/instructionSet/instructionSetQue
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const Title = t.intersection([NonEmptyTrimmed, boundedString(1, 255)]);
-const TagIds = t.array(boundedString(1, 100));
+const TagIds = t.array(Uuid);
 const UpdateBody = t.exact(t.partial({ title: Title, purpose: Purpose, tags: TagIds }));
 const ContentBody = t.intersection([t.type({ content: t.string }), t.partial({ expectedUpdatedAt: IsoDateString })]);
 const Status = t.keyof({ PENDING: null, PROCESSING: null, VERIFIED: null, FAILED: null });
@@ -64,7 +65,8 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   };
 
   const checkTags = async (workspaceId: string, tags: string[]): Promise<void> => {
-    const unknown = await unknownTags(ctx, workspaceId, tags);
+    // Ids that are not UUIDs name no tag (and are never looked up).
+    const unknown = [...tags.filter((t) => !isUuid(t)), ...(await unknownTags(ctx, workspaceId, tags.filter(isUuid)))];
     if (unknown.length) throw new DomainError('VALIDATION_ERROR', `tags: unknown tag ids in this workspace: ${unknown.join(', ')}`, { unknownTags: unknown });
   };
 

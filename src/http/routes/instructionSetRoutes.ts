@@ -22,6 +22,7 @@ import { decode, IsoDateString, NonEmptyTrimmed } from '../codecs';
 import { commandContext } from '../exec';
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule } from './module';
+import { idParam, isUuid, Uuid } from '../ids';
 import { instructionSetAsOf, parseAsOf } from '../../audit/timeTravel';
 
 /** Lengths in characters (code points), as a person counts them. */
@@ -31,7 +32,7 @@ const Description = t.union([maxChars(500, 'string of at most 500 characters'), 
 const CreateBody = t.intersection([t.type({ name: Name }), t.partial({ description: Description, isPublic: t.boolean })]);
 const UpdateBody = t.partial({ name: Name, description: Description, isPublic: t.boolean, expectedUpdatedAt: IsoDateString });
 const AddDocumentBody = t.type({ documentId: t.refinement(t.string, (s) => s.length > 0 && s.length <= 200, 'document id') });
-const ReorderBody = t.type({ documentIds: t.array(t.string) });
+const ReorderBody = t.type({ documentIds: t.array(Uuid) });
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -151,13 +152,15 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
   api.post('/instruction-sets/:id/documents', limits.documents, async (req, res) => {
     const { set, actor } = await setForCaller(req);
     const body = decode(AddDocumentBody, req.body ?? {});
-    const doc = await findDocument(ctx, body.documentId);
+    // Not a UUID: no document of that name, without a lookup.
+    const documentId = isUuid(body.documentId) ? body.documentId.toLowerCase() : body.documentId;
+    const doc = isUuid(documentId) ? await findDocument(ctx, documentId) : null;
     const snapshot: DocumentSnapshot | null = doc
       ? { documentId: doc.id, workspaceId: doc.workspaceId, title: doc.title, purpose: doc.purpose, processingStatus: doc.processingStatus, sizeBytes: await documentSizeBytes(ctx, doc) }
       : null;
     const pendingGrowthBytes = await pendingGrowth(ctx, set.documents);
-    const r = await run(req, set, { type: 'AddSetDocument', actor, documentId: body.documentId, document: snapshot, now: ctx.now(), pendingGrowthBytes });
-    const order = r.state.documents.findIndex((d) => d.documentId === body.documentId);
+    const r = await run(req, set, { type: 'AddSetDocument', actor, documentId, document: snapshot, now: ctx.now(), pendingGrowthBytes });
+    const order = r.state.documents.findIndex((d) => d.documentId === documentId);
     const entry = r.state.documents[order];
     res.status(201).json({ documentId: entry.documentId, title: entry.title, sizeBytes: entry.sizeBytes, purpose: entry.purpose, order });
   });
@@ -171,7 +174,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
 
   api.delete('/instruction-sets/:id/documents/:documentId', limits.documents, async (req, res) => {
     const { set, actor } = await setForCaller(req);
-    await run(req, set, { type: 'RemoveSetDocument', actor, documentId: String(req.params.documentId), reason: 'removed', now: ctx.now() });
+    await run(req, set, { type: 'RemoveSetDocument', actor, documentId: idParam(req, 'documentId', 'NOT_FOUND', 'The document is not in this instruction set.'), reason: 'removed', now: ctx.now() });
     res.status(204).end();
   });
 
