@@ -80,7 +80,8 @@ function evolve(s: WorkspaceState, e: WorkspaceEvent): WorkspaceState {
       return { ...s, members: withEntry(s.members, e.data.userId, e.data.role), invitations };
     }
     case 'MemberRoleChanged':
-      return { ...s, members: withEntry(s.members, e.data.userId, e.data.role) };
+      // Old logs hold role changes of members that never existed (a `constructor` promoted to OWNER): they change nothing.
+      return s.members.has(e.data.userId) ? { ...s, members: withEntry(s.members, e.data.userId, e.data.role) } : s;
     case 'MemberRemoved':
       return { ...s, members: withoutEntry(s.members, e.data.userId) };
     case 'InvitationCreated':
@@ -90,8 +91,10 @@ function evolve(s: WorkspaceState, e: WorkspaceEvent): WorkspaceState {
       return invitation ? { ...s, invitations: withEntry(s.invitations, e.data.invitationId, { ...invitation, accepted: true }) } : s;
     }
     case 'TagCreated':
-    case 'TagUpdated':
       return { ...s, tags: withEntry(s.tags, e.data.tagId, { name: e.data.name, color: e.data.color }) };
+    case 'TagUpdated':
+      // Likewise updates of tags never created (phantom ids in old logs).
+      return s.tags.has(e.data.tagId) ? { ...s, tags: withEntry(s.tags, e.data.tagId, { name: e.data.name, color: e.data.color }) } : s;
     case 'TagDeleted':
       return { ...s, tags: withoutEntry(s.tags, e.data.tagId) };
     default: {
