@@ -13,6 +13,28 @@ export default tseslint.config(
     },
   },
   {
+    // Issue 11, finding 5: ids from outside must never key a plain object, where `constructor`,
+    // `__proto__` or `toString` already "exist". State and read models keyed by ids use Map.
+    files: ['src/domain/**/*.ts', 'projections/**/*.ts', 'queries/**/*.ts', 'commands/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "TSTypeReference[typeName.name='Record'][typeArguments.params.0.type='TSStringKeyword']:not([typeArguments.params.1.type='TSUnknownKeyword'])",
+          message: 'A Record<string, ...> keyed by ids treats built-in names (constructor, __proto__) as entries: use a Map (a bag of fields is Record<string, unknown>).',
+        },
+        {
+          selector: 'TSIndexSignature',
+          message: 'An index signature keyed by ids treats built-in names (constructor, __proto__) as entries: use a Map.',
+        },
+        {
+          selector: "BinaryExpression[operator='in']",
+          message: '`key in object` also finds inherited properties (constructor, toString): use Map.has or Object.hasOwn.',
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },
