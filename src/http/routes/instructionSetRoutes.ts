@@ -13,7 +13,7 @@ import {
   getInstructionSetOrThrow,
   listInstructionSets,
   publicUrlOf,
-  setDetail,
+  setDetailNow,
   setSummary,
   pendingGrowth,
 } from '../../../queries/instructionSet/instructionSetQueries';
@@ -124,7 +124,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
       return;
     }
     const { set } = await setForCaller(req);
-    res.json(setDetail(ctx, set));
+    res.json(await setDetailNow(ctx, set));
   });
 
   api.patch('/instruction-sets/:id', limits.write, async (req, res) => {
