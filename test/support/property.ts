@@ -35,7 +35,7 @@ export function runCommands<S, C, E extends DomainEvent>(
     try {
       events = decider.decide(command, state);
     } catch (err) {
-      if (!(err instanceof DomainError)) throw new Error(`${(command as { type?: string }).type} threw a non-domain error: ${String(err)}`);
+      if (!(err instanceof DomainError)) throw new Error(`${(command as { type?: string }).type} threw a non-domain error: ${String(err)}`, { cause: err });
       error = err;
     }
     const after = events.reduce((s, e) => decider.evolve(s, e), state);
