@@ -68,7 +68,7 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
       }
     }
     // Tags deleted meanwhile are dropped (TagDeleted after this point is handled when it comes).
-    const existing = new Set((await tagsCollection(readStore).find({ workspaceId })).map((t) => t.id));
+    const existing = new Set((await tagsCollection(readStore).find({ workspaceId })).map((t) => t.tagId));
     const liveTags = tags.filter((t) => existing.has(t));
     const out: IndexedChunk[] = [];
     for (const [index, c] of [...chunks.entries()].sort((a, b) => a[0] - b[0])) {

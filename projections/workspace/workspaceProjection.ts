@@ -29,7 +29,8 @@ export interface InvitationView {
 }
 
 export interface TagView {
-  id: string;
+  id: string; // tagViewId(workspaceId, tagId): a tag id never names a row of another workspace
+  tagId: string;
   workspaceId: string;
   name: string;
   color: string;
@@ -42,6 +43,14 @@ export const invitationsCollection = (s: ReadStore) => s.collection<InvitationVi
 export const tagsCollection = (s: ReadStore) => s.collection<TagView>('tags', [{ fields: ['workspaceId'] }]);
 
 export const memberId = (workspaceId: string, userId: string): string => `${workspaceId}:${userId}`;
+export const tagViewId = (workspaceId: string, tagId: string): string => `${workspaceId}:${tagId}`;
+
+/**
+ * Layout version of these read models. 2: tag rows keyed by workspace and tag id (were keyed
+ * by tag id alone, so one workspace's event could overwrite another's row). A store of
+ * version 1 is rebuilt from the log at start.
+ */
+const WORKSPACES_READ_MODEL_VERSION = 2;
 
 export function workspaceProjection(store: ReadStore): Projection {
   const workspaces = workspacesCollection(store);
@@ -87,15 +96,20 @@ export function workspaceProjection(store: ReadStore): Projection {
         break;
       }
       case 'TagCreated':
-      case 'TagUpdated':
-        await tags.put({ id: e.data.tagId, workspaceId: e.data.workspaceId, name: e.data.name, color: e.data.color });
+        await tags.put({ id: tagViewId(e.data.workspaceId, e.data.tagId), tagId: e.data.tagId, workspaceId: e.data.workspaceId, name: e.data.name, color: e.data.color });
         break;
+      case 'TagUpdated': {
+        // Only a tag the workspace created (old logs hold updates of tags that never existed).
+        const t = await tags.get(tagViewId(e.data.workspaceId, e.data.tagId));
+        if (t) await tags.put({ ...t, name: e.data.name, color: e.data.color });
+        break;
+      }
       case 'TagDeleted':
-        await tags.delete(e.data.tagId);
+        await tags.delete(tagViewId(e.data.workspaceId, e.data.tagId));
         break;
       default:
         void at;
         break;
     }
-  });
+  }, { version: WORKSPACES_READ_MODEL_VERSION });
 }

@@ -3,7 +3,7 @@ import { DomainError } from '../../src/domain/errors';
 import { ProcessingStatus, Purpose } from '../../src/domain/document/events';
 import { Filter } from '../../src/ports/readStore';
 import { documentsCollection, DocumentView } from '../../projections/document/documentProjection';
-import { membersCollection, memberId, tagsCollection } from '../../projections/workspace/workspaceProjection';
+import { membersCollection, memberId, tagsCollection, tagViewId } from '../../projections/workspace/workspaceProjection';
 
 export interface DocumentListQuery {
   workspaceId: string;
@@ -68,8 +68,9 @@ export async function documentForUser(ctx: AppContext, userId: string, documentI
 /** The get response: tags as objects, counts, and `error` when FAILED. */
 export async function documentDetail(ctx: AppContext, d: DocumentView) {
   await untilSearchable(ctx, [d]);
-  const tags = d.tags.length ? await tagsCollection(ctx.readStore).getMany(d.tags) : [];
-  const byId = new Map(tags.map((t) => [t.id, t]));
+  // Rows of the document's own workspace only: a tag id never resolves to another tenant's tag.
+  const tags = d.tags.length ? await tagsCollection(ctx.readStore).getMany(d.tags.map((t) => tagViewId(d.workspaceId, t))) : [];
+  const byId = new Map(tags.filter((t) => t.workspaceId === d.workspaceId).map((t) => [t.tagId, t]));
   return {
     id: d.id,
     workspaceId: d.workspaceId,
@@ -82,7 +83,7 @@ export async function documentDetail(ctx: AppContext, d: DocumentView) {
     processingStatus: d.processingStatus,
     tags: d.tags.flatMap((id) => {
       const t = byId.get(id);
-      return t ? [{ id: t.id, name: t.name, color: t.color }] : [];
+      return t ? [{ id: t.tagId, name: t.name, color: t.color }] : [];
     }),
     chunkCount: d.chunkCount,
     tokenCount: d.tokenCount,
@@ -96,8 +97,8 @@ export async function documentDetail(ctx: AppContext, d: DocumentView) {
 /** Tag ids that do not name a tag of the workspace. */
 export async function unknownTags(ctx: AppContext, workspaceId: string, tagIds: string[]): Promise<string[]> {
   if (tagIds.length === 0) return [];
-  const found = await tagsCollection(ctx.readStore).getMany([...new Set(tagIds)]);
-  const ok = new Set(found.filter((t) => t.workspaceId === workspaceId).map((t) => t.id));
+  const found = await tagsCollection(ctx.readStore).getMany([...new Set(tagIds)].map((t) => tagViewId(workspaceId, t)));
+  const ok = new Set(found.filter((t) => t.workspaceId === workspaceId).map((t) => t.tagId));
   return tagIds.filter((t) => !ok.has(t));
 }
 

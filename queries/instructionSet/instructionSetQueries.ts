@@ -11,6 +11,7 @@ export interface DocumentRecord {
   id: string;
   workspaceId: string;
   title: string;
+  error?: { code: string; message: string };
   filename?: string;
   mimeType?: string;
   kind?: string;
@@ -57,6 +58,39 @@ export function setDetail(ctx: AppContext, v: InstructionSetView) {
   };
 }
 
+/** Why an entry of a set is not served by its public views: its document is not VERIFIED (or is gone). */
+export interface UnavailableEntry {
+  documentId: string;
+  /** The document's processing status now; null when the document no longer exists. */
+  processingStatus: string | null;
+  /** The processing failure, when FAILED. */
+  error?: { code: string; message: string };
+}
+
+/**
+ * A set's entries served by its public views (in set order), and the others with the reason.
+ * Only a VERIFIED document's text is accepted content: a document being re-processed, or
+ * whose new text failed (NO_TEXT, say), contributes nothing until it is VERIFIED again.
+ */
+async function entryAvailability(ctx: AppContext, v: InstructionSetView): Promise<{ available: DocumentRecord[]; unavailable: UnavailableEntry[] }> {
+  const docs = await documents(ctx).getMany(v.documents.map((d) => d.documentId));
+  const byId = new Map(docs.filter((d) => d.deleted !== true && d.workspaceId === v.workspaceId).map((d) => [d.id, d]));
+  const available: DocumentRecord[] = [];
+  const unavailable: UnavailableEntry[] = [];
+  for (const entry of v.documents) {
+    const d = byId.get(entry.documentId);
+    if (d && d.processingStatus === 'VERIFIED') available.push(d);
+    else unavailable.push({ documentId: entry.documentId, processingStatus: d?.processingStatus ?? null, ...(d?.processingStatus === 'FAILED' && d.error ? { error: { code: d.error.code, message: d.error.message } } : {}) });
+  }
+  return { available, unavailable };
+}
+
+/** The set with its ordered entries, and the entries its public views leave out with the reason (additive field). */
+export async function setDetailNow(ctx: AppContext, v: InstructionSetView) {
+  const { unavailable } = await entryAvailability(ctx, v);
+  return { ...setDetail(ctx, v), unavailableDocuments: unavailable };
+}
+
 export async function findInstructionSet(ctx: AppContext, setId: string): Promise<InstructionSetView | null> {
   return instructionSetsCollection(ctx.readStore).get(setId);
 }
@@ -97,13 +131,13 @@ function formatOf(d: DocumentRecord | undefined): ContentFormat {
 export async function publicSetContent(ctx: AppContext, setId: string) {
   const v = await findInstructionSet(ctx, setId);
   if (!v || !v.isPublic) return null;
-  const ids = v.documents.map((d) => d.documentId);
-  const [texts, docs] = await Promise.all([documentTexts(ctx).getMany(ids), documents(ctx).getMany(ids)]);
+  const { available } = await entryAvailability(ctx, v);
+  const docById = new Map(available.map((d) => [d.id, d]));
+  const texts = await documentTexts(ctx).getMany(available.map((d) => d.id));
   const textById = new Map(texts.map((t) => [t.id, t.text]));
-  const docById = new Map(docs.map((d) => [d.id, d]));
   const parts = v.documents
-    .filter((d) => textById.has(d.documentId) && docById.get(d.documentId)?.deleted !== true)
-    .map((d) => ({ documentId: d.documentId, title: d.title, purpose: d.purpose, text: textById.get(d.documentId) ?? '', format: formatOf(docById.get(d.documentId)) }));
+    .filter((d) => docById.has(d.documentId) && textById.has(d.documentId))
+    .map((d) => ({ documentId: d.documentId, title: d.title, purpose: d.purpose, sizeBytes: d.sizeBytes, text: textById.get(d.documentId) ?? '', format: formatOf(docById.get(d.documentId)) }));
   return { set: v, parts };
 }
 

@@ -2,6 +2,9 @@ import { AppContext } from '../../src/app/context';
 import { sha256Hex } from '../../src/util/crypto';
 import { LINK_QUERY_HISTORY, LINK_USAGE, SearchLinkView } from '../../projections/searchLink/searchLinkProjection';
 
+/** Where a link was used: the public HTTP search, the tool endpoint, or GET /s/<linkId>. */
+export type LinkChannel = 'http' | 'mcp' | 's';
+
 /** One minute of one link's traffic. No query text, no token, no raw IP or user agent. */
 export interface LinkUsageBucket {
   id: string; // `${linkId}:${minute ISO}`
@@ -10,7 +13,7 @@ export interface LinkUsageBucket {
   minute: string;
   count: number;
   errors: number;
-  byChannel: Record<string, number>;
+  byChannel: Partial<Record<LinkChannel, number>>;
   /** Latency samples in ms (capped per bucket), for percentiles. */
   latencies: number[];
   /** SHA-256 of (pepper, client IP) and of (pepper, user agent): for abuse detection only. */
@@ -37,7 +40,7 @@ const history = (ctx: AppContext) => ctx.readStore.collection<LinkQueryRecord>(L
 export const hashClientAttribute = (ctx: AppContext, kind: 'ip' | 'ua', value: string): string => sha256Hex(`${kind}:${ctx.jwtSecret}:${value}`);
 
 export interface UsageSample {
-  channel: 'http' | 'mcp' | 's';
+  channel: LinkChannel;
   latencyMs: number;
   ok: boolean;
   ip?: string;
@@ -105,8 +108,8 @@ export async function linkUsageReport(ctx: AppContext, link: SearchLinkView, hou
   }
   const summarise = (bs: LinkUsageBucket[]) => {
     const lat = bs.flatMap((b) => b.latencies).sort((a, b) => a - b);
-    const channels: Record<string, number> = {};
-    for (const b of bs) for (const [k, v] of Object.entries(b.byChannel)) channels[k] = (channels[k] ?? 0) + v;
+    const channels: Partial<Record<LinkChannel, number>> = {};
+    for (const b of bs) for (const [k, v] of Object.entries(b.byChannel) as [LinkChannel, number][]) channels[k] = (channels[k] ?? 0) + v;
     return {
       requests: bs.reduce((n, b) => n + b.count, 0),
       errors: bs.reduce((n, b) => n + b.errors, 0),

@@ -82,7 +82,7 @@ export async function searchLinkById(ctx: AppContext, linkId: string): Promise<L
 /** Tags of the link's scope with their names (for the tool description and tag-name arguments). */
 export async function scopeTags(ctx: AppContext, link: SearchLinkView): Promise<{ id: string; name: string }[]> {
   const all = await tagsCollection(ctx.readStore).find({ workspaceId: link.workspaceId }, { sort: [{ field: 'name', direction: 'asc' }] });
-  const tags = all.map((t) => ({ id: t.id, name: t.name }));
+  const tags = all.map((t) => ({ id: t.tagId, name: t.name }));
   if (link.allowedTags.length === 0) return tags;
   const allowed = new Set(link.allowedTags);
   return tags.filter((t) => allowed.has(t.id));

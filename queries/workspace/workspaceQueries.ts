@@ -52,5 +52,5 @@ export async function getInvitation(ctx: AppContext, invitationId: string) {
 
 export async function listTags(ctx: AppContext, workspaceId: string) {
   const tags = await tagsCollection(ctx.readStore).find({ workspaceId }, { sort: [{ field: 'name', direction: 'asc' }] });
-  return tags.map((t) => ({ id: t.id, name: t.name, color: t.color }));
+  return tags.map((t) => ({ id: t.tagId, name: t.name, color: t.color }));
 }

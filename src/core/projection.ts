@@ -1,6 +1,6 @@
 import { RecordedEvent } from '../domain/event';
 import { ReadStore } from '../ports/readStore';
-import { checkpointedConsumer, Consumer, eachEvent, readStoreCheckpoint } from './consumer';
+import { checkpointedConsumer, Consumer, eachEvent } from './consumer';
 
 /**
  * Something derived from the log: it applies batches of events in order and keeps,
@@ -9,7 +9,25 @@ import { checkpointedConsumer, Consumer, eachEvent, readStoreCheckpoint } from '
 export interface Projection extends Consumer {
   /** Forget everything, checkpoint back to 0 (for a rebuild). */
   reset(): Promise<void>;
+  /**
+   * Called by the process that applies events, before it reads the checkpoint: a read model
+   * stored by an older version of this projection (another key scheme, say) is reset here,
+   * so that it is rebuilt from the log on its own.
+   */
+  prepare?(): Promise<void>;
 }
+
+export interface ReadModelOptions {
+  /**
+   * Version of the read model's layout. Bump it when stored rows change shape or key in a
+   * way old rows cannot be read: a store holding another version is cleared and rebuilt
+   * from the log at the next start (version 1 is what a store without a record holds).
+   */
+  version?: number;
+}
+
+/** Where a projection's layout version is kept, beside its checkpoint. */
+export const versionKey = (name: string): string => `${name}#version`;
 
 /** Per-event handler of a read-model projection. It may read and write the read store. */
 export type ReadModelHandler = (event: RecordedEvent, store: ReadStore) => Promise<void>;
@@ -23,18 +41,29 @@ export function readModelProjection(
   store: ReadStore,
   collections: string[],
   handle: ReadModelHandler,
+  options: ReadModelOptions = {},
 ): Projection {
+  const version = options.version ?? 1;
+  const storedVersion = async () => (await store.getCheckpoint(versionKey(name))) || 1;
+  const clear = async () => {
+    await store.clear(collections);
+    await store.setCheckpoint(name, 0);
+    await store.setCheckpoint(versionKey(name), version);
+  };
   return {
     ...checkpointedConsumer({
       name,
-      checkpoint: readStoreCheckpoint(store, name),
+      // A store of another layout version has applied nothing this code can read.
+      checkpoint: { get: async () => ((await storedVersion()) === version ? store.getCheckpoint(name) : 0), set: (position) => store.setCheckpoint(name, position) },
       handle: eachEvent((e) => handle(e, store)),
       transaction: (fn) => store.transaction(fn),
     }),
     reset: async () => {
+      await store.transaction(clear);
+    },
+    prepare: async () => {
       await store.transaction(async () => {
-        await store.clear(collections);
-        await store.setCheckpoint(name, 0);
+        if ((await storedVersion()) !== version) await clear();
       });
     },
   };

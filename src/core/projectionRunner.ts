@@ -64,6 +64,7 @@ export class ProjectionRunner {
       return;
     }
     for (const p of this.projections) {
+      await p.prepare?.();
       this.positions.set(p.name, await p.checkpoint());
       const sub = await follow(this.store, p, {
         afterBatch: async (position) => {

@@ -6,9 +6,39 @@ export interface WorkspaceState {
   workspaceId: string;
   name: string;
   settings: WorkspaceSettings;
-  members: Record<string, Role>;
-  invitations: Record<string, { email: string; role: Role; expiresAt: string; accepted: boolean }>;
-  tags: Record<string, { name: string; color: string }>;
+  /**
+   * Keyed by ids that come from outside: Maps, never plain objects, so that a name such as
+   * `constructor` or `__proto__` is not mistaken for an entry (issue 11, finding 5).
+   */
+  members: ReadonlyMap<string, Role>;
+  invitations: ReadonlyMap<string, Invitation>;
+  tags: ReadonlyMap<string, Tag>;
+}
+
+export interface Invitation {
+  email: string;
+  role: Role;
+  expiresAt: string;
+  accepted: boolean;
+}
+
+export interface Tag {
+  name: string;
+  color: string;
+}
+
+/** A copy of `m` with `key` set to `value` (states are immutable). */
+function withEntry<V>(m: ReadonlyMap<string, V>, key: string, value: V): ReadonlyMap<string, V> {
+  const next = new Map(m);
+  next.set(key, value);
+  return next;
+}
+
+/** A copy of `m` without `key`. */
+function withoutEntry<V>(m: ReadonlyMap<string, V>, key: string): ReadonlyMap<string, V> {
+  const next = new Map(m);
+  next.delete(key);
+  return next;
 }
 
 export type WorkspaceCommand =
@@ -33,42 +63,40 @@ export function roleAtLeast(role: Role | undefined, needed: Role): boolean {
 }
 
 function initialState(): WorkspaceState {
-  return { status: 'none', workspaceId: '', name: '', settings: DEFAULT_SETTINGS, members: {}, invitations: {}, tags: {} };
+  return { status: 'none', workspaceId: '', name: '', settings: DEFAULT_SETTINGS, members: new Map(), invitations: new Map(), tags: new Map() };
 }
 
 function evolve(s: WorkspaceState, e: WorkspaceEvent): WorkspaceState {
   switch (e.type) {
     case 'WorkspaceCreated':
-      return { ...s, status: 'active', workspaceId: e.data.workspaceId, name: e.data.name, settings: e.data.settings, members: { [e.data.ownerId]: 'OWNER' } };
+      return { ...s, status: 'active', workspaceId: e.data.workspaceId, name: e.data.name, settings: e.data.settings, members: new Map([[e.data.ownerId, 'OWNER']]) };
     case 'WorkspaceUpdated':
       return { ...s, name: e.data.name ?? s.name, settings: { ...s.settings, ...(e.data.settings ?? {}) } };
     case 'WorkspaceDeleted':
       return { ...s, status: 'deleted' };
     case 'MemberAdded': {
-      const invitations = e.data.invitationId
-        ? { ...s.invitations, [e.data.invitationId]: { ...s.invitations[e.data.invitationId], accepted: true } }
-        : s.invitations;
-      return { ...s, members: { ...s.members, [e.data.userId]: e.data.role }, invitations };
+      const invitation = e.data.invitationId !== undefined ? s.invitations.get(e.data.invitationId) : undefined;
+      const invitations = invitation && e.data.invitationId !== undefined ? withEntry(s.invitations, e.data.invitationId, { ...invitation, accepted: true }) : s.invitations;
+      return { ...s, members: withEntry(s.members, e.data.userId, e.data.role), invitations };
     }
     case 'MemberRoleChanged':
-      return { ...s, members: { ...s.members, [e.data.userId]: e.data.role } };
-    case 'MemberRemoved': {
-      const members = { ...s.members };
-      delete members[e.data.userId];
-      return { ...s, members };
-    }
+      // Old logs hold role changes of members that never existed (a `constructor` promoted to OWNER): they change nothing.
+      return s.members.has(e.data.userId) ? { ...s, members: withEntry(s.members, e.data.userId, e.data.role) } : s;
+    case 'MemberRemoved':
+      return { ...s, members: withoutEntry(s.members, e.data.userId) };
     case 'InvitationCreated':
-      return { ...s, invitations: { ...s.invitations, [e.data.invitationId]: { email: e.data.email, role: e.data.role, expiresAt: e.data.expiresAt, accepted: false } } };
-    case 'InvitationAccepted':
-      return { ...s, invitations: { ...s.invitations, [e.data.invitationId]: { ...s.invitations[e.data.invitationId], accepted: true } } };
-    case 'TagCreated':
-    case 'TagUpdated':
-      return { ...s, tags: { ...s.tags, [e.data.tagId]: { name: e.data.name, color: e.data.color } } };
-    case 'TagDeleted': {
-      const tags = { ...s.tags };
-      delete tags[e.data.tagId];
-      return { ...s, tags };
+      return { ...s, invitations: withEntry(s.invitations, e.data.invitationId, { email: e.data.email, role: e.data.role, expiresAt: e.data.expiresAt, accepted: false }) };
+    case 'InvitationAccepted': {
+      const invitation = s.invitations.get(e.data.invitationId);
+      return invitation ? { ...s, invitations: withEntry(s.invitations, e.data.invitationId, { ...invitation, accepted: true }) } : s;
     }
+    case 'TagCreated':
+      return { ...s, tags: withEntry(s.tags, e.data.tagId, { name: e.data.name, color: e.data.color }) };
+    case 'TagUpdated':
+      // Likewise updates of tags never created (phantom ids in old logs).
+      return s.tags.has(e.data.tagId) ? { ...s, tags: withEntry(s.tags, e.data.tagId, { name: e.data.name, color: e.data.color }) } : s;
+    case 'TagDeleted':
+      return { ...s, tags: withoutEntry(s.tags, e.data.tagId) };
     default: {
       const _never: never = e;
       return _never;
@@ -78,16 +106,14 @@ function evolve(s: WorkspaceState, e: WorkspaceEvent): WorkspaceState {
 
 /** Membership and role checks shared by every command on an existing workspace. */
 function authorize(s: WorkspaceState, actorId: string, needed: Role): Role {
-  if (s.status !== 'active' || !(actorId in s.members)) throw domainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
-  const role = s.members[actorId];
+  const role = s.status === 'active' ? s.members.get(actorId) : undefined;
+  if (role === undefined) throw domainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
   if (!roleAtLeast(role, needed)) throw domainError('FORBIDDEN', `This action needs the ${needed} role.`);
   return role;
 }
 
 function owners(s: WorkspaceState): string[] {
-  return Object.entries(s.members)
-    .filter(([, r]) => r === 'OWNER')
-    .map(([u]) => u);
+  return [...s.members].filter(([, r]) => r === 'OWNER').map(([u]) => u);
 }
 
 function decide(c: WorkspaceCommand, s: WorkspaceState): WorkspaceEvent[] {
@@ -117,12 +143,12 @@ function decide(c: WorkspaceCommand, s: WorkspaceState): WorkspaceEvent[] {
     case 'AddMember': {
       const actorRole = authorize(s, c.actorId, 'ADMIN');
       if (c.role === 'OWNER' && actorRole !== 'OWNER') throw domainError('FORBIDDEN', 'Only an OWNER can grant the OWNER role.');
-      if (c.userId in s.members) throw domainError('MEMBER_EXISTS', 'The user is already a member of this workspace.');
+      if (s.members.has(c.userId)) throw domainError('MEMBER_EXISTS', 'The user is already a member of this workspace.');
       return [{ type: 'MemberAdded', data: { workspaceId, userId: c.userId, role: c.role, joinedAt: c.now.toISOString() } }];
     }
     case 'ChangeMemberRole': {
       const actorRole = authorize(s, c.actorId, 'ADMIN');
-      const current = s.members[c.userId];
+      const current = s.members.get(c.userId);
       if (current === undefined) throw domainError('MEMBER_NOT_FOUND', 'The user is not a member of this workspace.');
       if ((c.role === 'OWNER' || current === 'OWNER') && actorRole !== 'OWNER') throw domainError('FORBIDDEN', 'Only an OWNER can grant or take the OWNER role.');
       if (current === c.role) return [];
@@ -134,7 +160,7 @@ function decide(c: WorkspaceCommand, s: WorkspaceState): WorkspaceEvent[] {
     case 'RemoveMember': {
       const self = c.actorId === c.userId;
       const actorRole = authorize(s, c.actorId, self ? 'MEMBER' : 'ADMIN');
-      const target = s.members[c.userId];
+      const target = s.members.get(c.userId);
       if (target === undefined) throw domainError('MEMBER_NOT_FOUND', 'The user is not a member of this workspace.');
       if (self && target === 'OWNER') throw domainError('CANNOT_REMOVE_OWNER', 'An owner cannot remove themselves: transfer ownership first.');
       if (target === 'OWNER' && actorRole !== 'OWNER') throw domainError('FORBIDDEN', 'Only an OWNER can remove an OWNER.');
@@ -143,7 +169,7 @@ function decide(c: WorkspaceCommand, s: WorkspaceState): WorkspaceEvent[] {
     case 'InviteMember': {
       const actorRole = authorize(s, c.actorId, 'ADMIN');
       if (c.role === 'OWNER' && actorRole !== 'OWNER') throw domainError('FORBIDDEN', 'Only an OWNER can invite an OWNER.');
-      if (c.inviteeUserId !== undefined && c.inviteeUserId in s.members) throw domainError('MEMBER_EXISTS', 'A user with this email is already a member of this workspace.');
+      if (c.inviteeUserId !== undefined && s.members.has(c.inviteeUserId)) throw domainError('MEMBER_EXISTS', 'A user with this email is already a member of this workspace.');
       return [
         {
           type: 'InvitationCreated',
@@ -152,12 +178,12 @@ function decide(c: WorkspaceCommand, s: WorkspaceState): WorkspaceEvent[] {
       ];
     }
     case 'AcceptInvitation': {
-      const inv = s.invitations[c.invitationId];
+      const inv = s.invitations.get(c.invitationId);
       if (s.status !== 'active' || !inv || inv.accepted || inv.email !== c.actorEmail.toLowerCase()) {
         throw domainError('INVITATION_NOT_FOUND', 'Invitation not found.');
       }
       if (Date.parse(inv.expiresAt) <= c.now.getTime()) throw domainError('INVITATION_EXPIRED', 'The invitation has expired; ask for a new one.');
-      if (c.actorId in s.members) throw domainError('MEMBER_EXISTS', 'You are already a member of this workspace.');
+      if (s.members.has(c.actorId)) throw domainError('MEMBER_EXISTS', 'You are already a member of this workspace.');
       return [
         { type: 'InvitationAccepted', data: { workspaceId, invitationId: c.invitationId, userId: c.actorId } },
         { type: 'MemberAdded', data: { workspaceId, userId: c.actorId, role: inv.role, joinedAt: c.now.toISOString(), invitationId: c.invitationId } },
@@ -165,16 +191,16 @@ function decide(c: WorkspaceCommand, s: WorkspaceState): WorkspaceEvent[] {
     }
     case 'CreateTag': {
       authorize(s, c.actorId, 'ADMIN');
-      if (Object.values(s.tags).some((t) => t.name.toLowerCase() === c.name.toLowerCase())) throw domainError('TAG_EXISTS', 'A tag with this name already exists.');
+      if ([...s.tags.values()].some((t) => t.name.toLowerCase() === c.name.toLowerCase())) throw domainError('TAG_EXISTS', 'A tag with this name already exists.');
       return [{ type: 'TagCreated', data: { workspaceId, tagId: c.tagId, name: c.name, color: c.color } }];
     }
     case 'UpdateTag': {
       authorize(s, c.actorId, 'ADMIN');
-      const tag = s.tags[c.tagId];
+      const tag = s.tags.get(c.tagId);
       if (!tag) throw domainError('TAG_NOT_FOUND', 'Tag not found.');
       const name = c.name ?? tag.name;
       const color = c.color ?? tag.color;
-      if (Object.entries(s.tags).some(([id, t]) => id !== c.tagId && t.name.toLowerCase() === name.toLowerCase())) {
+      if ([...s.tags].some(([id, t]) => id !== c.tagId && t.name.toLowerCase() === name.toLowerCase())) {
         throw domainError('TAG_EXISTS', 'A tag with this name already exists.');
       }
       if (name === tag.name && color === tag.color) return [];
@@ -182,7 +208,7 @@ function decide(c: WorkspaceCommand, s: WorkspaceState): WorkspaceEvent[] {
     }
     case 'DeleteTag':
       authorize(s, c.actorId, 'ADMIN');
-      if (!s.tags[c.tagId]) throw domainError('TAG_NOT_FOUND', 'Tag not found.');
+      if (!s.tags.has(c.tagId)) throw domainError('TAG_NOT_FOUND', 'Tag not found.');
       return [{ type: 'TagDeleted', data: { workspaceId, tagId: c.tagId } }];
     default: {
       const _never: never = c;

@@ -13,17 +13,18 @@ import { receiveUpload } from '../../../commands/document/receiveUpload';
 import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { allowSlowBody } from '../bodyDeadline';
 import { byUser, rateLimit } from '../rateLimit';
-import { boundedString, decode, DocumentContent, HumanName, IntFromString, IsoDateString, Purpose, QueryText, strict } from '../codecs';
+import { decode, DocumentContent, HumanName, IntFromString, IsoDateString, Purpose, QueryText, strict } from '../codecs';
 import { execute } from '../exec';
 import { consumeRateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
+import { isUuid, Uuid } from '../ids';
 import { documentAsOf, parseAsOf } from '../../audit/timeTravel';
 import { loadState } from '../../core/commandHandler';
 import { setSizeBreach } from '../../../queries/instructionSet/instructionSetQueries';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const Title = HumanName(255);
-const TagIds = t.array(boundedString(1, 100));
+const TagIds = t.array(Uuid);
 const UpdateBody = strict(t.partial({ title: Title, purpose: Purpose, tags: TagIds }));
 const ContentBody = strict(t.intersection([t.type({ content: DocumentContent }), t.partial({ expectedUpdatedAt: IsoDateString })]));
 
@@ -74,7 +75,8 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   };
 
   const checkTags = async (workspaceId: string, tags: string[]): Promise<void> => {
-    const unknown = await unknownTags(ctx, workspaceId, tags);
+    // Ids that are not UUIDs name no tag (and are never looked up).
+    const unknown = [...tags.filter((t) => !isUuid(t)), ...(await unknownTags(ctx, workspaceId, tags.filter(isUuid)))];
     if (unknown.length) throw new DomainError('VALIDATION_ERROR', `tags: unknown tag ids in this workspace: ${unknown.join(', ')}`, { unknownTags: unknown });
   };
 

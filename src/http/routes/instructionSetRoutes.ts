@@ -13,7 +13,7 @@ import {
   getInstructionSetOrThrow,
   listInstructionSets,
   publicUrlOf,
-  setDetail,
+  setDetailNow,
   setSummary,
   pendingGrowth,
 } from '../../../queries/instructionSet/instructionSetQueries';
@@ -22,6 +22,7 @@ import { decode, HumanName, HumanText, IsoDateString, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
+import { idParam, isUuid, Uuid } from '../ids';
 import { instructionSetAsOf, parseAsOf } from '../../audit/timeTravel';
 
 const Name = HumanName(200);
@@ -29,7 +30,7 @@ const Description = t.union([HumanText(500), t.null]);
 const CreateBody = strict(t.intersection([t.type({ name: Name }), t.partial({ description: Description, isPublic: t.boolean })]));
 const UpdateBody = strict(t.partial({ name: Name, description: Description, isPublic: t.boolean, expectedUpdatedAt: IsoDateString }));
 const AddDocumentBody = strict(t.type({ documentId: t.refinement(t.string, (s) => s.length > 0 && s.length <= 200, 'document id') }));
-const ReorderBody = strict(t.type({ documentIds: t.array(t.string) }));
+const ReorderBody = strict(t.type({ documentIds: t.array(Uuid) }));
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const instructionSetBodies = { CreateBody, UpdateBody, AddDocumentBody, ReorderBody };
@@ -124,7 +125,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
       return;
     }
     const { set } = await setForCaller(req);
-    res.json(setDetail(ctx, set));
+    res.json(await setDetailNow(ctx, set));
   });
 
   api.patch('/instruction-sets/:id', limits.write, async (req, res) => {
@@ -152,13 +153,15 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
   api.post('/instruction-sets/:id/documents', limits.documents, async (req, res) => {
     const { set, actor } = await setForCaller(req);
     const body = decode(AddDocumentBody, req.body ?? {});
-    const doc = await findDocument(ctx, body.documentId);
+    // Not a UUID: no document of that name, without a lookup.
+    const documentId = isUuid(body.documentId) ? body.documentId.toLowerCase() : body.documentId;
+    const doc = isUuid(documentId) ? await findDocument(ctx, documentId) : null;
     const snapshot: DocumentSnapshot | null = doc
       ? { documentId: doc.id, workspaceId: doc.workspaceId, title: doc.title, purpose: doc.purpose, processingStatus: doc.processingStatus, sizeBytes: await documentSizeBytes(ctx, doc) }
       : null;
     const pendingGrowthBytes = await pendingGrowth(ctx, set.documents);
-    const r = await run(req, set, { type: 'AddSetDocument', actor, documentId: body.documentId, document: snapshot, now: ctx.now(), pendingGrowthBytes });
-    const order = r.state.documents.findIndex((d) => d.documentId === body.documentId);
+    const r = await run(req, set, { type: 'AddSetDocument', actor, documentId, document: snapshot, now: ctx.now(), pendingGrowthBytes });
+    const order = r.state.documents.findIndex((d) => d.documentId === documentId);
     const entry = r.state.documents[order];
     res.status(201).json({ documentId: entry.documentId, title: entry.title, sizeBytes: entry.sizeBytes, purpose: entry.purpose, order });
   });
@@ -172,7 +175,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
 
   api.delete('/instruction-sets/:id/documents/:documentId', limits.documents, async (req, res) => {
     const { set, actor } = await setForCaller(req);
-    await run(req, set, { type: 'RemoveSetDocument', actor, documentId: String(req.params.documentId), reason: 'removed', now: ctx.now() });
+    await run(req, set, { type: 'RemoveSetDocument', actor, documentId: idParam(req, 'documentId', 'NOT_FOUND', 'The document is not in this instruction set.'), reason: 'removed', now: ctx.now() });
     res.status(204).end();
   });
 

@@ -31,7 +31,8 @@ export function publicSetRoutes(ctx: AppContext): RouteModule {
       name: set.name,
       description: set.description,
       updatedAt: set.updatedAt,
-      totalSizeBytes: set.totalSizeBytes,
+      // What the page serves: documents not VERIFIED now are left out.
+      totalSizeBytes: parts.reduce((n, p) => n + p.sizeBytes, 0),
       documents: parts.map((p) => ({ title: p.title, purpose: p.purpose, text: p.text, format: p.format })),
     });
     res.setHeader('Content-Security-Policy', SET_PAGE_CSP);

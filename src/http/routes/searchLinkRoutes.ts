@@ -11,9 +11,10 @@ import { tagsCollection, workspacesCollection } from '../../../projections/works
 import { getSearchLink, listSearchLinks, searchLinkView } from '../../../queries/searchLink/searchLinkQueries';
 import { linkUsageReport } from '../../../queries/searchLink/linkUsage';
 import { requireAuth, requireWorkspaceRole } from '../auth';
-import { boundedString, decode, HumanName, IntFromString, IsoDateString, strict } from '../codecs';
+import { decode, HumanName, IntFromString, IsoDateString, strict } from '../codecs';
 import { execute } from '../exec';
 import { RouteModule, router } from './module';
+import { Uuid } from '../ids';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -24,7 +25,7 @@ const HistoryMode = new t.Type<boolean, boolean, unknown>(
   (u, c) => (typeof u === 'boolean' ? t.success(u) : u === 'ON' ? t.success(true) : u === 'OFF' ? t.success(false) : t.failure(u, c, 'must be true/false or ON/OFF')),
   (b) => b,
 );
-const Tags = t.array(boundedString(1, 100));
+const Tags = t.array(Uuid);
 const Fields = {
   name: t.union([t.null, HumanName(200, 0)]),
   allowedTags: t.union([t.null, Tags]),
@@ -49,7 +50,7 @@ async function workspaceFacts(ctx: AppContext, workspaceId: string) {
   const ws = await workspacesCollection(ctx.readStore).get(workspaceId);
   if (!ws) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
   const tags = await tagsCollection(ctx.readStore).find({ workspaceId });
-  return { linksEnabled: ws.settings.allowPublicSearchLinks, workspaceTags: tags.map((x) => x.id) };
+  return { linksEnabled: ws.settings.allowPublicSearchLinks, workspaceTags: tags.map((x) => x.tagId) };
 }
 
 export function searchLinkRoutes(ctx: AppContext): RouteModule {

@@ -7,12 +7,13 @@ import { requireAuth, requireWorkspaceRole } from '../auth';
 import { codePointLength, decode, Purpose, strict, textProblem } from '../codecs';
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
+import { UuidList } from '../ids';
 
 export const WORKSPACE_SEARCH_MAX_QUERY = 1000;
 export const WORKSPACE_SEARCH_MAX_LIMIT = 20;
 
 const Limit = t.refinement(t.number, (n) => Number.isInteger(n) && n >= 1 && n <= WORKSPACE_SEARCH_MAX_LIMIT, 'integer 1..20');
-const Ids = t.refinement(t.array(t.string), (a) => a.length <= 1000, 'at most 1000 ids');
+const Ids = UuidList(1000);
 const Body = strict(
   t.partial({
     query: t.unknown,

@@ -11,6 +11,7 @@ import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { boundedString, decode, Email, HexColor, HumanName, Purpose, Role, strict } from '../codecs';
 import { execute } from '../exec';
 import { RouteModule, router } from './module';
+import { idParam, isUuid } from '../ids';
 
 const Name = HumanName(200);
 const TagName = HumanName(50);
@@ -34,6 +35,9 @@ function workspaceIdOf(req: Request): string {
   if (!ID.test(id)) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
   return id.toLowerCase();
 }
+
+const memberIdOf = (req: Request): string => idParam(req, 'userId', 'MEMBER_NOT_FOUND', 'The user is not a member of this workspace.');
+const tagIdOf = (req: Request): string => idParam(req, 'tagId', 'TAG_NOT_FOUND', 'Tag not found.');
 
 export function workspaceRoutes(ctx: AppContext): RouteModule {
   const v1 = router();
@@ -85,7 +89,7 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
     const id = workspaceIdOf(req);
     await requireWorkspaceRole(ctx, req, id, 'ADMIN');
     const body = decode(AddMemberBody, req.body);
-    const user = await usersCollection(ctx.readStore).get(body.userId);
+    const user = isUuid(body.userId) ? await usersCollection(ctx.readStore).get(body.userId.toLowerCase()) : null;
     if (!user) throw new DomainError('USER_NOT_FOUND', 'No user with this id.');
     await run(req, id, { type: 'AddMember', actorId: authOf(req).userId, userId: user.id, role: body.role, now: ctx.now() });
     const member = (await listMembers(ctx, id)).find((m) => m.userId === user.id);
@@ -96,7 +100,7 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
     const id = workspaceIdOf(req);
     await requireWorkspaceRole(ctx, req, id, 'ADMIN');
     const body = decode(RoleBody, req.body);
-    const userId = String(req.params.userId);
+    const userId = memberIdOf(req);
     await run(req, id, { type: 'ChangeMemberRole', actorId: authOf(req).userId, userId, role: body.role });
     const member = (await listMembers(ctx, id)).find((m) => m.userId === userId);
     res.json(member);
@@ -105,7 +109,7 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   v1.delete('/workspaces/:id/members/:userId', async (req, res) => {
     const id = workspaceIdOf(req);
     await requireWorkspaceRole(ctx, req, id, 'MEMBER');
-    await run(req, id, { type: 'RemoveMember', actorId: authOf(req).userId, userId: String(req.params.userId) });
+    await run(req, id, { type: 'RemoveMember', actorId: authOf(req).userId, userId: memberIdOf(req) });
     res.status(204).end();
   });
 
@@ -150,7 +154,7 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
     const id = workspaceIdOf(req);
     await requireWorkspaceRole(ctx, req, id, 'ADMIN');
     const body = decode(TagPatch, req.body);
-    const tagId = String(req.params.tagId);
+    const tagId = tagIdOf(req);
     await run(req, id, { type: 'UpdateTag', actorId: authOf(req).userId, tagId, name: body.name?.trim(), color: body.color?.toLowerCase() });
     const tag = (await listTags(ctx, id)).find((x) => x.id === tagId);
     if (!tag) throw new DomainError('TAG_NOT_FOUND', 'Tag not found.');
@@ -160,7 +164,7 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   v1.delete('/workspaces/:id/tags/:tagId', async (req, res) => {
     const id = workspaceIdOf(req);
     await requireWorkspaceRole(ctx, req, id, 'ADMIN');
-    await run(req, id, { type: 'DeleteTag', actorId: authOf(req).userId, tagId: String(req.params.tagId) });
+    await run(req, id, { type: 'DeleteTag', actorId: authOf(req).userId, tagId: tagIdOf(req) });
     res.status(204).end();
   });
 
