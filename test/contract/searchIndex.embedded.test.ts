@@ -159,16 +159,19 @@ describe('EmbeddedSearchIndex specifics', () => {
     }
     type Internals = {
       db: { prepare(sql: string): { all(...p: unknown[]): { id: number; s: number }[] } };
-      originalTerms(text: string): { text: string; stem: string; weight: number; original: boolean }[];
-      weightedBm25(ids: number[], terms: unknown[], titleWeight: number): { id: number; s: number }[];
+      // The lexical leg (lexicalRanker.ts).
+      lexical: {
+        originalTerms(text: string): { text: string; stem: string; weight: number; original: boolean }[];
+        weightedBm25(ids: number[], terms: unknown[], titleWeight: number): { id: number; s: number }[];
+      };
     };
     const internals = index as unknown as Internals;
-    const terms = internals.originalTerms('Shock waves in laminar flows over a wing');
+    const terms = internals.lexical.originalTerms('Shock waves in laminar flows over a wing');
     const fts = internals.db
       .prepare('SELECT rowid AS id, bm25(chunks_fts, 2, 1.0) AS s FROM chunks_fts WHERE chunks_fts MATCH ?')
       .all(terms.map((t) => `"${t.text}"`).join(' OR '));
     expect(fts.length).toBeGreaterThan(20);
-    const mine = new Map(internals.weightedBm25(fts.map((r) => r.id), terms, 2).map((r) => [r.id, r.s]));
+    const mine = new Map(internals.lexical.weightedBm25(fts.map((r) => r.id), terms, 2).map((r) => [r.id, r.s]));
     for (const r of fts) expect(mine.get(r.id)).toBeCloseTo(-r.s, 9);
     await index.close();
   });

@@ -1,0 +1,141 @@
+/**
+ * The embedded index's SQLite file: its tables, the migration of older layouts and the
+ * row-id layout (each workspace owns one range of chunk row ids).
+ */
+import Database from 'better-sqlite3';
+
+/**
+ * Chunk row ids are `workspace number · 2^32 + sequence`, so a workspace's chunks form one
+ * rowid range that FTS5 queries are restricted to (a search never ranks other workspaces'
+ * matches). Files written before this layout (no `schema` in meta) are renumbered on open.
+ */
+export const WS_SPAN = 2 ** 32;
+export const SCHEMA_VERSION = '2';
+const MAX_WORKSPACES = 2 ** 20;
+
+/**
+ * Opens (creating if needed) the index file: WAL, the chunk, FTS5, checkpoint, meta and
+ * workspace-number tables, the temporary tables the stemmer tokenizes with, secure delete,
+ * and the migration of older layouts.
+ */
+export function openIndexDatabase(filePath: string): Database.Database {
+  const db = new Database(filePath);
+  if (filePath !== ':memory:') db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS chunks (
+      id INTEGER PRIMARY KEY,
+      workspace_id TEXT NOT NULL,
+      document_id TEXT NOT NULL,
+      document_title TEXT NOT NULL,
+      purpose TEXT NOT NULL,
+      tags TEXT NOT NULL,
+      chunk_index INTEGER NOT NULL,
+      content TEXT NOT NULL,
+      page INTEGER,
+      section TEXT,
+      vector BLOB
+    );
+    CREATE INDEX IF NOT EXISTS chunks_document ON chunks(document_id, chunk_index);
+    CREATE INDEX IF NOT EXISTS chunks_workspace ON chunks(workspace_id);
+    CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+      title, content, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
+    CREATE TABLE IF NOT EXISTS checkpoint (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS workspace_numbers (workspace_id TEXT PRIMARY KEY, num INTEGER NOT NULL UNIQUE);
+    CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5(t, tokenize='porter unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_vocab USING fts5vocab(temp, query_tokens, 'row');
+    CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_instances USING fts5vocab(temp, query_tokens, 'instance');
+  `);
+  // A deleted document's text must not linger in the file: SQLite zeroes freed pages and cells.
+  // (FTS5 terms of a contentless-delete table stay until a merge: the erasure service merges.)
+  db.pragma('secure_delete = ON');
+  migrate(db);
+  return db;
+}
+
+/**
+ * Files of an older layout (row ids not grouped by workspace): numbers the workspaces,
+ * renumbers the chunks into their workspace's rowid range and rebuilds the FTS index
+ * from the chunks table, in one transaction.
+ */
+export function migrate(db: Database.Database): void {
+  const version = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'schema'").get()?.value;
+  if (version === SCHEMA_VERSION) return;
+  db.transaction(() => {
+    const { n } = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM chunks').get()!;
+    if (n > 0) {
+      db.exec(`
+        INSERT OR IGNORE INTO workspace_numbers(workspace_id, num)
+          SELECT workspace_id, (SELECT coalesce(max(num), 0) FROM workspace_numbers) + ROW_NUMBER() OVER (ORDER BY min(id))
+          FROM chunks GROUP BY workspace_id;
+        CREATE TEMP TABLE renumber (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);
+        INSERT INTO temp.renumber(old, new)
+          SELECT c.id, w.num * ${WS_SPAN} + ROW_NUMBER() OVER (PARTITION BY c.workspace_id ORDER BY c.id)
+          FROM chunks c JOIN workspace_numbers w ON w.workspace_id = c.workspace_id;
+        UPDATE chunks SET id = -id;
+        UPDATE chunks SET id = (SELECT new FROM temp.renumber WHERE old = -chunks.id);
+        DROP TABLE temp.renumber;
+        INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all');
+        INSERT INTO chunks_fts(rowid, title, content) SELECT id, document_title, content FROM chunks;
+      `);
+    }
+    db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)").run(SCHEMA_VERSION);
+  })();
+}
+
+/** The vector dimensions recorded in the file, if any. */
+export function storedDims(db: Database.Database): number | undefined {
+  const dims = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'dims'").get();
+  return dims ? Number(dims.value) : undefined;
+}
+
+/** Workspace numbers (persistent) and fresh row ids within each workspace's range. */
+export class RowIds {
+  private readonly workspaces = new Map<string, number>();
+  private readonly nextRow = new Map<number, number>();
+
+  constructor(private readonly db: Database.Database) {
+    for (const r of db.prepare<[], { workspace_id: string; num: number }>('SELECT workspace_id, num FROM workspace_numbers').iterate()) {
+      this.workspaces.set(r.workspace_id, r.num);
+    }
+  }
+
+  /** The workspace's number, if it has one. */
+  workspaceNumber(workspaceId: string): number | undefined {
+    return this.workspaces.get(workspaceId);
+  }
+
+  /** The workspace's persistent number (its rowid range), assigned on first use. */
+  internWorkspace(workspaceId: string): number {
+    let w = this.workspaces.get(workspaceId);
+    if (w === undefined) {
+      const max = this.db.prepare<[], { m: number | null }>('SELECT max(num) AS m FROM workspace_numbers').get()?.m ?? 0;
+      w = max + 1;
+      if (w >= MAX_WORKSPACES) throw new Error('too many workspaces in one search index');
+      this.db.prepare('INSERT INTO workspace_numbers(workspace_id, num) VALUES (?, ?)').run(workspaceId, w);
+      this.workspaces.set(workspaceId, w);
+    }
+    return w;
+  }
+
+  /** A fresh row id in the workspace's range. */
+  allocateRow(ws: number): number {
+    let next = this.nextRow.get(ws);
+    if (next === undefined) {
+      const lo = ws * WS_SPAN;
+      const max = this.db.prepare<[number, number], { m: number | null }>('SELECT max(id) AS m FROM chunks WHERE id BETWEEN ? AND ?').get(lo, lo + WS_SPAN - 1)?.m;
+      next = max === null || max === undefined ? lo + 1 : max + 1;
+    }
+    if (next >= (ws + 1) * WS_SPAN) throw new Error('workspace row range exhausted');
+    this.nextRow.set(ws, next + 1);
+    return next;
+  }
+
+  /** Forgets the allocation cursors (after the chunks were deleted); workspace numbers stay. */
+  clearRows(): void {
+    this.nextRow.clear();
+  }
+}
+

@@ -1,0 +1,287 @@
+/**
+ * The in-memory side of the embedded index: every chunk's vector as int8 (per-vector
+ * scale) in one slot of WebAssembly memory, scanned with SIMD (int8Scan.ts) for dense kNN.
+ * The top candidates are re-scored exactly from the stored float32 vectors (`dotBuffer`).
+ *
+ * Memory layout: [query region: the query as int16][capacity × stride int8 vectors][capacity int32 scan results].
+ */
+import { createMemory, createScanner, type ScanFn, type WasmMemory, WASM_PAGE as PAGE } from './int8Scan';
+
+const QUERY_REGION = 16384; // bytes reserved for the int16 query (dims <= 8192)
+
+/** Documents a dense search may return: a mask over interned document ids, their list and chunk count. */
+export interface SlabScope {
+  mask: Uint8Array;
+  docs: number[];
+  chunks: number;
+}
+
+export class VectorSlab {
+  private dimsValue = 0;
+  private stride = 0;
+  private queryMax = 0;
+  private capacity = 0;
+  private highWater = 0;
+  private memory?: WasmMemory;
+  private scan?: ScanFn;
+  private readonly free: number[] = [];
+  private rowOf = new Float64Array(0);
+  private docOf = new Int32Array(0);
+  private invScale = new Float32Array(0);
+  private live = new Uint8Array(0);
+  private readonly slotOfRow = new Map<number, number>();
+  /** Live slots of each document, ascending (runs of them are scanned together). */
+  private docSlots: (number[] | undefined)[] = [];
+  /** Rows added before any vector fixed the dimensions (only vector-less chunks). */
+  private readonly pendingWithoutVector: { id: number; doc: number }[] = [];
+  private liveRows = 0;
+  private writeCount = 0;
+
+  /** Vector dimensions; 0 until the first vector (or the stored setting) fixes them. */
+  get dims(): number {
+    return this.dimsValue;
+  }
+
+  /** Chunks held in slots. */
+  get liveCount(): number {
+    return this.liveRows;
+  }
+
+  /** Chunk writes so far: slots added and removed, plus those noted with `noteWrites`. */
+  get writes(): number {
+    return this.writeCount;
+  }
+
+  noteWrites(n: number): void {
+    this.writeCount += n;
+  }
+
+  /** Bytes of WebAssembly memory held. */
+  get vectorBytes(): number {
+    return this.memory?.buffer.byteLength ?? 0;
+  }
+
+  setDims(dims: number): void {
+    if (!Number.isInteger(dims) || dims <= 0 || dims * 2 > QUERY_REGION) throw new Error(`unsupported vector dimensions: ${dims}`);
+    this.dimsValue = dims;
+    this.stride = Math.ceil(dims / 64) * 64; // the scanner reads 64 bytes per step
+    this.queryMax = Math.min(32767, Math.floor(0x7fffffff / (127 * this.stride)));
+  }
+
+  /** Fixes the dimensions and gives the rows added without a vector so far their slots. */
+  fixDims(dims: number): void {
+    this.setDims(dims);
+    for (const p of this.pendingWithoutVector.splice(0)) this.addSlot(p.id, p.doc, null);
+  }
+
+  /** Adds a row (a unit vector or none); before the dimensions are fixed it waits for them. */
+  add(rowId: number, doc: number, vector: Float32Array | null): void {
+    if (this.dimsValue > 0) this.addSlot(rowId, doc, vector);
+    else this.pendingWithoutVector.push({ id: rowId, doc });
+  }
+
+  private ensureCapacity(needed: number): void {
+    if (needed <= this.capacity) return;
+    let cap = Math.max(1024, this.capacity);
+    while (cap < needed) cap *= 2;
+    const bytes = QUERY_REGION + cap * this.stride + cap * 4;
+    const pages = Math.ceil(bytes / PAGE);
+    if (!this.memory) {
+      this.memory = createMemory(pages);
+      this.scan = createScanner(this.memory);
+    } else {
+      const have = this.memory.buffer.byteLength / PAGE;
+      if (pages > have) this.memory.grow(pages - have);
+    }
+    const grow = <T extends Float64Array | Int32Array | Float32Array | Uint8Array>(old: T, make: (n: number) => T): T => {
+      const next = make(cap);
+      next.set(old);
+      return next;
+    };
+    this.rowOf = grow(this.rowOf, (n) => new Float64Array(n));
+    this.docOf = grow(this.docOf, (n) => new Int32Array(n));
+    this.invScale = grow(this.invScale, (n) => new Float32Array(n));
+    this.live = grow(this.live, (n) => new Uint8Array(n));
+    this.capacity = cap;
+  }
+
+  private vectorsView(): Int8Array {
+    // Vectors start right after the query region and never move when memory grows.
+    return new Int8Array(this.memory!.buffer, QUERY_REGION, this.capacity * this.stride);
+  }
+
+  private addSlot(rowId: number, doc: number, vector: Float32Array | null): void {
+    const slot = this.free.length > 0 ? this.free.pop()! : this.highWater++;
+    this.ensureCapacity(slot + 1);
+    this.rowOf[slot] = rowId;
+    this.docOf[slot] = doc;
+    this.live[slot] = 1;
+    this.slotOfRow.set(rowId, slot);
+    this.liveRows++;
+    this.writeCount++;
+    const slots = (this.docSlots[doc] ??= []);
+    slots.push(slot);
+    if (slots.length > 1 && slots[slots.length - 2] > slot) slots.sort((a, b) => a - b);
+    const view = this.vectorsView();
+    const base = slot * this.stride;
+    view.fill(0, base, base + this.stride);
+    let max = 0;
+    if (vector) for (let i = 0; i < vector.length; i++) max = Math.max(max, Math.abs(vector[i]));
+    if (vector && max > 0) {
+      const s = 127 / max;
+      for (let i = 0; i < vector.length; i++) view[base + i] = Math.round(vector[i] * s);
+      this.invScale[slot] = max / 127;
+    } else {
+      this.invScale[slot] = 0;
+    }
+  }
+
+  /** Frees a row's slot (its document's slot list is dropped with `dropDoc`). */
+  remove(rowId: number): void {
+    const slot = this.slotOfRow.get(rowId);
+    if (slot === undefined) return;
+    this.slotOfRow.delete(rowId);
+    this.live[slot] = 0;
+    this.invScale[slot] = 0;
+    this.liveRows--;
+    this.writeCount++;
+    this.free.push(slot);
+  }
+
+  /** Forgets a document's slot list (its rows are removed or about to be re-added). */
+  dropDoc(doc: number): void {
+    this.docSlots[doc] = undefined;
+  }
+
+  /** Forgets a document's rows still waiting for the dimensions. */
+  dropPending(doc: number): void {
+    const pending = this.pendingWithoutVector;
+    for (let i = pending.length - 1; i >= 0; i--) if (pending[i].doc === doc) pending.splice(i, 1);
+  }
+
+  /** Whether the row is held and its document is in the mask. */
+  inScope(rowId: number, mask: Uint8Array): boolean {
+    const slot = this.slotOfRow.get(rowId);
+    return slot !== undefined && mask[this.docOf[slot]] === 1;
+  }
+
+  /**
+   * Top `m` rows by approximate (int8) cosine among the scope's documents. A scope that is
+   * a small part of the index is scanned alone, run by run of contiguous slots of its
+   * documents; a large one in a single pass over all slots, filtered by the mask.
+   */
+  topK(query: Float32Array, scope: SlabScope, m: number): number[] {
+    if (!this.scan || !this.memory || this.highWater === 0 || scope.chunks === 0) return [];
+    let qmax = 0;
+    for (let i = 0; i < query.length; i++) qmax = Math.max(qmax, Math.abs(query[i]));
+    if (qmax === 0) return [];
+    const q16 = new Int16Array(this.memory.buffer, 0, this.stride);
+    q16.fill(0);
+    const qs = this.queryMax / qmax;
+    for (let i = 0; i < query.length; i++) q16[i] = Math.round(query[i] * qs);
+    const n = this.highWater;
+    const outOff = QUERY_REGION + this.capacity * this.stride;
+    const out = new Int32Array(this.memory.buffer, outOff, n);
+    // Bounded min-heap of (score, slot).
+    const heapScore = new Float64Array(m);
+    const heapSlot = new Int32Array(m);
+    let size = 0;
+    const inv = this.invScale;
+    const offer = (s: number): void => {
+      const score = out[s] * inv[s];
+      if (size < m) {
+        let i = size++;
+        while (i > 0) {
+          const p = (i - 1) >> 1;
+          if (heapScore[p] <= score) break;
+          heapScore[i] = heapScore[p];
+          heapSlot[i] = heapSlot[p];
+          i = p;
+        }
+        heapScore[i] = score;
+        heapSlot[i] = s;
+      } else if (score > heapScore[0]) {
+        let i = 0;
+        for (;;) {
+          const l = 2 * i + 1;
+          if (l >= size) break;
+          const r = l + 1;
+          const c = r < size && heapScore[r] < heapScore[l] ? r : l;
+          if (heapScore[c] >= score) break;
+          heapScore[i] = heapScore[c];
+          heapSlot[i] = heapSlot[c];
+          i = c;
+        }
+        heapScore[i] = score;
+        heapSlot[i] = s;
+      }
+    };
+    if (scope.chunks * 4 >= this.liveRows) {
+      this.scan(QUERY_REGION, n, this.stride, 0, outOff);
+      const live = this.live;
+      const docOf = this.docOf;
+      const mask = scope.mask;
+      for (let s = 0; s < n; s++) if (live[s] !== 0 && mask[docOf[s]] !== 0) offer(s);
+    } else {
+      for (const d of scope.docs) {
+        const slots = this.docSlots[d];
+        if (!slots) continue;
+        for (let i = 0; i < slots.length; ) {
+          let j = i + 1;
+          while (j < slots.length && slots[j] === slots[j - 1] + 1) j++;
+          const first = slots[i];
+          this.scan(QUERY_REGION + first * this.stride, j - i, this.stride, 0, outOff + first * 4);
+          for (let t = i; t < j; t++) offer(slots[t]);
+          i = j;
+        }
+      }
+    }
+    const order = Array.from({ length: size }, (_, i) => i).sort((a, b) => heapScore[b] - heapScore[a]);
+    return order.map((i) => this.rowOf[heapSlot[i]]);
+  }
+
+  /** Drops every row and the memory; the dimensions are unfixed again. Counts as a write. */
+  clear(): void {
+    this.slotOfRow.clear();
+    this.free.length = 0;
+    this.highWater = 0;
+    this.liveRows = 0;
+    this.writeCount++;
+    this.live.fill(0);
+    this.docSlots = [];
+    this.pendingWithoutVector.length = 0;
+    this.dimsValue = 0;
+    this.capacity = 0;
+    this.memory = undefined;
+    this.scan = undefined;
+    this.rowOf = new Float64Array(0);
+    this.docOf = new Int32Array(0);
+    this.invScale = new Float32Array(0);
+    this.live = new Uint8Array(0);
+  }
+}
+
+/** A stored float32 vector blob as a Float32Array (a copy: blobs need not be 4-byte aligned). */
+export function bufferToFloats(b: Buffer): Float32Array {
+  const copy = new Uint8Array(b.byteLength);
+  copy.set(b);
+  return new Float32Array(copy.buffer, 0, b.byteLength >> 2);
+}
+
+/** Cosines already computed for a query vector (the feedback pass reuses the first pass's). */
+const cosineCache = new WeakMap<Float32Array, Map<Buffer, number>>();
+
+/** Exact dot product (cosine, both unit) of a query and a stored float32 vector blob, memoised per query. */
+export function dotBuffer(q: Float32Array, b: Buffer): number {
+  let cache = cosineCache.get(q);
+  if (!cache) cosineCache.set(q, (cache = new Map()));
+  const known = cache.get(b);
+  if (known !== undefined) return known;
+  // A view when the blob is 4-byte aligned, else a copy.
+  const v = b.byteOffset % 4 === 0 ? new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2) : bufferToFloats(b);
+  const n = Math.min(q.length, v.length);
+  let s = 0;
+  for (let i = 0; i < n; i++) s += q[i] * v[i];
+  cache.set(b, s);
+  return s;
+}
