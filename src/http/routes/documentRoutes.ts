@@ -9,7 +9,7 @@ import { documentStream, Purpose as PurposeT } from '../../domain/document/event
 import { Role } from '../../domain/workspace/events';
 import { workspacesCollection } from '../../../projections/workspace/workspaceProjection';
 import { blobUsers, documentDetail, documentForUser, documentIn, listDocuments, unknownTags } from '../../../queries/document/documentQueries';
-import { receiveUpload } from '../../../commands/document/receiveUpload';
+import { receiveUpload } from '../upload';
 import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { allowSlowBody } from '../bodyDeadline';
 import { byUser, rateLimit } from '../rateLimit';

@@ -2,9 +2,9 @@ import busboy from 'busboy';
 import path from 'node:path';
 import { Readable, Transform, TransformCallback } from 'node:stream';
 import { Request } from 'express';
-import { BlobStore, BlobTooLargeError, StoredBlob } from '../../src/ports/blobStore';
-import { DomainError } from '../../src/domain/errors';
-import { DETECT_HEAD_BYTES, DetectedType, detectType, InvalidFileTypeError, SUPPORTED_EXTENSIONS } from '../../src/processing/detectType';
+import { BlobStore, BlobTooLargeError, StoredBlob } from '../ports/blobStore';
+import { DomainError } from '../domain/errors';
+import { DETECT_HEAD_BYTES, DetectedType, detectType, InvalidFileTypeError, SUPPORTED_EXTENSIONS } from '../processing/detectType';
 
 export interface ReceivedUpload {
   blob: StoredBlob;
