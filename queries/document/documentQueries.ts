@@ -106,3 +106,18 @@ export async function unknownTags(ctx: AppContext, workspaceId: string, tagIds: 
 export async function blobUsers(ctx: AppContext, sha256: string): Promise<number> {
   return documentsCollection(ctx.readStore).count({ blobSha256: sha256 });
 }
+
+/** Whether any document uses this stored file. */
+export async function blobInUse(ctx: AppContext, sha256: string): Promise<boolean> {
+  return (await blobUsers(ctx, sha256)) > 0;
+}
+
+/** The get response of a document in a workspace, or 404 DOCUMENT_NOT_FOUND. */
+export async function documentDetailIn(ctx: AppContext, workspaceId: string, documentId: string) {
+  return documentDetail(ctx, await documentIn(ctx, workspaceId, documentId));
+}
+
+/** The get response of a document in any workspace the user is a member of, or 404. */
+export async function documentDetailForUser(ctx: AppContext, userId: string, documentId: string) {
+  return documentDetail(ctx, await documentForUser(ctx, userId, documentId));
+}

@@ -4,6 +4,8 @@ import { Readable, Transform, TransformCallback } from 'node:stream';
 import { Request } from 'express';
 import { BlobStore, BlobTooLargeError, StoredBlob } from '../ports/blobStore';
 import { DomainError } from '../domain/errors';
+import { StoredUpload } from '../../commands/document/uploadDocument';
+import { decode, HumanName, Purpose } from './codecs';
 import { DETECT_HEAD_BYTES, DetectedType, detectType, InvalidFileTypeError, SUPPORTED_EXTENSIONS } from '../processing/detectType';
 
 export interface ReceivedUpload {
@@ -185,4 +187,25 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
     return v?.[0];
   };
   return { blob: received.blob, type, filename: received.filename, fields: { title: single('title'), purpose: single('purpose'), tags: parseTags(fieldValues.get('tags') ?? []) } };
+}
+
+/** A document's title: the `title` field, or else the file's name. */
+export const DocumentTitle = HumanName(255);
+
+/**
+ * A document upload as the use case takes it: the file stored (see receiveUpload), the title
+ * (or the file's name) and the purpose decoded. Invalid fields remove the file again unless
+ * `blobInUse` says a document uses it.
+ */
+export async function receiveDocumentUpload(req: Request, blobs: BlobStore, maxBytes: number, blobInUse: (sha256: string) => Promise<boolean>): Promise<StoredUpload> {
+  const upload = await receiveUpload(req, blobs, maxBytes, blobInUse);
+  try {
+    const title = upload.fields.title?.trim() || upload.filename;
+    decode(DocumentTitle, title);
+    const purpose = upload.fields.purpose !== undefined && upload.fields.purpose.trim() !== '' ? decode(Purpose, upload.fields.purpose.trim().toUpperCase()) : undefined;
+    return { blob: upload.blob, kind: upload.type.kind, mimeType: upload.type.mimeType, filename: upload.filename, title, purpose, tags: upload.fields.tags };
+  } catch (err) {
+    if (!(await blobInUse(upload.blob.sha256))) await blobs.delete(upload.blob.sha256).catch(() => undefined);
+    throw err;
+  }
 }
