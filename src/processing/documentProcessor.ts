@@ -4,12 +4,11 @@ import { unlink, writeFile, mkdir } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import path from 'node:path';
 import { AppContext } from '../app/context';
-import { CommandContext, fold, systemContext, toNewEvents } from '../core/commandHandler';
+import { CommandContext, fold, handleCommand, systemContext } from '../core/commandHandler';
 import { RecordedEvent } from '../domain/event';
 import { DomainError } from '../domain/errors';
 import { DocumentCommand, documentDecider, DocumentState } from '../domain/document/decider';
 import { ChunkData, DocumentEvent, documentStream, encodeVector, ExtractedSectionData, ProcessingFailureCode } from '../domain/document/events';
-import { WrongExpectedRevisionError } from '../ports/eventStore';
 import { Subscription } from '../ports/eventStore';
 import { Job, JobConsumer, JobQueue } from '../ports/jobQueue';
 import { PoisonMessageError } from '../adapters/jobRetry';
@@ -37,7 +36,6 @@ export type ProcessOutcome = 'finished' | 'skipped' | 'resumed' | 'superseded' |
 interface Run {
   documentId: string;
   state: DocumentState;
-  revision: number;
   ctx: CommandContext;
 }
 
@@ -225,7 +223,7 @@ export class DocumentProcessor {
     if (state.status !== 'active' || state.processingStatus !== 'PROCESSING' || state.run.processingId !== processingId) return 'skipped';
     const workspace = await this.app.readStore.collection('workspaces').get(state.workspaceId);
     if (!workspace) return 'skipped'; // the workspace was deleted with its documents
-    const run: Run = { documentId, state, revision: events[events.length - 1].revision, ctx: systemContext(this.app.now()) };
+    const run: Run = { documentId, state, ctx: systemContext(this.app.now()) };
     let id = processingId;
     const started = Date.now();
     const active = { processingId, abort: new AbortController() };
@@ -341,27 +339,15 @@ export class DocumentProcessor {
   }
 
   /**
-   * Decide on the cached state and append with the expected revision. A concurrent write
-   * (auto-save, reprocess, delete) makes the append fail: re-read, re-decide, and when the
-   * run is no longer current the decider emits nothing and the run is abandoned.
+   * Through the one command handler: decide on the stream's state and append with the
+   * expected revision, re-deciding after a concurrent write (auto-save, reprocess, delete).
+   * When the run is no longer current the decider emits nothing and the run is abandoned.
    */
   private async append(run: Run, command: DocumentCommand): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      if (this.stopping) throw new RunAbandoned('stopping');
-      const events = documentDecider.decide(command, run.state);
-      if (events.length === 0) throw new RunAbandoned('run superseded');
-      try {
-        const r = await this.app.eventStore.append(documentStream(run.documentId), toNewEvents(events, { ...run.ctx, now: this.app.now() }, run.state.workspaceId), run.revision);
-        run.state = events.reduce((s, e) => documentDecider.evolve(s, e), run.state);
-        run.revision = r.nextRevision;
-        return;
-      } catch (err) {
-        if (!(err instanceof WrongExpectedRevisionError) || attempt >= 5) throw err;
-        const stream = await this.app.eventStore.readStream(documentStream(run.documentId));
-        run.state = fold(documentDecider, stream);
-        run.revision = stream[stream.length - 1].revision;
-      }
-    }
+    if (this.stopping) throw new RunAbandoned('stopping');
+    const r = await handleCommand(this.app.eventStore, documentStream(run.documentId), documentDecider, command, { ...run.ctx, now: this.app.now() }, { workspaceId: run.state.workspaceId });
+    if (r.events.length === 0) throw new RunAbandoned('run superseded');
+    run.state = r.state;
   }
 }
 
