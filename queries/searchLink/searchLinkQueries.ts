@@ -6,6 +6,8 @@ import { searchLinksCollection, SearchLinkView } from '../../projections/searchL
 import { tagsCollection, workspacesCollection } from '../../projections/workspace/workspaceProjection';
 import { countDocumentsInScope } from '../search/searchService';
 
+export type { SearchLinkView };
+
 export const TOKEN_PATTERN = /^[0-9a-f]{64}$/;
 
 export const publicUrlOf = (ctx: AppContext, token: string): string => `${ctx.config.baseUrl}/public/${token}/search`;
