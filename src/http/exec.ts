@@ -1,8 +1,9 @@
 import { Request } from 'express';
 import { randomUUID } from 'node:crypto';
 import { AppContext } from '../app/context';
-import { CommandContext, CommandResult, Decider, handleCommand } from '../core/commandHandler';
+import { CommandContext, CommandResult, Decider } from '../core/commandHandler';
 import { DomainEvent } from '../domain/event';
+import { runCommand } from '../../commands/shared/runCommand';
 import './types';
 
 export function commandContext(ctx: AppContext, req: Request, workspaceId?: string): CommandContext {
@@ -27,7 +28,5 @@ export async function execute<S, C, E extends DomainEvent>(
   command: C,
   options: { workspaceId?: string } = {},
 ): Promise<CommandResult<S, E>> {
-  const result = await handleCommand(ctx.eventStore, streamId, decider, command, commandContext(ctx, req, options.workspaceId), options);
-  await ctx.runner.waitFor(result.position, ctx.config.readYourWritesMs);
-  return result;
+  return runCommand(ctx, streamId, decider, command, commandContext(ctx, req, options.workspaceId), options);
 }
