@@ -52,7 +52,7 @@ export async function listSearchLinks(ctx: AppContext, workspaceId: string) {
   return Promise.all(links.map((l) => searchLinkView(ctx, l)));
 }
 
-export async function getSearchLink(ctx: AppContext, workspaceId: string, linkId: string): Promise<SearchLinkView> {
+export async function getSearchLink(ctx: Pick<AppContext, 'readStore'>, workspaceId: string, linkId: string): Promise<SearchLinkView> {
   const link = await searchLinksCollection(ctx.readStore).get(linkId);
   if (!link || link.workspaceId !== workspaceId) throw new DomainError('NOT_FOUND', 'Search link not found.');
   return link;

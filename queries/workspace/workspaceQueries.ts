@@ -57,3 +57,11 @@ export async function listTags(ctx: Deps, workspaceId: string) {
   const tags = await tagsCollection(ctx.readStore).find({ workspaceId }, { sort: [{ field: 'name', direction: 'asc' }] });
   return tags.map((t) => ({ id: t.tagId, name: t.name, color: t.color }));
 }
+
+/** What a search-link command needs from outside its stream: the workspace's switch and its tag ids. */
+export async function workspaceLinkFacts(ctx: Deps, workspaceId: string): Promise<{ linksEnabled: boolean; workspaceTags: string[] }> {
+  const ws = await workspacesCollection(ctx.readStore).get(workspaceId);
+  if (!ws) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
+  const tags = await tagsCollection(ctx.readStore).find({ workspaceId });
+  return { linksEnabled: ws.settings.allowPublicSearchLinks, workspaceTags: tags.map((x) => x.tagId) };
+}
