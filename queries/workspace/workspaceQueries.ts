@@ -65,3 +65,8 @@ export async function workspaceLinkFacts(ctx: Deps, workspaceId: string): Promis
   const tags = await tagsCollection(ctx.readStore).find({ workspaceId });
   return { linksEnabled: ws.settings.allowPublicSearchLinks, workspaceTags: tags.map((x) => x.tagId) };
 }
+
+/** The user's role in a workspace (null: not a member). */
+export async function memberRole(ctx: Deps, workspaceId: string, userId: string): Promise<Role | null> {
+  return (await membersCollection(ctx.readStore).get(memberId(workspaceId, userId)))?.role ?? null;
+}
