@@ -15,7 +15,7 @@ const RETRIES = 25;
  * applied it (read-your-writes).
  */
 export async function runInstructionSetCommand(
-  ctx: AppContext,
+  ctx: Pick<AppContext, 'eventStore' | 'runner' | 'config'>,
   cc: CommandContext,
   setId: string,
   workspaceId: string,

@@ -3,9 +3,16 @@ import { AppContext } from '../../src/app/context';
 import { DomainError } from '../../src/domain/errors';
 import { instructionSetsCollection, InstructionSetView } from '../../projections/instructionSet/instructionSetProjection';
 import { MAX_SET_BYTES } from '../../src/domain/instructionSet/events';
+import { SetActor } from '../../src/domain/instructionSet/decider';
+import { memberRole } from '../workspace/workspaceQueries';
+
+export type { InstructionSetView };
 
 /** The documents feature's read models, as far as instruction sets read them. */
 export { extractedSizeBound };
+
+/** Queries that read only the read models. */
+type ReadDeps = Pick<AppContext, 'readStore'>;
 
 export interface DocumentRecord {
   id: string;
@@ -28,8 +35,8 @@ export interface DocumentTextRecord {
   text: string;
 }
 
-const documents = (ctx: AppContext) => ctx.readStore.collection<DocumentRecord>('documents', [{ fields: ['workspaceId'] }]);
-const documentTexts = (ctx: AppContext) => ctx.readStore.collection<DocumentTextRecord>('document_texts');
+const documents = (ctx: ReadDeps) => ctx.readStore.collection<DocumentRecord>('documents', [{ fields: ['workspaceId'] }]);
+const documentTexts = (ctx: ReadDeps) => ctx.readStore.collection<DocumentTextRecord>('document_texts');
 
 export const publicUrlOf = (ctx: AppContext, v: Pick<InstructionSetView, 'id' | 'isPublic'>): string | null =>
   v.isPublic ? `${ctx.config.appUrl}/s/${v.id}` : null;
@@ -91,14 +98,26 @@ export async function setDetailNow(ctx: AppContext, v: InstructionSetView) {
   return { ...setDetail(ctx, v), unavailableDocuments: unavailable };
 }
 
-export async function findInstructionSet(ctx: AppContext, setId: string): Promise<InstructionSetView | null> {
+export async function findInstructionSet(ctx: ReadDeps, setId: string): Promise<InstructionSetView | null> {
   return instructionSetsCollection(ctx.readStore).get(setId);
 }
 
-export async function getInstructionSetOrThrow(ctx: AppContext, setId: string): Promise<InstructionSetView> {
+export async function getInstructionSetOrThrow(ctx: ReadDeps, setId: string): Promise<InstructionSetView> {
   const v = await findInstructionSet(ctx, setId);
   if (!v) throw new DomainError('NOT_FOUND', 'Instruction set not found.');
   return v;
+}
+
+/**
+ * The set, if the user is a member of its workspace, with the user as its actor; a missing set,
+ * a malformed id and a set of another workspace are all NOT_FOUND alike.
+ */
+export async function setForMember(ctx: ReadDeps, setId: string, userId: string): Promise<{ set: InstructionSetView; actor: SetActor }> {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(setId)) throw new DomainError('NOT_FOUND', 'Instruction set not found.');
+  const set = await getInstructionSetOrThrow(ctx, setId.toLowerCase());
+  const role = await memberRole(ctx, set.workspaceId, userId);
+  if (!role) throw new DomainError('NOT_FOUND', 'Instruction set not found.');
+  return { set, actor: { userId, role } };
 }
 
 export async function listInstructionSets(ctx: AppContext, workspaceId: string) {
@@ -107,13 +126,13 @@ export async function listInstructionSets(ctx: AppContext, workspaceId: string) 
 }
 
 /** A live document (not deleted) by id, or null. */
-export async function findDocument(ctx: AppContext, documentId: string): Promise<DocumentRecord | null> {
+export async function findDocument(ctx: ReadDeps, documentId: string): Promise<DocumentRecord | null> {
   const d = await documents(ctx).get(documentId);
   return d && d.deleted !== true ? d : null;
 }
 
 /** UTF-8 bytes of a document's extracted text: from the read model, else measured from the text. */
-export async function documentSizeBytes(ctx: AppContext, d: DocumentRecord): Promise<number> {
+export async function documentSizeBytes(ctx: ReadDeps, d: DocumentRecord): Promise<number> {
   if (typeof d.sizeBytes === 'number') return d.sizeBytes;
   const t = await documentTexts(ctx).get(d.id);
   return t ? Buffer.byteLength(t.text, 'utf8') : 0;
@@ -176,7 +195,7 @@ export async function setSizeBreach(ctx: AppContext, documentId: string, content
 }
 
 /** Pending (accepted, not yet processed) auto-save sizes of these documents. */
-async function pendingSizes(ctx: AppContext, documentIds: string[]): Promise<Map<string, number>> {
+async function pendingSizes(ctx: ReadDeps, documentIds: string[]): Promise<Map<string, number>> {
   const rows = await documents(ctx).getMany(documentIds);
   return new Map(rows.filter((d) => typeof d.pendingSizeBytes === 'number').map((d) => [d.id, d.pendingSizeBytes as number]));
 }
@@ -186,7 +205,7 @@ async function pendingSizes(ctx: AppContext, documentIds: string[]): Promise<Map
  * a set's limit counts them already, so that an add or another auto-save cannot slip a set
  * past 100 KB while one is in flight.
  */
-export async function pendingGrowth(ctx: AppContext, entries: { documentId: string; sizeBytes: number }[]): Promise<number> {
+export async function pendingGrowth(ctx: ReadDeps, entries: { documentId: string; sizeBytes: number }[]): Promise<number> {
   const pending = await pendingSizes(ctx, entries.map((e) => e.documentId));
   return entries.reduce((n, e) => n + Math.max(0, (pending.get(e.documentId) ?? e.sizeBytes) - e.sizeBytes), 0);
 }

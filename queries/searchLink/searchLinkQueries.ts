@@ -6,6 +6,8 @@ import { searchLinksCollection, SearchLinkView } from '../../projections/searchL
 import { tagsCollection, workspacesCollection } from '../../projections/workspace/workspaceProjection';
 import { countDocumentsInScope } from '../search/searchService';
 
+export type { SearchLinkView };
+
 export const TOKEN_PATTERN = /^[0-9a-f]{64}$/;
 
 export const publicUrlOf = (ctx: AppContext, token: string): string => `${ctx.config.baseUrl}/public/${token}/search`;
@@ -50,7 +52,7 @@ export async function listSearchLinks(ctx: AppContext, workspaceId: string) {
   return Promise.all(links.map((l) => searchLinkView(ctx, l)));
 }
 
-export async function getSearchLink(ctx: AppContext, workspaceId: string, linkId: string): Promise<SearchLinkView> {
+export async function getSearchLink(ctx: Pick<AppContext, 'readStore'>, workspaceId: string, linkId: string): Promise<SearchLinkView> {
   const link = await searchLinksCollection(ctx.readStore).get(linkId);
   if (!link || link.workspaceId !== workspaceId) throw new DomainError('NOT_FOUND', 'Search link not found.');
   return link;

@@ -1,15 +1,18 @@
 import { AppContext } from '../../src/app/context';
+
+/** The workspace queries read only the read models. */
+type Deps = Pick<AppContext, 'readStore'>;
 import { DomainError } from '../../src/domain/errors';
 import { Role } from '../../src/domain/workspace/events';
 import { invitationsCollection, membersCollection, memberId, tagsCollection, workspacesCollection, WorkspaceView } from '../../projections/workspace/workspaceProjection';
 import { usersCollection } from '../../projections/user/userProjection';
 
 /** Documents of a workspace, counted from the documents read model when it exists. */
-async function documentCount(ctx: AppContext, workspaceId: string): Promise<number> {
+async function documentCount(ctx: Deps, workspaceId: string): Promise<number> {
   return ctx.readStore.collection<{ id: string }>('documents', [{ fields: ['workspaceId'] }]).count({ workspaceId, deleted: { $ne: true } });
 }
 
-async function summary(ctx: AppContext, w: WorkspaceView, role: Role) {
+async function summary(ctx: Deps, w: WorkspaceView, role: Role) {
   return {
     id: w.id,
     name: w.name,
@@ -20,7 +23,7 @@ async function summary(ctx: AppContext, w: WorkspaceView, role: Role) {
   };
 }
 
-export async function listWorkspaces(ctx: AppContext, userId: string) {
+export async function listWorkspaces(ctx: Deps, userId: string) {
   const memberships = await membersCollection(ctx.readStore).find({ userId });
   const workspaces = await workspacesCollection(ctx.readStore).getMany(memberships.map((m) => m.workspaceId));
   const byId = new Map(workspaces.map((w) => [w.id, w]));
@@ -32,25 +35,38 @@ export async function listWorkspaces(ctx: AppContext, userId: string) {
   return out.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
 }
 
-export async function getWorkspace(ctx: AppContext, workspaceId: string, userId: string) {
+export async function getWorkspace(ctx: Deps, workspaceId: string, userId: string) {
   const m = await membersCollection(ctx.readStore).get(memberId(workspaceId, userId));
   const w = m ? await workspacesCollection(ctx.readStore).get(workspaceId) : null;
   if (!m || !w) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
   return { ...(await summary(ctx, w, m.role)), settings: w.settings };
 }
 
-export async function listMembers(ctx: AppContext, workspaceId: string) {
+export async function listMembers(ctx: Deps, workspaceId: string) {
   const members = await membersCollection(ctx.readStore).find({ workspaceId }, { sort: [{ field: 'joinedAt', direction: 'asc' }] });
   const users = await usersCollection(ctx.readStore).getMany(members.map((m) => m.userId));
   const byId = new Map(users.map((u) => [u.id, u]));
   return members.map((m) => ({ userId: m.userId, email: byId.get(m.userId)?.email ?? '', name: byId.get(m.userId)?.name ?? '', role: m.role, joinedAt: m.joinedAt }));
 }
 
-export async function getInvitation(ctx: AppContext, invitationId: string) {
+export async function getInvitation(ctx: Deps, invitationId: string) {
   return invitationsCollection(ctx.readStore).get(invitationId);
 }
 
-export async function listTags(ctx: AppContext, workspaceId: string) {
+export async function listTags(ctx: Deps, workspaceId: string) {
   const tags = await tagsCollection(ctx.readStore).find({ workspaceId }, { sort: [{ field: 'name', direction: 'asc' }] });
   return tags.map((t) => ({ id: t.tagId, name: t.name, color: t.color }));
+}
+
+/** What a search-link command needs from outside its stream: the workspace's switch and its tag ids. */
+export async function workspaceLinkFacts(ctx: Deps, workspaceId: string): Promise<{ linksEnabled: boolean; workspaceTags: string[] }> {
+  const ws = await workspacesCollection(ctx.readStore).get(workspaceId);
+  if (!ws) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
+  const tags = await tagsCollection(ctx.readStore).find({ workspaceId });
+  return { linksEnabled: ws.settings.allowPublicSearchLinks, workspaceTags: tags.map((x) => x.tagId) };
+}
+
+/** The user's role in a workspace (null: not a member). */
+export async function memberRole(ctx: Deps, workspaceId: string, userId: string): Promise<Role | null> {
+  return (await membersCollection(ctx.readStore).get(memberId(workspaceId, userId)))?.role ?? null;
 }

@@ -1,28 +1,19 @@
 import { Request } from 'express';
 import * as t from 'io-ts';
-import { randomUUID } from 'node:crypto';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
-import { DocumentSnapshot, InstructionSetCommand, SetActor } from '../../domain/instructionSet/decider';
-import { memberId, membersCollection } from '../../../projections/workspace/workspaceProjection';
-import { InstructionSetView } from '../../../projections/instructionSet/instructionSetProjection';
-import { runInstructionSetCommand } from '../../../commands/instructionSet/instructionSetCommands';
-import {
-  documentSizeBytes,
-  findDocument,
-  getInstructionSetOrThrow,
-  listInstructionSets,
-  publicUrlOf,
-  setDetailNow,
-  setSummary,
-  pendingGrowth,
-} from '../../../queries/instructionSet/instructionSetQueries';
+import { listInstructionSets, publicUrlOf, setDetailNow, setForMember, setSummary } from '../../../queries/instructionSet/instructionSetQueries';
+import { memberRole } from '../../../queries/workspace/workspaceQueries';
+import { createInstructionSet } from '../../../commands/instructionSet/createInstructionSet';
+import { updateInstructionSet } from '../../../commands/instructionSet/updateInstructionSet';
+import { deleteInstructionSet } from '../../../commands/instructionSet/deleteInstructionSet';
+import { addSetDocument, removeSetDocument, reorderSetDocuments } from '../../../commands/instructionSet/setDocuments';
 import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { decode, HumanName, HumanText, IsoDateString, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
-import { idParam, isUuid, Uuid } from '../ids';
+import { idParam, Uuid } from '../ids';
 import { instructionSetAsOf, parseAsOf } from '../../audit/timeTravel';
 
 const Name = HumanName(200);
@@ -43,8 +34,6 @@ function workspaceIdOf(req: Request): string {
   return id.toLowerCase();
 }
 
-const blankToNull = (s: string | null | undefined): string | null | undefined => (s === undefined ? undefined : s === null || s.trim() === '' ? null : s.trim());
-
 export function instructionSetRoutes(ctx: AppContext): RouteModule {
   const api = router();
   api.use('/instruction-sets', requireAuth(ctx));
@@ -60,18 +49,8 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
   };
 
   /** The set, if the caller is a member of its workspace; non-members get 404 NOT_FOUND like a missing set. */
-  async function setForCaller(req: Request): Promise<{ set: InstructionSetView; actor: SetActor }> {
-    const id = String(req.params.id);
-    if (!UUID.test(id)) throw new DomainError('NOT_FOUND', 'Instruction set not found.');
-    const set = await getInstructionSetOrThrow(ctx, id.toLowerCase());
-    const userId = authOf(req).userId;
-    const m = await membersCollection(ctx.readStore).get(memberId(set.workspaceId, userId));
-    if (!m) throw new DomainError('NOT_FOUND', 'Instruction set not found.');
-    return { set, actor: { userId, role: m.role } };
-  }
-
-  const run = (req: Request, set: Pick<InstructionSetView, 'id' | 'workspaceId'>, command: InstructionSetCommand) =>
-    runInstructionSetCommand(ctx, commandContext(ctx, req, set.workspaceId), set.id, set.workspaceId, command);
+  const setForCaller = (req: Request) => setForMember(ctx, String(req.params.id), authOf(req).userId);
+  const cc = (req: Request) => commandContext(ctx, req);
 
   api.get('/workspaces/:workspaceId/instruction-sets', limits.list, async (req, res) => {
     const workspaceId = workspaceIdOf(req);
@@ -83,21 +62,10 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
     const workspaceId = workspaceIdOf(req);
     const role = await requireWorkspaceRole(ctx, req, workspaceId, 'ADMIN');
     const body = decode(CreateBody, req.body ?? {});
-    const setId = randomUUID();
-    const r = await run(req, { id: setId, workspaceId }, {
-      type: 'CreateInstructionSet',
-      setId,
-      workspaceId,
-      actor: { userId: authOf(req).userId, role },
-      name: body.name.trim(),
-      description: blankToNull(body.description) ?? null,
-      isPublic: body.isPublic ?? false,
-      now: ctx.now(),
-    });
-    const s = r.state;
+    const { id, state: s } = await createInstructionSet(ctx, cc(req), { ...body, workspaceId, actor: { userId: authOf(req).userId, role } });
     res.status(201).json(
       setSummary(ctx, {
-        id: setId,
+        id,
         workspaceId,
         name: s.name,
         description: s.description,
@@ -119,7 +87,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
       if (!asOf) throw new DomainError('VALIDATION_ERROR', 'asOf must be an ISO 8601 time.', { field: 'asOf' });
       const id = String(req.params.id);
       const past = UUID.test(id) ? await instructionSetAsOf(ctx, id.toLowerCase(), asOf) : null;
-      const m = past ? await membersCollection(ctx.readStore).get(memberId(past.workspaceId, authOf(req).userId)) : null;
+      const m = past ? await memberRole(ctx, past.workspaceId, authOf(req).userId) : null;
       if (!past || !m) throw new DomainError('NOT_FOUND', 'Instruction set not found at that time.');
       res.json(past.set);
       return;
@@ -130,52 +98,31 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
 
   api.patch('/instruction-sets/:id', limits.write, async (req, res) => {
     const { set, actor } = await setForCaller(req);
-    const body = decode(UpdateBody, req.body ?? {});
-    const r = await run(req, set, {
-      type: 'UpdateInstructionSet',
-      actor,
-      name: body.name?.trim(),
-      description: blankToNull(body.description),
-      isPublic: body.isPublic,
-      expectedUpdatedAt: body.expectedUpdatedAt,
-      now: ctx.now(),
-    });
-    const s = r.state;
+    const s = await updateInstructionSet(ctx, cc(req), set, actor, decode(UpdateBody, req.body ?? {}));
     res.json({ id: set.id, name: s.name, description: s.description, isPublic: s.isPublic, publicUrl: publicUrlOf(ctx, { id: set.id, isPublic: s.isPublic }), updatedAt: s.updatedAt });
   });
 
   api.delete('/instruction-sets/:id', limits.write, async (req, res) => {
     const { set, actor } = await setForCaller(req);
-    await run(req, set, { type: 'DeleteInstructionSet', actor, now: ctx.now() });
+    await deleteInstructionSet(ctx, cc(req), set, actor);
     res.status(204).end();
   });
 
   api.post('/instruction-sets/:id/documents', limits.documents, async (req, res) => {
     const { set, actor } = await setForCaller(req);
-    const body = decode(AddDocumentBody, req.body ?? {});
-    // Not a UUID: no document of that name, without a lookup.
-    const documentId = isUuid(body.documentId) ? body.documentId.toLowerCase() : body.documentId;
-    const doc = isUuid(documentId) ? await findDocument(ctx, documentId) : null;
-    const snapshot: DocumentSnapshot | null = doc
-      ? { documentId: doc.id, workspaceId: doc.workspaceId, title: doc.title, purpose: doc.purpose, processingStatus: doc.processingStatus, sizeBytes: await documentSizeBytes(ctx, doc) }
-      : null;
-    const pendingGrowthBytes = await pendingGrowth(ctx, set.documents);
-    const r = await run(req, set, { type: 'AddSetDocument', actor, documentId, document: snapshot, now: ctx.now(), pendingGrowthBytes });
-    const order = r.state.documents.findIndex((d) => d.documentId === documentId);
-    const entry = r.state.documents[order];
+    const { entry, order } = await addSetDocument(ctx, cc(req), set, actor, decode(AddDocumentBody, req.body ?? {}));
     res.status(201).json({ documentId: entry.documentId, title: entry.title, sizeBytes: entry.sizeBytes, purpose: entry.purpose, order });
   });
 
   api.patch('/instruction-sets/:id/documents/reorder', limits.reorder, async (req, res) => {
     const { set, actor } = await setForCaller(req);
-    const body = decode(ReorderBody, req.body ?? {});
-    const r = await run(req, set, { type: 'ReorderSetDocuments', actor, documentIds: body.documentIds, now: ctx.now() });
-    res.json({ documents: r.state.documents.map((d, order) => ({ documentId: d.documentId, order })) });
+    const documentIds = await reorderSetDocuments(ctx, cc(req), set, actor, decode(ReorderBody, req.body ?? {}));
+    res.json({ documents: documentIds.map((documentId, order) => ({ documentId, order })) });
   });
 
   api.delete('/instruction-sets/:id/documents/:documentId', limits.documents, async (req, res) => {
     const { set, actor } = await setForCaller(req);
-    await run(req, set, { type: 'RemoveSetDocument', actor, documentId: idParam(req, 'documentId', 'NOT_FOUND', 'The document is not in this instruction set.'), reason: 'removed', now: ctx.now() });
+    await removeSetDocument(ctx, cc(req), set, actor, idParam(req, 'documentId', 'NOT_FOUND', 'The document is not in this instruction set.'));
     res.status(204).end();
   });
 

@@ -1,9 +1,8 @@
 import express, { Request, Response } from 'express';
 import { AppContext } from '../../app/context';
-import { SearchLinkView } from '../../../projections/searchLink/searchLinkProjection';
-import { searchLinkByToken, scopeTags } from '../../../queries/searchLink/searchLinkQueries';
+import { searchLinkByToken, scopeTags, SearchLinkView } from '../../../queries/searchLink/searchLinkQueries';
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
-import { searchWorkspace } from '../../../queries/search/searchService';
+import { searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
 import { ACCEPTED_PROTOCOL_VERSIONS, classify, errorMessage, idOf, Incoming, parseJson, resultMessage, RPC, RpcError, RpcId } from '../../mcp/protocol';
 import { dispatch, McpLinkSession } from '../../mcp/server';
 import { consumeRateLimit, guessingGuard } from '../rateLimit';
@@ -93,16 +92,8 @@ function linkSession(ctx: AppContext, link: SearchLinkView): McpLinkSession {
   return {
     scoped: link.allowedTags.length > 0,
     scopeTags: scope,
-    search: async (args) => {
-      const hits = await searchWorkspace(ctx, {
-        workspaceId: link.workspaceId,
-        query: args.query,
-        limit: args.limit,
-        ...(args.tags ? { tags: args.tags } : link.allowedTags.length ? { tags: link.allowedTags } : {}),
-      });
-      // A requested tag is inside the scope (validated), so hits on it are inside it too.
-      return hits.map((h) => ({ title: h.documentTitle, content: h.content, score: h.score }));
-    },
+    // Arguments were validated against scopeTags, so a requested tag is inside the scope.
+    search: async (args) => (await searchThroughLink(ctx, link, args)).map((h) => ({ title: h.title, content: h.content, score: h.score })),
   };
 }
 

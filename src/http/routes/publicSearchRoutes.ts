@@ -2,10 +2,9 @@ import { Request, Response } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
-import { SearchLinkView } from '../../../projections/searchLink/searchLinkProjection';
 import { LinkResolution, searchLinkById, searchLinkByToken } from '../../../queries/searchLink/searchLinkQueries';
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
-import { searchWorkspace } from '../../../queries/search/searchService';
+import { LinkSearch, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
 import { decode, IntFromString, strict } from '../codecs';
 import { consumeRateLimit, guessingGuard } from '../rateLimit';
 import { requireQuery } from './searchRoutes';
@@ -30,34 +29,6 @@ function tagList(v: string | string[] | null | undefined): string[] | undefined 
   return list.length ? [...new Set(list)] : undefined;
 }
 
-interface PublicSearch {
-  query: string;
-  limit: number;
-  tags?: string[];
-}
-
-/**
- * Search inside a link's scope. With allowedTags, only documents having one of them are
- * searched, and requested tags must be among them; result tags are cut to the scope.
- */
-async function searchInScope(ctx: AppContext, link: SearchLinkView, s: PublicSearch) {
-  const scoped = link.allowedTags.length > 0;
-  if (s.tags && scoped) {
-    const refused = s.tags.filter((x) => !link.allowedTags.includes(x));
-    if (refused.length) throw new DomainError('TAG_NOT_ALLOWED', `These tags are outside this link's scope: ${refused.slice(0, 10).join(', ')}.`);
-  }
-  const tags = s.tags ?? (scoped ? link.allowedTags : undefined);
-  const hits = await searchWorkspace(ctx, { workspaceId: link.workspaceId, query: s.query, limit: s.limit, ...(tags ? { tags } : {}) });
-  const results = hits.map((h) => ({
-    documentId: h.documentId,
-    title: h.documentTitle,
-    content: h.content,
-    score: h.score,
-    tags: scoped ? h.tags.filter((x) => link.allowedTags.includes(x)) : h.tags,
-  }));
-  return { results, totalResults: results.length };
-}
-
 export function publicSearchRoutes(ctx: AppContext): RouteModule {
   const root = router();
   // One budget per link for its public HTTP uses (/public/<token>/search and /s/<linkId>);
@@ -66,7 +37,7 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
   // Unknown tokens and ids cost the client IP, whatever the token (guessing is per IP, not per guess).
   const guard = guessingGuard(ctx);
 
-  async function serve(req: Request, res: Response, resolve: () => Promise<LinkResolution>, channel: 'http' | 's', input: () => PublicSearch) {
+  async function serve(req: Request, res: Response, resolve: () => Promise<LinkResolution>, channel: 'http' | 's', input: () => LinkSearch) {
     const started = process.hrtime.bigint();
     await guard.before(req);
     const resolved = await resolve();
@@ -82,9 +53,9 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
     try {
       const s = input();
       query = s.query;
-      const body = await searchInScope(ctx, link, s);
+      const results = await searchThroughLink(ctx, link, s);
       ok = true;
-      res.json(body);
+      res.json({ results, totalResults: results.length });
     } finally {
       void recordLinkUse(ctx, link, {
         channel,

@@ -1,18 +1,16 @@
 import { Request } from 'express';
 import * as t from 'io-ts';
-import { randomBytes, randomUUID } from 'node:crypto';
 import { AppContext } from '../../app/context';
 import { DomainError, ErrorCode } from '../../domain/errors';
-import { searchLinkDecider, SearchLinkCommand } from '../../domain/searchLink/decider';
-import { searchLinkStream } from '../../domain/searchLink/events';
-import { sha256Hex } from '../../util/crypto';
 import { tokenVault } from '../../security/tokenVault';
-import { tagsCollection, workspacesCollection } from '../../../projections/workspace/workspaceProjection';
 import { getSearchLink, listSearchLinks, searchLinkView } from '../../../queries/searchLink/searchLinkQueries';
 import { linkUsageReport } from '../../../queries/searchLink/linkUsage';
 import { requireAuth, requireWorkspaceRole } from '../auth';
 import { decode, HumanName, IntFromString, IsoDateString, strict } from '../codecs';
-import { execute } from '../exec';
+import { commandContext } from '../exec';
+import { createSearchLink } from '../../../commands/searchLink/createSearchLink';
+import { updateSearchLink } from '../../../commands/searchLink/updateSearchLink';
+import { revokeSearchLink } from '../../../commands/searchLink/revokeSearchLink';
 import { RouteModule, router } from './module';
 import { Uuid } from '../ids';
 
@@ -45,17 +43,9 @@ function pathId(req: Request, name: string, code: ErrorCode, what: string): stri
   return id.toLowerCase();
 }
 
-/** What the decider needs from outside its stream: the workspace switch and its tag ids. */
-async function workspaceFacts(ctx: AppContext, workspaceId: string) {
-  const ws = await workspacesCollection(ctx.readStore).get(workspaceId);
-  if (!ws) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
-  const tags = await tagsCollection(ctx.readStore).find({ workspaceId });
-  return { linksEnabled: ws.settings.allowPublicSearchLinks, workspaceTags: tags.map((x) => x.tagId) };
-}
-
 export function searchLinkRoutes(ctx: AppContext): RouteModule {
   // Load (or create) the token key now: a malformed KB_LINK_TOKEN_KEY stops start-up, not a request.
-  const vault = tokenVault(ctx);
+  tokenVault(ctx);
   const api = router();
   api.use('/workspaces/:workspaceId/public-links', requireAuth(ctx), async (req, _res, next) => {
     const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
@@ -63,31 +53,11 @@ export function searchLinkRoutes(ctx: AppContext): RouteModule {
     next();
   });
 
-  const run = (req: Request, linkId: string, workspaceId: string, command: SearchLinkCommand) =>
-    execute(ctx, req, searchLinkStream(linkId), searchLinkDecider, command, { workspaceId });
+  const cc = (req: Request) => commandContext(ctx, req);
 
   api.post('/workspaces/:workspaceId/public-links', async (req, res) => {
     const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
-    const facts = await workspaceFacts(ctx, workspaceId);
-    if (!facts.linksEnabled) throw new DomainError('PUBLIC_LINKS_DISABLED', 'Public search links are disabled for this workspace.');
-    const body = decode(CreateBody, req.body ?? {});
-    const linkId = randomUUID();
-    const token = randomBytes(32).toString('hex');
-    await run(req, linkId, workspaceId, {
-      type: 'CreateSearchLink',
-      linkId,
-      workspaceId,
-      tokenHash: sha256Hex(token),
-      tokenPrefix: token.slice(0, 8),
-      tokenCiphertext: vault.seal(token, linkId),
-      name: (body.name ?? '').trim(),
-      allowedTags: body.allowedTags ?? [],
-      expiresAt: body.expiresAt ?? null,
-      historyMode: body.historyMode ?? false,
-      ...facts,
-      now: ctx.now(),
-    });
-    const link = await getSearchLink(ctx, workspaceId, linkId);
+    const { link, token } = await createSearchLink(ctx, cc(req), workspaceId, () => decode(CreateBody, req.body ?? {}));
     res.status(201).json(await searchLinkView(ctx, link, token));
   });
 
@@ -105,27 +75,13 @@ export function searchLinkRoutes(ctx: AppContext): RouteModule {
   api.patch('/workspaces/:workspaceId/public-links/:id', async (req, res) => {
     const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
     const linkId = pathId(req, 'id', 'NOT_FOUND', 'Search link');
-    await getSearchLink(ctx, workspaceId, linkId);
-    const body = decode(PatchBody, req.body ?? {});
-    const facts = await workspaceFacts(ctx, workspaceId);
-    await run(req, linkId, workspaceId, {
-      type: 'UpdateSearchLink',
-      workspaceId,
-      ...(body.name !== undefined ? { name: (body.name ?? '').trim() } : {}),
-      ...(body.allowedTags !== undefined ? { allowedTags: body.allowedTags ?? [] } : {}),
-      ...(body.expiresAt !== undefined ? { expiresAt: body.expiresAt } : {}),
-      ...(body.historyMode !== undefined ? { historyMode: body.historyMode } : {}),
-      ...facts,
-      now: ctx.now(),
-    });
-    res.json(await searchLinkView(ctx, await getSearchLink(ctx, workspaceId, linkId)));
+    const link = await updateSearchLink(ctx, cc(req), workspaceId, linkId, () => decode(PatchBody, req.body ?? {}));
+    res.json(await searchLinkView(ctx, link));
   });
 
   api.delete('/workspaces/:workspaceId/public-links/:id', async (req, res) => {
     const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
-    const linkId = pathId(req, 'id', 'NOT_FOUND', 'Search link');
-    await getSearchLink(ctx, workspaceId, linkId);
-    await run(req, linkId, workspaceId, { type: 'RevokeSearchLink', workspaceId, now: ctx.now() });
+    await revokeSearchLink(ctx, cc(req), workspaceId, pathId(req, 'id', 'NOT_FOUND', 'Search link'));
     res.status(204).end();
   });
 

@@ -1,17 +1,19 @@
 import { Request } from 'express';
 import * as t from 'io-ts';
-import { randomUUID } from 'node:crypto';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
-import { workspaceDecider, WorkspaceCommand } from '../../domain/workspace/decider';
-import { workspaceStream } from '../../domain/workspace/events';
-import { getInvitation, getWorkspace, listMembers, listTags, listWorkspaces } from '../../../queries/workspace/workspaceQueries';
-import { usersCollection } from '../../../projections/user/userProjection';
+import { getWorkspace, listMembers, listTags, listWorkspaces } from '../../../queries/workspace/workspaceQueries';
+import { createWorkspace } from '../../../commands/workspace/createWorkspace';
+import { updateWorkspace } from '../../../commands/workspace/updateWorkspace';
+import { deleteWorkspace } from '../../../commands/workspace/deleteWorkspace';
+import { addMember, changeMemberRole, removeMember } from '../../../commands/workspace/members';
+import { acceptInvitation, inviteMember } from '../../../commands/workspace/invitations';
+import { createTag, deleteTag, updateTag } from '../../../commands/workspace/tags';
 import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { boundedString, decode, Email, HexColor, HumanName, Purpose, Role, strict } from '../codecs';
-import { execute } from '../exec';
+import { commandContext } from '../exec';
 import { RouteModule, router } from './module';
-import { idParam, isUuid } from '../ids';
+import { idParam } from '../ids';
 
 const Name = HumanName(200);
 const TagName = HumanName(50);
@@ -44,16 +46,17 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   v1.use('/workspaces', requireAuth(ctx));
   v1.use('/invitations', requireAuth(ctx));
 
-  const run = (req: Request, workspaceId: string, command: WorkspaceCommand) =>
-    execute(ctx, req, workspaceStream(workspaceId), workspaceDecider, command, { workspaceId });
+  const cc = (req: Request) => commandContext(ctx, req);
+  /** The workspace of the path, once the caller is known to hold at least `role` in it. */
+  const workspaceAs = async (req: Request, role: Parameters<typeof requireWorkspaceRole>[3]) => {
+    const id = workspaceIdOf(req);
+    await requireWorkspaceRole(ctx, req, id, role);
+    return id;
+  };
 
   v1.post('/workspaces', async (req, res) => {
     const body = decode(CreateBody, req.body);
-    const workspaceId = randomUUID();
-    const r = await run(req, workspaceId, { type: 'CreateWorkspace', workspaceId, actorId: authOf(req).userId, name: body.name.trim(), now: ctx.now() });
-    const e = r.events[0];
-    if (e.type !== 'WorkspaceCreated') throw new Error('unexpected event');
-    res.status(201).json({ id: workspaceId, name: e.data.name, createdAt: e.data.createdAt });
+    res.status(201).json(await createWorkspace(ctx, cc(req), body));
   });
 
   v1.get('/workspaces', async (req, res) => {
@@ -65,106 +68,63 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.put('/workspaces/:id', async (req, res) => {
-    const id = workspaceIdOf(req);
-    await requireWorkspaceRole(ctx, req, id, 'ADMIN');
-    const body = decode(UpdateBody, req.body);
-    await run(req, id, { type: 'UpdateWorkspace', actorId: authOf(req).userId, name: body.name?.trim(), settings: body.settings, now: ctx.now() });
-    res.json(await getWorkspace(ctx, id, authOf(req).userId));
+    const id = await workspaceAs(req, 'ADMIN');
+    res.json(await updateWorkspace(ctx, cc(req), id, decode(UpdateBody, req.body)));
   });
 
   v1.delete('/workspaces/:id', async (req, res) => {
-    const id = workspaceIdOf(req);
-    await requireWorkspaceRole(ctx, req, id, 'OWNER');
-    await run(req, id, { type: 'DeleteWorkspace', actorId: authOf(req).userId, now: ctx.now() });
+    await deleteWorkspace(ctx, cc(req), await workspaceAs(req, 'OWNER'));
     res.status(204).end();
   });
 
   v1.get('/workspaces/:id/members', async (req, res) => {
-    const id = workspaceIdOf(req);
-    await requireWorkspaceRole(ctx, req, id, 'MEMBER');
-    res.json(await listMembers(ctx, id));
+    res.json(await listMembers(ctx, await workspaceAs(req, 'MEMBER')));
   });
 
   v1.post('/workspaces/:id/members', async (req, res) => {
-    const id = workspaceIdOf(req);
-    await requireWorkspaceRole(ctx, req, id, 'ADMIN');
-    const body = decode(AddMemberBody, req.body);
-    const user = isUuid(body.userId) ? await usersCollection(ctx.readStore).get(body.userId.toLowerCase()) : null;
-    if (!user) throw new DomainError('USER_NOT_FOUND', 'No user with this id.');
-    await run(req, id, { type: 'AddMember', actorId: authOf(req).userId, userId: user.id, role: body.role, now: ctx.now() });
-    const member = (await listMembers(ctx, id)).find((m) => m.userId === user.id);
-    res.status(201).json(member);
+    const id = await workspaceAs(req, 'ADMIN');
+    res.status(201).json(await addMember(ctx, cc(req), id, decode(AddMemberBody, req.body)));
   });
 
   v1.patch('/workspaces/:id/members/:userId', async (req, res) => {
-    const id = workspaceIdOf(req);
-    await requireWorkspaceRole(ctx, req, id, 'ADMIN');
+    const id = await workspaceAs(req, 'ADMIN');
     const body = decode(RoleBody, req.body);
-    const userId = memberIdOf(req);
-    await run(req, id, { type: 'ChangeMemberRole', actorId: authOf(req).userId, userId, role: body.role });
-    const member = (await listMembers(ctx, id)).find((m) => m.userId === userId);
-    res.json(member);
+    res.json(await changeMemberRole(ctx, cc(req), id, { userId: memberIdOf(req), role: body.role }));
   });
 
   v1.delete('/workspaces/:id/members/:userId', async (req, res) => {
-    const id = workspaceIdOf(req);
-    await requireWorkspaceRole(ctx, req, id, 'MEMBER');
-    await run(req, id, { type: 'RemoveMember', actorId: authOf(req).userId, userId: memberIdOf(req) });
+    const id = await workspaceAs(req, 'MEMBER');
+    await removeMember(ctx, cc(req), id, memberIdOf(req));
     res.status(204).end();
   });
 
   v1.post('/workspaces/:id/invite', async (req, res) => {
-    const id = workspaceIdOf(req);
-    await requireWorkspaceRole(ctx, req, id, 'ADMIN');
-    const body = decode(InviteBody, req.body);
-    const invitationId = randomUUID();
-    const email = body.email.trim().toLowerCase();
-    const invitee = (await usersCollection(ctx.readStore).find({ email }, { limit: 1 }))[0];
-    const r = await run(req, id, { type: 'InviteMember', actorId: authOf(req).userId, invitationId, email, role: body.role, now: ctx.now(), inviteeUserId: invitee?.id });
-    const e = r.events[0];
-    if (e.type !== 'InvitationCreated') throw new Error('unexpected event');
-    res.status(201).json({ invitationId, email: e.data.email, role: e.data.role, expiresAt: e.data.expiresAt });
+    const id = await workspaceAs(req, 'ADMIN');
+    res.status(201).json(await inviteMember(ctx, cc(req), id, decode(InviteBody, req.body)));
   });
 
   v1.post('/invitations/:invitationId/accept', async (req, res) => {
-    const invitationId = String(req.params.invitationId);
-    const inv = ID.test(invitationId) ? await getInvitation(ctx, invitationId) : null;
-    if (!inv) throw new DomainError('INVITATION_NOT_FOUND', 'Invitation not found.');
-    const auth = authOf(req);
-    await run(req, inv.workspaceId, { type: 'AcceptInvitation', actorId: auth.userId, actorEmail: auth.email, invitationId, now: ctx.now() });
-    res.json(await getWorkspace(ctx, inv.workspaceId, auth.userId));
+    res.json(await acceptInvitation(ctx, cc(req), { invitationId: String(req.params.invitationId), actorEmail: authOf(req).email }));
   });
 
   v1.get('/workspaces/:id/tags', async (req, res) => {
-    const id = workspaceIdOf(req);
-    await requireWorkspaceRole(ctx, req, id, 'MEMBER');
-    res.json({ data: await listTags(ctx, id) });
+    res.json({ data: await listTags(ctx, await workspaceAs(req, 'MEMBER')) });
   });
 
   v1.post('/workspaces/:id/tags', async (req, res) => {
-    const id = workspaceIdOf(req);
-    await requireWorkspaceRole(ctx, req, id, 'ADMIN');
-    const body = decode(TagBody, req.body);
-    const tagId = randomUUID();
-    await run(req, id, { type: 'CreateTag', actorId: authOf(req).userId, tagId, name: body.name.trim(), color: body.color.toLowerCase() });
-    res.status(201).json({ id: tagId, name: body.name.trim(), color: body.color.toLowerCase() });
+    const id = await workspaceAs(req, 'ADMIN');
+    res.status(201).json(await createTag(ctx, cc(req), id, decode(TagBody, req.body)));
   });
 
   v1.put('/workspaces/:id/tags/:tagId', async (req, res) => {
-    const id = workspaceIdOf(req);
-    await requireWorkspaceRole(ctx, req, id, 'ADMIN');
+    const id = await workspaceAs(req, 'ADMIN');
     const body = decode(TagPatch, req.body);
-    const tagId = tagIdOf(req);
-    await run(req, id, { type: 'UpdateTag', actorId: authOf(req).userId, tagId, name: body.name?.trim(), color: body.color?.toLowerCase() });
-    const tag = (await listTags(ctx, id)).find((x) => x.id === tagId);
-    if (!tag) throw new DomainError('TAG_NOT_FOUND', 'Tag not found.');
-    res.json(tag);
+    res.json(await updateTag(ctx, cc(req), id, tagIdOf(req), body));
   });
 
   v1.delete('/workspaces/:id/tags/:tagId', async (req, res) => {
-    const id = workspaceIdOf(req);
-    await requireWorkspaceRole(ctx, req, id, 'ADMIN');
-    await run(req, id, { type: 'DeleteTag', actorId: authOf(req).userId, tagId: tagIdOf(req) });
+    const id = await workspaceAs(req, 'ADMIN');
+    await deleteTag(ctx, cc(req), id, tagIdOf(req));
     res.status(204).end();
   });
 

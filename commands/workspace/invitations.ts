@@ -1,0 +1,27 @@
+import { randomUUID } from 'node:crypto';
+import { CommandContext } from '../../src/core/commandHandler';
+import { DomainError } from '../../src/domain/errors';
+import { Role } from '../../src/domain/workspace/events';
+import { getInvitation, getWorkspace } from '../../queries/workspace/workspaceQueries';
+import { userByEmail } from '../../queries/user/userQueries';
+import { actorOf, isId, runWorkspaceCommand, WorkspaceDeps } from './runWorkspaceCommand';
+
+/** Invite an e-mail address into a workspace (a registered invitee is named in the event). */
+export async function inviteMember(deps: WorkspaceDeps, cc: CommandContext, workspaceId: string, input: { email: string; role: Role }) {
+  const invitationId = randomUUID();
+  const email = input.email.trim().toLowerCase();
+  const invitee = await userByEmail(deps, email);
+  const r = await runWorkspaceCommand(deps, cc, workspaceId, { type: 'InviteMember', actorId: actorOf(cc), invitationId, email, role: input.role, now: cc.now, inviteeUserId: invitee?.id });
+  const e = r.events[0];
+  if (e.type !== 'InvitationCreated') throw new Error('unexpected event');
+  return { invitationId, email: e.data.email, role: e.data.role, expiresAt: e.data.expiresAt };
+}
+
+/** Accept an invitation as the invited user; returns the workspace joined. */
+export async function acceptInvitation(deps: WorkspaceDeps, cc: CommandContext, input: { invitationId: string; actorEmail: string }) {
+  const inv = isId(input.invitationId) ? await getInvitation(deps, input.invitationId) : null;
+  if (!inv) throw new DomainError('INVITATION_NOT_FOUND', 'Invitation not found.');
+  const actorId = actorOf(cc);
+  await runWorkspaceCommand(deps, cc, inv.workspaceId, { type: 'AcceptInvitation', actorId, actorEmail: input.actorEmail, invitationId: input.invitationId, now: cc.now });
+  return getWorkspace(deps, inv.workspaceId, actorId);
+}

@@ -1,0 +1,84 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { buildContainer, closeContext } from '../../src/container';
+import { loadConfig } from '../../src/config/config';
+import { AppContext } from '../../src/app/context';
+import { CommandContext } from '../../src/core/commandHandler';
+import { DomainError } from '../../src/domain/errors';
+import { registerUser } from '../../commands/user/userCommands';
+import { createWorkspace } from '../../commands/workspace/createWorkspace';
+import { updateWorkspace } from '../../commands/workspace/updateWorkspace';
+import { addMember, changeMemberRole } from '../../commands/workspace/members';
+import { acceptInvitation, inviteMember } from '../../commands/workspace/invitations';
+import { createTag, updateTag } from '../../commands/workspace/tags';
+import { getWorkspace, listTags } from '../../queries/workspace/workspaceQueries';
+
+const logger = pino({ level: 'silent' });
+
+const codeOf = (p: Promise<unknown>) => p.then(() => 'no error', (e: unknown) => (e instanceof DomainError ? e.code : String(e)));
+
+describe('workspace use cases (embedded adapters on a temp dir)', () => {
+  let dir: string;
+  let ctx: AppContext;
+  const as = (actorId: string): CommandContext => ({ actorId, authMethod: 'session', correlationId: randomUUID(), now: new Date() });
+
+  async function user(email: string): Promise<string> {
+    const r = await registerUser(ctx, { ...as(randomUUID()), actorId: null }, { email, password: 'correct horse battery', name: email.split('@')[0] });
+    await ctx.runner.waitFor(r.position, 5000);
+    return r.user.userId;
+  }
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-wsuse-'));
+    ({ ctx } = await buildContainer(loadConfig({ KB_DATA_DIR: dir }), logger));
+    await ctx.runner.start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await closeContext(ctx);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('createWorkspace: the creator is OWNER and reads the workspace at once (read-your-writes)', async () => {
+    const owner = await user('owner1@example.com');
+    const ws = await createWorkspace(ctx, as(owner), { name: '  Legal  ' });
+    expect(ws.name).toBe('Legal');
+    const seen = await getWorkspace(ctx, ws.id, owner);
+    expect(seen).toMatchObject({ id: ws.id, name: 'Legal', role: 'OWNER', memberCount: 1 });
+    const updated = await updateWorkspace(ctx, as(owner), ws.id, { name: 'Legal team', settings: { allowPublicSearchLinks: false } });
+    expect(updated).toMatchObject({ name: 'Legal team', settings: { allowPublicSearchLinks: false } });
+  });
+
+  it('addMember: an unknown or malformed user id is USER_NOT_FOUND; a known one becomes a member', async () => {
+    const owner = await user('owner2@example.com');
+    const ws = await createWorkspace(ctx, as(owner), { name: 'Members' });
+    expect(await codeOf(addMember(ctx, as(owner), ws.id, { userId: randomUUID(), role: 'MEMBER' }))).toBe('USER_NOT_FOUND');
+    expect(await codeOf(addMember(ctx, as(owner), ws.id, { userId: 'constructor', role: 'MEMBER' }))).toBe('USER_NOT_FOUND');
+    const bob = await user('bob2@example.com');
+    expect(await addMember(ctx, as(owner), ws.id, { userId: bob.toUpperCase(), role: 'MEMBER' })).toMatchObject({ userId: bob, email: 'bob2@example.com', role: 'MEMBER' });
+    expect(await changeMemberRole(ctx, as(owner), ws.id, { userId: bob, role: 'ADMIN' })).toMatchObject({ userId: bob, role: 'ADMIN' });
+  });
+
+  it('inviteMember then acceptInvitation: the invitee joins with the invited role', async () => {
+    const owner = await user('owner3@example.com');
+    const ws = await createWorkspace(ctx, as(owner), { name: 'Invites' });
+    const carol = await user('carol3@example.com');
+    const inv = await inviteMember(ctx, as(owner), ws.id, { email: ' Carol3@Example.com ', role: 'ADMIN' });
+    expect(inv).toMatchObject({ email: 'carol3@example.com', role: 'ADMIN' });
+    expect(await codeOf(acceptInvitation(ctx, as(carol), { invitationId: randomUUID(), actorEmail: 'carol3@example.com' }))).toBe('INVITATION_NOT_FOUND');
+    expect(await acceptInvitation(ctx, as(carol), { invitationId: inv.invitationId, actorEmail: 'carol3@example.com' })).toMatchObject({ id: ws.id, role: 'ADMIN' });
+  });
+
+  it('createTag / updateTag: trimmed names, lower-case colours, an unknown tag is TAG_NOT_FOUND', async () => {
+    const owner = await user('owner4@example.com');
+    const ws = await createWorkspace(ctx, as(owner), { name: 'Tags' });
+    const tag = await createTag(ctx, as(owner), ws.id, { name: ' Contracts ', color: '#AABBCC' });
+    expect(tag).toMatchObject({ name: 'Contracts', color: '#aabbcc' });
+    expect(await listTags(ctx, ws.id)).toEqual([tag]);
+    expect(await updateTag(ctx, as(owner), ws.id, tag.id, { color: '#00FF00' })).toEqual({ ...tag, color: '#00ff00' });
+    expect(await codeOf(updateTag(ctx, as(owner), ws.id, randomUUID(), { name: 'x' }))).toBe('TAG_NOT_FOUND');
+  });
+});
