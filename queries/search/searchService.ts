@@ -1,6 +1,4 @@
 import { AppContext } from '../../src/app/context';
-import { CachedEmbeddings } from '../../src/adapters/embeddings/cachedEmbeddings';
-import { EmbeddingProvider } from '../../src/ports/embeddings';
 import { Purpose, SearchHit } from '../../src/ports/searchIndex';
 
 export interface WorkspaceSearch {
@@ -22,18 +20,6 @@ interface DocumentRow {
   deleted?: boolean;
 }
 
-/** Query embeddings are cached per provider: repeated queries (and MCP retries) skip the model. */
-const cachedByProvider = new WeakMap<EmbeddingProvider, CachedEmbeddings>();
-function queryEmbeddings(ctx: AppContext): EmbeddingProvider {
-  if (ctx.embeddings instanceof CachedEmbeddings) return ctx.embeddings;
-  let cached = cachedByProvider.get(ctx.embeddings);
-  if (!cached) {
-    cached = new CachedEmbeddings(ctx.embeddings, { maxEntries: 2000 });
-    cachedByProvider.set(ctx.embeddings, cached);
-  }
-  return cached;
-}
-
 export const documentsCollection = (ctx: AppContext) => ctx.readStore.collection<DocumentRow>('documents', [{ fields: ['workspaceId'] }]);
 
 /**
@@ -44,7 +30,7 @@ export const documentsCollection = (ctx: AppContext) => ctx.readStore.collection
  */
 export async function searchWorkspace(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHit[]> {
   if (s.limit <= 0 || (s.tags !== undefined && s.tags.length === 0) || (s.documentIds !== undefined && s.documentIds.length === 0)) return [];
-  const [vector] = await queryEmbeddings(ctx).embed([s.query]);
+  const [vector] = await ctx.queryEmbeddings.embed([s.query]);
   const filters = { workspaceId: s.workspaceId, ...(s.tags ? { tags: s.tags } : {}), ...(s.purpose ? { purpose: s.purpose } : {}), ...(s.documentIds ? { documentIds: s.documentIds } : {}) };
   // Ask for a few more than needed: the re-check below may drop stale hits.
   const hits = await ctx.searchIndex.search({ text: s.query, vector, filters, k: s.limit + 5, mode: 'hybrid' });
