@@ -97,9 +97,12 @@ async function releaseAll(opened: Opened): Promise<void> {
 }
 
 /**
- * Composition root: picks each port's adapter from the configuration (KB_EVENT_STORE,
- * KB_READ_STORE, KB_SEARCH_INDEX, KB_FEED, KB_EMBEDDINGS), registers it in the tsyringe
- * container under its token, and assembles the application context. Production adapters
+ * The one composition root: picks each port's adapter from the configuration (KB_EVENT_STORE,
+ * KB_READ_STORE, KB_SEARCH_INDEX, KB_FEED, KB_EMBEDDINGS), registers it in a tsyringe child
+ * container under its token (the ports' tokens, plus src/app/tokens.ts), builds the
+ * projections and services from the factories above (each resolves what it uses), and
+ * assembles the application context (APP_CONTEXT) from the registered ports. Only this file
+ * and src/roles/ (startRole, closeContainer's callers) know adapters or resolve tokens. Production adapters
  * connect here, so an unreachable server stops the start with a StartupError naming the
  * variable and the URL. The role (KB_ROLE) decides only how the runner waits
  * (subscribe/poll); what a process starts is decided in src/roles/.
@@ -223,15 +226,16 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
 
   const projections = projectionFactories.map((f) => f(di));
   const runner = new ProjectionRunner(eventStore, projections, logger, { mode: runsProjections(config.role) ? 'subscribe' : 'poll' });
+  // The context the HTTP layer and the services receive: every port resolved by its token.
   const ctx: AppContext = {
-    config,
-    logger,
-    eventStore,
-    readStore,
-    searchIndex,
-    blobStore,
-    embeddings,
-    queryEmbeddings: di.resolve(QUERY_EMBEDDINGS),
+    config: di.resolve<Config>(CONFIG),
+    logger: di.resolve<Logger>(LOGGER),
+    eventStore: di.resolve<EventStore>(EVENT_STORE),
+    readStore: di.resolve<ReadStore>(READ_STORE),
+    searchIndex: di.resolve<SearchIndex>(SEARCH_INDEX),
+    blobStore: di.resolve<BlobStore>(BLOB_STORE),
+    embeddings: di.resolve<EmbeddingProvider>(EMBEDDINGS),
+    queryEmbeddings: di.resolve<EmbeddingProvider>(QUERY_EMBEDDINGS),
     scratchReadStore: () => new SqliteReadStore(':memory:'),
     rateLimiter,
     jwtSecret: jwtSecret(config),
