@@ -12,7 +12,7 @@ import { SqliteEventStore } from '../src/adapters/sqlite/sqliteEventStore';
 import { NewEvent } from '../src/domain/event';
 import { loadConfig } from '../src/config/config';
 import { createLogger } from '../src/app/logger';
-import { buildContainer, closeContext } from '../src/container';
+import { buildContainer, closeContainer } from '../src/container';
 import { rebuildProjections } from '../src/core/projectionRunner';
 import { repoRoot } from '../src/util/paths';
 
@@ -126,7 +126,7 @@ async function benchHttpCommands(): Promise<void> {
 export async function benchRebuild(total = 100_000): Promise<void> {
   const dir = tmp('kb-bench-rebuild-');
   const config = loadConfig({ ...process.env, KB_DATA_DIR: dir });
-  const { ctx } = await buildContainer(config, createLogger('silent'));
+  const { ctx, di } = await buildContainer(config, createLogger('silent'));
   try {
     const perWorkspace = 100;
     const batch: Promise<unknown>[] = [];
@@ -147,7 +147,7 @@ export async function benchRebuild(total = 100_000): Promise<void> {
       `  projection rebuild (all ${ctx.projections.length} projections, incl. search index and audit): ${r.events} log events in ${r.seconds.toFixed(2)} s = ${Math.round(r.events / r.seconds)} events/s (${Math.round(r.applied / r.seconds)} projection updates/s)`,
     );
   } finally {
-    await closeContext(ctx);
+    await closeContainer(di);
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }

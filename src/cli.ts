@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { loadConfig } from './config/config';
 import { createLogger } from './app/logger';
-import { buildContainer, closeContext } from './container';
+import { buildContainer, closeContainer } from './container';
 import { rebuildProjections } from './core/projectionRunner';
 import path from 'node:path';
 import { verifyEventLog } from './adapters/sqlite/verifyEventLog';
@@ -30,7 +30,7 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   const config = loadConfig();
   const logger = createLogger(process.env.KB_LOG_LEVEL ?? 'warn');
-  const { ctx } = await buildContainer(config, logger);
+  const { ctx, di } = await buildContainer(config, logger);
   try {
     switch (command) {
       case 'rebuild': {
@@ -78,7 +78,7 @@ async function main(argv: string[]): Promise<number> {
         return command ? 2 : 0;
     }
   } finally {
-    await closeContext(ctx);
+    await closeContainer(di);
   }
 }
 

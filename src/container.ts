@@ -7,12 +7,12 @@ import { MongoClient } from 'mongodb';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { Logger } from 'pino';
 import { AppContext, APP_CONTEXT, CONFIG, LOGGER, RateLimiterFactory } from './app/context';
-import { attachInfrastructure, Infrastructure, infrastructureOf } from './app/infrastructure';
+import { COMPACT_SEARCH_INDEX, EXTRA_CLOSERS, MONGO_CLIENT, optional, QUERY_EMBEDDINGS, STORED_EVENT_STORE } from './app/tokens';
 import { connectOrFail, DEFAULT_CONNECT_TIMEOUT_MS } from './app/startup';
-import { projectionFactories, serviceFactories } from './app/features';
 import { runsProjections } from './roles/plan';
 import { Config } from './config/config';
 import { ProjectionRunner } from './core/projectionRunner';
+import { Projection } from './core/projection';
 import { EVENT_STORE, EventStore } from './ports/eventStore';
 import { READ_STORE, ReadStore } from './ports/readStore';
 import { SEARCH_INDEX, SearchIndex } from './ports/searchIndex';
@@ -37,6 +37,18 @@ import { ReadStoreHandledJobs } from './adapters/jobRetry';
 import { createRateLimiter } from './adapters/rateLimiterFactory';
 import { createEmbeddingProvider } from './adapters/embeddings/factory';
 import { EncryptingEventStore } from './adapters/encryption/encryptingEventStore';
+import { optimizeEmbeddedIndex } from './audit/compact';
+import { userProjection } from '../projections/user/userProjection';
+import { workspaceProjection } from '../projections/workspace/workspaceProjection';
+import { documentProjection } from '../projections/document/documentProjection';
+import { searchIndexProjection } from '../projections/searchIndex/searchIndexProjection';
+import { instructionSetProjection } from '../projections/instructionSet/instructionSetProjection';
+import { searchLinkProjection } from '../projections/searchLink/searchLinkProjection';
+import { auditProjection } from '../projections/audit/auditProjection';
+import { documentProcessorService } from './processing/documentProcessor';
+import { instructionSetDocumentCleanup } from '../commands/instructionSet/documentCleanup';
+import { queryHistorySweeper } from '../queries/searchLink/linkUsage';
+import { erasureService } from './audit/erasureService';
 
 /** The JWT secret: from the environment, else generated once and kept owner-only in the data dir. */
 function jwtSecret(config: Config): string {
@@ -49,6 +61,28 @@ function jwtSecret(config: Config): string {
 }
 
 const memoryRateLimiter: RateLimiterFactory = (o) => new RateLimiterMemory({ keyPrefix: o.keyPrefix, points: o.points, duration: o.durationSeconds });
+
+/**
+ * Read models kept up to date from the log, in the order they are started and rebuilt.
+ * Features add theirs here; each factory resolves the ports it uses by token.
+ */
+const projectionFactories: ((di: DependencyContainer) => Projection)[] = [
+  (di) => userProjection(di.resolve(READ_STORE)),
+  (di) => workspaceProjection(di.resolve(READ_STORE)),
+  (di) => documentProjection(di.resolve(READ_STORE)),
+  (di) => searchIndexProjection({ eventStore: di.resolve(EVENT_STORE), readStore: di.resolve(READ_STORE), searchIndex: di.resolve(SEARCH_INDEX) }),
+  (di) => instructionSetProjection(di.resolve(READ_STORE)),
+  (di) => searchLinkProjection(di.resolve(READ_STORE)),
+  (di) => auditProjection(di.resolve(READ_STORE)),
+];
+
+/** Background services (process managers such as the document processor), given the context and their own extras. */
+const serviceFactories: ((di: DependencyContainer, ctx: AppContext) => AppContext['services'][number])[] = [
+  (di, ctx) => documentProcessorService(ctx, optional<JobQueue>(di, JOB_QUEUE)),
+  (_di, ctx) => instructionSetDocumentCleanup(ctx),
+  (_di, ctx) => queryHistorySweeper(ctx),
+  (di, ctx) => erasureService(ctx, { keyStore: di.resolve(KEY_STORE), afterErasure: optional<() => void>(di, COMPACT_SEARCH_INDEX) }),
+];
 
 export interface BuildOptions {
   /** Bound on each start-up connection to a production server (default 15 s). */
@@ -63,9 +97,12 @@ async function releaseAll(opened: Opened): Promise<void> {
 }
 
 /**
- * Composition root: picks each port's adapter from the configuration (KB_EVENT_STORE,
- * KB_READ_STORE, KB_SEARCH_INDEX, KB_FEED, KB_EMBEDDINGS), registers it in the tsyringe
- * container under its token, and assembles the application context. Production adapters
+ * The one composition root: picks each port's adapter from the configuration (KB_EVENT_STORE,
+ * KB_READ_STORE, KB_SEARCH_INDEX, KB_FEED, KB_EMBEDDINGS), registers it in a tsyringe child
+ * container under its token (the ports' tokens, plus src/app/tokens.ts), builds the
+ * projections and services from the factories above (each resolves what it uses), and
+ * assembles the application context (APP_CONTEXT) from the registered ports. Only this file
+ * and src/roles/ (startRole, closeContainer's callers) know adapters or resolve tokens. Production adapters
  * connect here, so an unreachable server stops the start with a StartupError naming the
  * variable and the URL. The role (KB_ROLE) decides only how the runner waits
  * (subscribe/poll); what a process starts is decided in src/roles/.
@@ -86,7 +123,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   const di = container.createChildContainer();
   di.register(CONFIG, { useValue: config });
   di.register(LOGGER, { useValue: logger });
-  const closers: Infrastructure['closers'] = [];
+  const closers: (() => Promise<unknown>)[] = [];
 
   // One MongoClient for the read store, GridFS blobs, data keys and rate limits.
   let mongoClient: MongoClient | undefined;
@@ -168,21 +205,46 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     ? ((client) => (o) => createRateLimiter({ keyPrefix: o.keyPrefix, points: o.points, durationSeconds: o.durationSeconds }, client, { dbName: config.mongoDb }))(mongoClient)
     : memoryRateLimiter;
 
+  di.register(STORED_EVENT_STORE, { useValue: storedEventStore });
   di.register(EVENT_STORE, { useValue: eventStore });
+  di.register(KEY_STORE, { useValue: keyStore });
   di.register(READ_STORE, { useValue: readStore });
   di.register(SEARCH_INDEX, { useValue: searchIndex });
   di.register(BLOB_STORE, { useValue: blobStore });
   di.register(EMBEDDINGS, { useValue: embeddings });
-  di.register(KEY_STORE, { useValue: keyStore });
+  // The embeddings factory already puts an LRU cache in front of the model: queries share it.
+  di.register(QUERY_EMBEDDINGS, { useValue: embeddings });
+  if (mongoClient) di.register(MONGO_CLIENT, { useValue: mongoClient });
   if (jobQueue) di.register(JOB_QUEUE, { useValue: jobQueue });
   if (eventFeed) di.register(EVENT_FEED, { useValue: eventFeed });
+  if (config.searchIndex === 'embedded') {
+    // The embedded index keeps a deleted document's words in FTS segments until a merge.
+    const file = path.join(config.dataDir, 'search.db');
+    di.register(COMPACT_SEARCH_INDEX, { useValue: () => void optimizeEmbeddedIndex(file) });
+  }
+  di.register(EXTRA_CLOSERS, { useValue: closers });
 
-  const base = { config, logger, eventStore, readStore, searchIndex, blobStore, embeddings, rateLimiter, jwtSecret: jwtSecret(config), now: () => new Date() };
-  const projections = projectionFactories.map((f) => f(base));
+  const projections = projectionFactories.map((f) => f(di));
   const runner = new ProjectionRunner(eventStore, projections, logger, { mode: runsProjections(config.role) ? 'subscribe' : 'poll' });
-  const ctx: AppContext = { ...base, projections, runner, services: [] };
-  attachInfrastructure(ctx, { storedEventStore, jobQueue, eventFeed, mongoClient, closers });
-  ctx.services.push(...serviceFactories.map((f) => f(ctx)));
+  // The context the HTTP layer and the services receive: every port resolved by its token.
+  const ctx: AppContext = {
+    config: di.resolve<Config>(CONFIG),
+    logger: di.resolve<Logger>(LOGGER),
+    eventStore: di.resolve<EventStore>(EVENT_STORE),
+    readStore: di.resolve<ReadStore>(READ_STORE),
+    searchIndex: di.resolve<SearchIndex>(SEARCH_INDEX),
+    blobStore: di.resolve<BlobStore>(BLOB_STORE),
+    embeddings: di.resolve<EmbeddingProvider>(EMBEDDINGS),
+    queryEmbeddings: di.resolve<EmbeddingProvider>(QUERY_EMBEDDINGS),
+    scratchReadStore: () => new SqliteReadStore(':memory:'),
+    rateLimiter,
+    jwtSecret: jwtSecret(config),
+    now: () => new Date(),
+    projections,
+    runner,
+    services: [],
+  };
+  ctx.services.push(...serviceFactories.map((f) => f(di, ctx)));
   di.register(APP_CONTEXT, { useValue: ctx });
   if (config.eventStore !== 'sqlite' || config.readStore !== 'sqlite' || config.searchIndex !== 'embedded' || config.feed !== 'none') {
     logger.info({ role: config.role, eventStore: config.eventStore, readStore: config.readStore, searchIndex: config.searchIndex, feed: config.feed, embeddings: config.embeddings }, 'adapters');
@@ -190,15 +252,16 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   return { di, ctx };
 }
 
-export async function closeContext(ctx: AppContext): Promise<void> {
-  const infra = infrastructureOf(ctx);
+/** Stops the services and the runner, then closes every port and connection the root opened. */
+export async function closeContainer(di: DependencyContainer): Promise<void> {
+  const ctx = di.resolve<AppContext>(APP_CONTEXT);
   for (const s of [...ctx.services].reverse()) await s.stop().catch(() => undefined);
   await ctx.runner.stop();
-  await infra?.jobQueue?.close().catch(() => undefined);
-  await infra?.eventFeed?.close().catch(() => undefined);
+  await optional<JobQueue>(di, JOB_QUEUE)?.close().catch(() => undefined);
+  await optional<EventFeed>(di, EVENT_FEED)?.close().catch(() => undefined);
   await ctx.embeddings.close().catch(() => undefined);
   await ctx.searchIndex.close().catch(() => undefined);
   await ctx.eventStore.close();
   await ctx.readStore.close();
-  for (const close of infra?.closers ?? []) await close().catch(() => undefined);
+  for (const close of di.resolve<(() => Promise<unknown>)[]>(EXTRA_CLOSERS)) await close().catch(() => undefined);
 }

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { loadConfig, ConfigError } from './config/config';
 import { createLogger } from './app/logger';
 import { StartupError } from './app/startup';
-import { buildContainer, closeContext } from './container';
+import { buildContainer, closeContainer } from './container';
 import { startRole } from './roles/startRole';
 
 /** Configuration and connection problems: one line (no stack trace), exit code 2. */
@@ -30,8 +30,8 @@ async function main(): Promise<void> {
     exitOnStartupProblem(err);
     throw err;
   }
-  const { ctx } = built;
-  const role = await startRole(ctx);
+  const { ctx, di } = built;
+  const role = await startRole(di);
   // Temp files of uploads cut off by a crash of the previous run. Nothing is in flight yet: this
   // process has not started listening, and a data dir belongs to one server process.
   const swept = await ctx.blobStore.removeStaleTempFiles?.(0);
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
     server.close();
     role
       .stop()
-      .then(() => closeContext(ctx))
+      .then(() => closeContainer(di))
       .then(() => process.exit(0))
       .catch((err) => {
         logger.error({ err }, 'error during shutdown');

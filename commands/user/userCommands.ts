@@ -6,7 +6,7 @@ import { apiKeyDecider, sessionDecider, userDecider } from '../../src/domain/use
 import { apiKeyStream, sessionStream, userStream } from '../../src/domain/user/events';
 import { hashPassword, randomToken, sha256Hex, verifyPassword } from '../../src/util/crypto';
 import { usersCollection } from '../../projections/user/userProjection';
-import { signAccessToken, API_KEY_PREFIX } from '../../src/http/auth';
+import { signAccessToken, API_KEY_PREFIX } from '../../src/security/accessTokens';
 
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 

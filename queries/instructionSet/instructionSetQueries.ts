@@ -7,36 +7,13 @@ import { SetActor } from '../../src/domain/instructionSet/decider';
 import { memberRole } from '../workspace/workspaceQueries';
 
 export type { InstructionSetView };
+import { documentsCollection, documentTextsCollection, DocumentView } from '../../projections/document/documentProjection';
 
 /** The documents feature's read models, as far as instruction sets read them. */
 export { extractedSizeBound };
 
 /** Queries that read only the read models. */
 type ReadDeps = Pick<AppContext, 'readStore'>;
-
-export interface DocumentRecord {
-  id: string;
-  workspaceId: string;
-  title: string;
-  error?: { code: string; message: string };
-  filename?: string;
-  mimeType?: string;
-  kind?: string;
-  purpose: 'KNOWLEDGE' | 'INSTRUCTION';
-  processingStatus: string;
-  sizeBytes?: number;
-  /** Upper bound of the text of an accepted auto-save still being processed. */
-  pendingSizeBytes?: number;
-  deleted?: boolean;
-}
-export interface DocumentTextRecord {
-  id: string;
-  workspaceId: string;
-  text: string;
-}
-
-const documents = (ctx: ReadDeps) => ctx.readStore.collection<DocumentRecord>('documents', [{ fields: ['workspaceId'] }]);
-const documentTexts = (ctx: ReadDeps) => ctx.readStore.collection<DocumentTextRecord>('document_texts');
 
 export const publicUrlOf = (ctx: AppContext, v: Pick<InstructionSetView, 'id' | 'isPublic'>): string | null =>
   v.isPublic ? `${ctx.config.appUrl}/s/${v.id}` : null;
@@ -79,10 +56,10 @@ export interface UnavailableEntry {
  * Only a VERIFIED document's text is accepted content: a document being re-processed, or
  * whose new text failed (NO_TEXT, say), contributes nothing until it is VERIFIED again.
  */
-async function entryAvailability(ctx: AppContext, v: InstructionSetView): Promise<{ available: DocumentRecord[]; unavailable: UnavailableEntry[] }> {
-  const docs = await documents(ctx).getMany(v.documents.map((d) => d.documentId));
-  const byId = new Map(docs.filter((d) => d.deleted !== true && d.workspaceId === v.workspaceId).map((d) => [d.id, d]));
-  const available: DocumentRecord[] = [];
+async function entryAvailability(ctx: AppContext, v: InstructionSetView): Promise<{ available: DocumentView[]; unavailable: UnavailableEntry[] }> {
+  const docs = await documentsCollection(ctx.readStore).getMany(v.documents.map((d) => d.documentId));
+  const byId = new Map(docs.filter((d) => d.workspaceId === v.workspaceId).map((d) => [d.id, d]));
+  const available: DocumentView[] = [];
   const unavailable: UnavailableEntry[] = [];
   for (const entry of v.documents) {
     const d = byId.get(entry.documentId);
@@ -125,22 +102,21 @@ export async function listInstructionSets(ctx: AppContext, workspaceId: string) 
   return sets.map((v) => setSummary(ctx, v));
 }
 
-/** A live document (not deleted) by id, or null. */
-export async function findDocument(ctx: ReadDeps, documentId: string): Promise<DocumentRecord | null> {
-  const d = await documents(ctx).get(documentId);
-  return d && d.deleted !== true ? d : null;
+/** A live document by id (a deleted one has left the read model), or null. */
+export async function findDocument(ctx: ReadDeps, documentId: string): Promise<DocumentView | null> {
+  return documentsCollection(ctx.readStore).get(documentId);
 }
 
 /** UTF-8 bytes of a document's extracted text: from the read model, else measured from the text. */
-export async function documentSizeBytes(ctx: ReadDeps, d: DocumentRecord): Promise<number> {
+export async function documentSizeBytes(ctx: ReadDeps, d: DocumentView): Promise<number> {
   if (typeof d.sizeBytes === 'number') return d.sizeBytes;
-  const t = await documentTexts(ctx).get(d.id);
+  const t = await documentTextsCollection(ctx.readStore).get(d.id);
   return t ? Buffer.byteLength(t.text, 'utf8') : 0;
 }
 
 export type ContentFormat = 'markdown' | 'text';
 
-function formatOf(d: DocumentRecord | undefined): ContentFormat {
+function formatOf(d: DocumentView | undefined): ContentFormat {
   if (!d) return 'text';
   if (d.kind === 'md' || d.mimeType === 'text/markdown' || d.mimeType === 'text/x-markdown') return 'markdown';
   return /\.(md|markdown)$/i.test(d.filename ?? '') ? 'markdown' : 'text';
@@ -152,7 +128,7 @@ export async function publicSetContent(ctx: AppContext, setId: string) {
   if (!v || !v.isPublic) return null;
   const { available } = await entryAvailability(ctx, v);
   const docById = new Map(available.map((d) => [d.id, d]));
-  const texts = await documentTexts(ctx).getMany(available.map((d) => d.id));
+  const texts = await documentTextsCollection(ctx.readStore).getMany(available.map((d) => d.id));
   const textById = new Map(texts.map((t) => [t.id, t.text]));
   const parts = v.documents
     .filter((d) => docById.has(d.documentId) && textById.has(d.documentId))
@@ -196,7 +172,7 @@ export async function setSizeBreach(ctx: AppContext, documentId: string, content
 
 /** Pending (accepted, not yet processed) auto-save sizes of these documents. */
 async function pendingSizes(ctx: ReadDeps, documentIds: string[]): Promise<Map<string, number>> {
-  const rows = await documents(ctx).getMany(documentIds);
+  const rows = await documentsCollection(ctx.readStore).getMany(documentIds);
   return new Map(rows.filter((d) => typeof d.pendingSizeBytes === 'number').map((d) => [d.id, d.pendingSizeBytes as number]));
 }
 

@@ -1,7 +1,6 @@
 import { AppContext } from '../../src/app/context';
-import { CachedEmbeddings } from '../../src/adapters/embeddings/cachedEmbeddings';
-import { EmbeddingProvider } from '../../src/ports/embeddings';
 import { Purpose, SearchHit } from '../../src/ports/searchIndex';
+import { documentsCollection } from '../../projections/document/documentProjection';
 
 export interface WorkspaceSearch {
   workspaceId: string;
@@ -13,49 +12,26 @@ export interface WorkspaceSearch {
   documentIds?: string[];
 }
 
-interface DocumentRow {
-  id: string;
-  workspaceId: string;
-  title?: string;
-  processingStatus?: string;
-  tags?: string[];
-  deleted?: boolean;
-}
-
-/** Query embeddings are cached per provider: repeated queries (and MCP retries) skip the model. */
-const cachedByProvider = new WeakMap<EmbeddingProvider, CachedEmbeddings>();
-function queryEmbeddings(ctx: AppContext): EmbeddingProvider {
-  if (ctx.embeddings instanceof CachedEmbeddings) return ctx.embeddings;
-  let cached = cachedByProvider.get(ctx.embeddings);
-  if (!cached) {
-    cached = new CachedEmbeddings(ctx.embeddings, { maxEntries: 2000 });
-    cachedByProvider.set(ctx.embeddings, cached);
-  }
-  return cached;
-}
-
-export const documentsCollection = (ctx: AppContext) => ctx.readStore.collection<DocumentRow>('documents', [{ fields: ['workspaceId'] }]);
-
 /**
  * Hybrid (BM25 + dense) search over a workspace's VERIFIED documents, used by the
  * workspace search, the public search link and the tool endpoint. Hits are re-checked
- * against the documents read model (VERIFIED, not deleted, tags still in the filter), so
+ * against the documents read model (still there and VERIFIED, tags still in the filter), so
  * a document whose tags changed after it was indexed never leaks out of a tag scope.
  */
 export async function searchWorkspace(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHit[]> {
   if (s.limit <= 0 || (s.tags !== undefined && s.tags.length === 0) || (s.documentIds !== undefined && s.documentIds.length === 0)) return [];
-  const [vector] = await queryEmbeddings(ctx).embed([s.query]);
+  const [vector] = await ctx.queryEmbeddings.embed([s.query]);
   const filters = { workspaceId: s.workspaceId, ...(s.tags ? { tags: s.tags } : {}), ...(s.purpose ? { purpose: s.purpose } : {}), ...(s.documentIds ? { documentIds: s.documentIds } : {}) };
   // Ask for a few more than needed: the re-check below may drop stale hits.
   const hits = await ctx.searchIndex.search({ text: s.query, vector, filters, k: s.limit + 5, mode: 'hybrid' });
   if (hits.length === 0) return [];
-  const docs = await documentsCollection(ctx).getMany([...new Set(hits.map((h) => h.documentId))]);
+  const docs = await documentsCollection(ctx.readStore).getMany([...new Set(hits.map((h) => h.documentId))]);
   const byId = new Map(docs.map((d) => [d.id, d]));
   const wanted = s.tags ? new Set(s.tags) : undefined;
   const out: SearchHit[] = [];
   for (const h of hits) {
     const d = byId.get(h.documentId);
-    if (!d || d.workspaceId !== s.workspaceId || d.deleted === true || d.processingStatus !== 'VERIFIED') continue;
+    if (!d || d.workspaceId !== s.workspaceId || d.processingStatus !== 'VERIFIED') continue;
     const tags = d.tags ?? h.tags;
     if (wanted && !tags.some((t) => wanted.has(t))) continue;
     out.push({ ...h, documentTitle: d.title ?? h.documentTitle, tags, score: clamp01(h.score) });
@@ -68,10 +44,9 @@ const clamp01 = (x: number): number => (Number.isFinite(x) ? Math.min(1, Math.ma
 
 /** VERIFIED documents of a workspace within a tag scope (empty scope: the whole workspace). */
 export async function countDocumentsInScope(ctx: AppContext, workspaceId: string, allowedTags: string[]): Promise<number> {
-  return documentsCollection(ctx).count({
+  return documentsCollection(ctx.readStore).count({
     workspaceId,
     processingStatus: 'VERIFIED',
-    deleted: { $ne: true },
     ...(allowedTags.length ? { tags: { $containsAny: allowedTags } } : {}),
   });
 }

@@ -6,10 +6,11 @@ import { DomainError } from '../../src/domain/errors';
 import { Role } from '../../src/domain/workspace/events';
 import { invitationsCollection, membersCollection, memberId, tagsCollection, workspacesCollection, WorkspaceView } from '../../projections/workspace/workspaceProjection';
 import { usersCollection } from '../../projections/user/userProjection';
+import { documentsCollection } from '../../projections/document/documentProjection';
 
-/** Documents of a workspace, counted from the documents read model when it exists. */
+/** Documents of a workspace (a deleted one has left the read model). */
 async function documentCount(ctx: Deps, workspaceId: string): Promise<number> {
-  return ctx.readStore.collection<{ id: string }>('documents', [{ fields: ['workspaceId'] }]).count({ workspaceId, deleted: { $ne: true } });
+  return documentsCollection(ctx.readStore).count({ workspaceId });
 }
 
 async function summary(ctx: Deps, w: WorkspaceView, role: Role) {

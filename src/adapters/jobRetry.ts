@@ -1,13 +1,7 @@
-import { Job } from '../ports/jobQueue';
+import { Job, PoisonMessageError } from '../ports/jobQueue';
 import { Collection, ReadStore } from '../ports/readStore';
 
-/** A message that can never be handled (undecodable, unknown shape): dead-lettered at once. */
-export class PoisonMessageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'PoisonMessageError';
-  }
-}
+export { PoisonMessageError };
 
 export type FailureDecision = { kind: 'retry'; delayMs: number } | { kind: 'dead-letter'; reason: string };
 

@@ -25,7 +25,12 @@ export interface AppContext {
   runner: ProjectionRunner;
   projections: Projection[];
   searchIndex: SearchIndex;
+  /** Embeds document chunks (the processor). */
   embeddings: EmbeddingProvider;
+  /** Embeds search queries: the composition root puts a cache in front (repeated queries and MCP retries skip the model). */
+  queryEmbeddings: EmbeddingProvider;
+  /** A fresh, empty, throw-away read store (time travel folds the past into one); the caller closes it. */
+  scratchReadStore: () => ReadStore;
   blobStore: BlobStore;
   rateLimiter: RateLimiterFactory;
   jwtSecret: string;

@@ -2,10 +2,7 @@ import { AppContext } from '../app/context';
 import { RecordedEvent } from '../domain/event';
 import { checkpointedConsumer, eachEvent, followingService, readStoreCheckpoint } from '../core/consumer';
 import { KeyStore } from '../ports/keyStore';
-import { EncryptingEventStore } from '../adapters/encryption/encryptingEventStore';
 import { documentsCollection } from '../../projections/document/documentProjection';
-import path from 'node:path';
-import { optimizeEmbeddedIndex } from './compact';
 
 /** What the erasure service remembers of each document: its workspace, its file, whether it is gone. */
 interface ErasureDocView {
@@ -22,8 +19,14 @@ const CHECKPOINT = 'erasure';
 const docsOf = (c: AppContext) => c.readStore.collection<ErasureDocView>('erasure_documents', [{ fields: ['workspaceId'] }]);
 const pendingOf = (c: AppContext) => c.readStore.collection<PendingBlobView>('erasure_pending_blobs');
 
-function keyStoreOf(ctx: AppContext): KeyStore | null {
-  return ctx.eventStore instanceof EncryptingEventStore ? ctx.eventStore.keyStore : null;
+export interface ErasureDependencies {
+  /** The data keys sealing document text in the log; null when the event store does not encrypt. */
+  keyStore: KeyStore | null;
+  /**
+   * Run once the search index has caught up after an erasure, e.g. to merge the embedded
+   * index's FTS segments so a deleted document's words leave the file. Absent: nothing to do.
+   */
+  afterErasure?: () => void | Promise<void>;
 }
 
 /**
@@ -34,9 +37,7 @@ function keyStoreOf(ctx: AppContext): KeyStore | null {
  * deletions against a half-rebuilt picture of which documents still use a file; its own
  * checkpoint only moves forward with the real log.
  */
-export function erasureService(ctx: AppContext): AppContext['services'][number] {
-  const keys = keyStoreOf(ctx);
-
+export function erasureService(ctx: AppContext, { keyStore: keys, afterErasure }: ErasureDependencies): AppContext['services'][number] {
   let erasedSinceSweep = false;
   const erase = async (doc: ErasureDocView): Promise<void> => {
     erasedSinceSweep = true;
@@ -91,12 +92,11 @@ export function erasureService(ctx: AppContext): AppContext['services'][number] 
     afterBatch: async (position) => {
       if (position < (await ctx.eventStore.headPosition())) return;
       await ctx.readStore.transaction(sweepBlobs);
-      // The embedded index keeps a deleted document's words in FTS segments until a merge.
-      if (erasedSinceSweep && ctx.config.searchIndex === 'embedded') {
+      if (erasedSinceSweep && afterErasure) {
         erasedSinceSweep = false;
         await ctx.runner.waitFor(position, 10_000);
         try {
-          optimizeEmbeddedIndex(path.join(ctx.config.dataDir, 'search.db'));
+          await afterErasure();
         } catch (err) {
           ctx.logger.warn({ err }, 'search index merge after erasure failed');
         }

@@ -2,7 +2,6 @@ import { AppContext } from '../app/context';
 import { RecordedEvent } from '../domain/event';
 import { Projection } from '../core/projection';
 import { ReadStore } from '../ports/readStore';
-import { SqliteReadStore } from '../adapters/sqlite/sqliteReadStore';
 import { documentStream } from '../domain/document/events';
 import { workspaceStream } from '../domain/workspace/events';
 import { workspaceProjection } from '../../projections/workspace/workspaceProjection';
@@ -28,8 +27,8 @@ const upTo = (events: RecordedEvent[], asOf: Date): RecordedEvent[] => {
  * Fold events through the live read model's own projection, into a throw-away in-memory
  * store: the past state has exactly the shape and rules of the present one.
  */
-async function foldInto<T>(events: RecordedEvent[], make: (s: ReadStore) => Projection, read: (s: ReadStore) => Promise<T>): Promise<T> {
-  const store = new SqliteReadStore(':memory:');
+async function foldInto<T>(scratch: () => ReadStore, events: RecordedEvent[], make: (s: ReadStore) => Projection, read: (s: ReadStore) => Promise<T>): Promise<T> {
+  const store = scratch();
   try {
     await make(store).apply(events);
     return await read(store);
@@ -48,7 +47,7 @@ export async function documentAsOf(ctx: AppContext, docId: string, asOf: Date) {
   // The workspace's tags as they were then: names and colours of that time, deletions included.
   const workspaceId = (events[0].data as { workspaceId: string }).workspaceId;
   const tagEvents = upTo(await ctx.eventStore.readStream(workspaceStream(workspaceId)), asOf).filter((e) => e.type.startsWith('Tag'));
-  const store = new SqliteReadStore(':memory:');
+  const store = ctx.scratchReadStore();
   try {
     await documentProjection(store).apply([...events, ...tagEvents].sort((a, b) => a.position - b.position));
     await workspaceProjection(store).apply(tagEvents);
@@ -73,6 +72,6 @@ export async function instructionSetAsOf(ctx: AppContext, setId: string, asOf: D
     docEvents.push(...upTo(stream, asOf).filter((e) => e.type === 'DocumentMetadataUpdated' || e.type === 'DocumentDeleted'));
   }
   const events = [...own, ...docEvents].sort((a, b) => a.position - b.position);
-  const view = await foldInto(events, instructionSetProjection, (s) => instructionSetsCollection(s).get(setId));
+  const view = await foldInto(ctx.scratchReadStore, events, instructionSetProjection, (s) => instructionSetsCollection(s).get(setId));
   return view ? { workspaceId: view.workspaceId, set: setDetail(ctx, view) } : null;
 }

@@ -2,7 +2,7 @@ import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
 import os from 'node:os';
 import path from 'node:path';
-import { BooleanFromString, IntFromString } from '../http/codecs';
+import { BooleanFromString, IntFromString } from '../util/stringCodecs';
 
 /** A positive whole number (limits, time-outs in milliseconds). */
 const PositiveInt = t.refinement(IntFromString, (n) => n > 0, 'PositiveInt');

@@ -11,6 +11,17 @@ export interface Job {
   group?: string;
 }
 
+/**
+ * Thrown by a job handler (or a decoder) for a message that can never be handled
+ * (undecodable, unknown type or shape): the queue dead-letters it at once, without retries.
+ */
+export class PoisonMessageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PoisonMessageError';
+  }
+}
+
 export type JobHandler = (job: Job) => Promise<void>;
 
 export interface ConsumeOptions {

@@ -10,10 +10,8 @@ import { DomainError } from '../domain/errors';
 import { DocumentCommand, documentDecider, DocumentState } from '../domain/document/decider';
 import { ChunkData, DocumentEvent, documentStream, encodeVector, ExtractedSectionData, ProcessingFailureCode } from '../domain/document/events';
 import { Subscription } from '../ports/eventStore';
-import { Job, JobConsumer, JobQueue } from '../ports/jobQueue';
-import { PoisonMessageError } from '../adapters/jobRetry';
-import { infrastructureOf } from '../app/infrastructure';
-import { PROCESS_DOCUMENT_JOB } from '../roles/pipelineProjections';
+import { Job, JobConsumer, JobQueue, PoisonMessageError } from '../ports/jobQueue';
+import { PROCESS_DOCUMENT_JOB } from './processDocumentJob';
 import { chunkText, countTokens } from './chunker';
 import { ExtractionError, extractText } from './extract';
 import { FairScheduler, SchedulerClosedError } from './fairScheduler';
@@ -89,7 +87,7 @@ export class DocumentProcessor {
 
   /** The queue this processor takes its runs from; none when it follows the log. */
   private get jobQueue(): JobQueue | undefined {
-    return this.options.jobQueue ?? infrastructureOf(this.app)?.jobQueue;
+    return this.options.jobQueue;
   }
 
   async start(): Promise<void> {
@@ -372,4 +370,5 @@ function toFailure(err: unknown): { code: ProcessingFailureCode; message: string
   return { code: 'PROCESSING_ERROR', message: `Processing failed: ${message}` };
 }
 
-export const documentProcessorService = (ctx: AppContext) => new DocumentProcessor(ctx);
+/** The processor as a background service; `jobQueue` (KB_FEED=kafka) makes it take runs from the queue. */
+export const documentProcessorService = (ctx: AppContext, jobQueue?: JobQueue) => new DocumentProcessor(ctx, jobQueue ? { jobQueue } : {});

@@ -2,12 +2,14 @@ import { checkpointedConsumer, readStoreCheckpoint } from '../core/consumer';
 import { Projection } from '../core/projection';
 import { RecordedEvent } from '../domain/event';
 import { EventFeed } from '../ports/eventFeed';
-import { Job, JobQueue } from '../ports/jobQueue';
+import { JobQueue } from '../ports/jobQueue';
+import { processDocumentJob } from '../processing/processDocumentJob';
+
+export { PROCESS_DOCUMENT_JOB, processDocumentJob } from '../processing/processDocumentJob';
 import { ReadStore } from '../ports/readStore';
 
 export const FEED_PUBLISHER = 'event-feed-publisher';
 export const PROCESSING_DISPATCHER = 'processing-dispatcher';
-export const PROCESS_DOCUMENT_JOB = 'process-document';
 
 /**
  * A projection whose effect is outside the read store (a message broker): `effect` runs for
@@ -27,19 +29,6 @@ function sideEffectProjection(name: string, store: ReadStore, effect: (events: R
  */
 export function feedPublisherProjection(store: ReadStore, feed: EventFeed): Projection {
   return sideEffectProjection(FEED_PUBLISHER, store, (events) => feed.publish(events));
-}
-
-/**
- * The job that processes one run of one document; its id (the run's processingId) is its
- * idempotency key, its group the workspace (fair scheduling across workspaces).
- */
-export function processDocumentJob(documentId: string, processingId: string, workspaceId?: string): Job {
-  const job: Job = { id: processingId, type: PROCESS_DOCUMENT_JOB, payload: { documentId, processingId } };
-  if (workspaceId !== undefined) {
-    job.payload.workspaceId = workspaceId;
-    job.group = workspaceId;
-  }
-  return job;
 }
 
 /**

@@ -1,6 +1,12 @@
 import express from 'express';
 import { AppContext } from '../app/context';
-import { infrastructureOf } from '../app/infrastructure';
+import { DependencyContainer } from 'tsyringe';
+import { APP_CONTEXT } from '../app/context';
+import { optional, STORED_EVENT_STORE } from '../app/tokens';
+import { EventStore, EVENT_STORE } from '../ports/eventStore';
+import { EVENT_FEED, EventFeed } from '../ports/eventFeed';
+import { JOB_QUEUE, JobQueue } from '../ports/jobQueue';
+import { READ_STORE, ReadStore } from '../ports/readStore';
 import { ProjectionRunner } from '../core/projectionRunner';
 import { createApp } from '../http/app';
 import { feedPublisherProjection, processingDispatcherProjection } from './pipelineProjections';
@@ -11,20 +17,23 @@ function runnerComponent(name: string, runner: ProjectionRunner): Component {
   return { name, start: () => runner.start(), stop: () => runner.stop() };
 }
 
-/** The parts of this process, from the context the composition root built. */
-export function partsOf(ctx: AppContext): { parts: RoleParts; owned: Component[] } {
-  const infra = infrastructureOf(ctx);
+/** The parts of this process, resolved from the composition root's container. */
+export function partsOf(di: DependencyContainer): { parts: RoleParts; owned: Component[] } {
+  const ctx = di.resolve<AppContext>(APP_CONTEXT);
+  const readStore = di.resolve<ReadStore>(READ_STORE);
+  const eventFeed = optional<EventFeed>(di, EVENT_FEED);
+  const jobQueue = optional<JobQueue>(di, JOB_QUEUE);
   const owned: Component[] = [];
   let feedPublisher: Component | undefined;
   let dispatcher: Component | undefined;
-  if (infra?.eventFeed) {
+  if (eventFeed) {
     // The feed carries events as stored: document text sealed, erasable by key destruction.
-    const runner = new ProjectionRunner(infra.storedEventStore, [feedPublisherProjection(ctx.readStore, infra.eventFeed)], ctx.logger);
+    const runner = new ProjectionRunner(di.resolve<EventStore>(STORED_EVENT_STORE), [feedPublisherProjection(readStore, eventFeed)], ctx.logger);
     feedPublisher = runnerComponent('feed-publisher', runner);
     owned.push(feedPublisher);
   }
-  if (infra?.jobQueue && infra.eventFeed) {
-    const runner = new ProjectionRunner(ctx.eventStore, [processingDispatcherProjection(ctx.readStore, infra.jobQueue)], ctx.logger);
+  if (jobQueue && eventFeed) {
+    const runner = new ProjectionRunner(di.resolve<EventStore>(EVENT_STORE), [processingDispatcherProjection(readStore, jobQueue)], ctx.logger);
     dispatcher = runnerComponent('processing-dispatcher', runner);
     owned.push(dispatcher);
   }
@@ -38,13 +47,14 @@ export interface RunningRole {
   stop(): Promise<void>;
 }
 
-/** Starts this process's share of the work for `ctx.config.role`, and returns its HTTP app. */
-export async function startRole(ctx: AppContext): Promise<RunningRole> {
+/** Starts this process's share of the work for KB_ROLE, and returns its HTTP app. */
+export async function startRole(di: DependencyContainer): Promise<RunningRole> {
+  const ctx = di.resolve<AppContext>(APP_CONTEXT);
   const { role, feed } = ctx.config;
   if (feed === 'none' && (role === 'worker' || role === 'projector')) {
     ctx.logger.warn({ role }, 'KB_FEED=none: the document processor follows the log; run exactly one worker (KB_FEED=kafka shares the work among several)');
   }
-  const { parts, owned } = partsOf(ctx);
+  const { parts, owned } = partsOf(di);
   const plan = planRole(role, parts);
   for (const c of plan.components) await c.start();
   ctx.logger.info({ role, components: plan.components.map((c) => c.name) }, 'role started');

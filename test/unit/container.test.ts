@@ -2,10 +2,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { buildContainer, closeContext } from '../../src/container';
+import { buildContainer, closeContainer } from '../../src/container';
 import { loadConfig } from '../../src/config/config';
 import { connectOrFail, redactCredentials, StartupError } from '../../src/app/startup';
-import { infrastructureOf } from '../../src/app/infrastructure';
+import { MONGO_CLIENT, optional, STORED_EVENT_STORE } from '../../src/app/tokens';
+import { JOB_QUEUE } from '../../src/ports/jobQueue';
+import { EVENT_FEED } from '../../src/ports/eventFeed';
 import { EncryptingEventStore } from '../../src/adapters/encryption/encryptingEventStore';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqliteEventStore';
 import { SqliteReadStore } from '../../src/adapters/sqlite/sqliteReadStore';
@@ -37,14 +39,13 @@ describe('composition root', () => {
       expect(ctx.searchIndex).toBeInstanceOf(EmbeddedSearchIndex);
       expect(ctx.blobStore).toBeInstanceOf(FsBlobStore);
       expect(ctx.runner.mode).toBe('subscribe');
-      const infra = infrastructureOf(ctx);
-      expect(infra?.jobQueue).toBeUndefined();
-      expect(infra?.eventFeed).toBeUndefined();
-      expect(infra?.mongoClient).toBeUndefined();
-      expect(infra?.storedEventStore).toBe(enc.wrapped);
+      expect(optional(di, JOB_QUEUE)).toBeUndefined();
+      expect(optional(di, EVENT_FEED)).toBeUndefined();
+      expect(optional(di, MONGO_CLIENT)).toBeUndefined();
+      expect(di.resolve(STORED_EVENT_STORE)).toBe(enc.wrapped);
       expect(ctx.services.map((s) => s.name)).toContain('document-processor');
     } finally {
-      await closeContext(ctx);
+      await closeContainer(di);
     }
   });
 
@@ -54,11 +55,11 @@ describe('composition root', () => {
     ['projector', 'subscribe'],
     ['all', 'subscribe'],
   ] as const)('KB_ROLE=%s: the runner %ss', async (role, mode) => {
-    const { ctx } = await buildContainer(loadConfig({ KB_DATA_DIR: dir, KB_ROLE: role }), logger);
+    const { ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir, KB_ROLE: role }), logger);
     try {
       expect(ctx.runner.mode).toBe(mode);
     } finally {
-      await closeContext(ctx);
+      await closeContainer(di);
     }
   });
 

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { buildContainer, closeContext } from '../../src/container';
+import { DependencyContainer } from 'tsyringe';
+import { buildContainer, closeContainer } from '../../src/container';
 import { loadConfig } from '../../src/config/config';
 import { AppContext } from '../../src/app/context';
 import { handleCommand, systemContext, toNewEvents } from '../../src/core/commandHandler';
@@ -37,13 +38,14 @@ async function verifiedDocument(ctx: AppContext, workspaceId: string, title: str
 describe('searchThroughLink: the one link-scope rule (public search and tool endpoint)', () => {
   let dir: string;
   let ctx: AppContext;
+  let di: DependencyContainer;
   const workspaceId = randomUUID();
   const contracts = randomUUID();
   const recipes = randomUUID();
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-linksearch-'));
-    ({ ctx } = await buildContainer(loadConfig({ KB_DATA_DIR: dir }), logger));
+    ({ ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir }), logger));
     await ctx.runner.start();
     const cc = { ...systemContext(), actorId: OWNER };
     const ws = (command: Parameters<typeof workspaceDecider.decide>[0]) => handleCommand(ctx.eventStore, workspaceStream(workspaceId), workspaceDecider, command, cc, { workspaceId });
@@ -56,7 +58,7 @@ describe('searchThroughLink: the one link-scope rule (public search and tool end
   }, 120_000);
 
   afterAll(async () => {
-    await closeContext(ctx);
+    await closeContainer(di);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { buildContainer, closeContext } from '../../src/container';
+import { DependencyContainer } from 'tsyringe';
+import { buildContainer, closeContainer } from '../../src/container';
 import { loadConfig } from '../../src/config/config';
 import { AppContext } from '../../src/app/context';
 import { CommandContext } from '../../src/core/commandHandler';
@@ -25,18 +26,19 @@ const errorOf = (p: Promise<unknown>) => p.then(() => null, (e: unknown) => (e i
 describe('instruction-set and search-link use cases (embedded adapters on a temp dir)', () => {
   let dir: string;
   let ctx: AppContext;
+  let di: DependencyContainer;
   let workspaceId: string;
   const cc = (): CommandContext => ({ actorId: OWNER, authMethod: 'session', correlationId: randomUUID(), now: new Date() });
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-setlink-'));
-    ({ ctx } = await buildContainer(loadConfig({ KB_DATA_DIR: dir }), logger));
+    ({ ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir }), logger));
     await ctx.runner.start();
     workspaceId = (await createWorkspace(ctx, cc(), { name: 'Sets and links' })).id;
   }, 60_000);
 
   afterAll(async () => {
-    await closeContext(ctx);
+    await closeContainer(di);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

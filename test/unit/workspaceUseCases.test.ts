@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { buildContainer, closeContext } from '../../src/container';
+import { DependencyContainer } from 'tsyringe';
+import { buildContainer, closeContainer } from '../../src/container';
 import { loadConfig } from '../../src/config/config';
 import { AppContext } from '../../src/app/context';
 import { CommandContext } from '../../src/core/commandHandler';
@@ -23,6 +24,7 @@ const codeOf = (p: Promise<unknown>) => p.then(() => 'no error', (e: unknown) =>
 describe('workspace use cases (embedded adapters on a temp dir)', () => {
   let dir: string;
   let ctx: AppContext;
+  let di: DependencyContainer;
   const as = (actorId: string): CommandContext => ({ actorId, authMethod: 'session', correlationId: randomUUID(), now: new Date() });
 
   async function user(email: string): Promise<string> {
@@ -33,12 +35,12 @@ describe('workspace use cases (embedded adapters on a temp dir)', () => {
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-wsuse-'));
-    ({ ctx } = await buildContainer(loadConfig({ KB_DATA_DIR: dir }), logger));
+    ({ ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir }), logger));
     await ctx.runner.start();
   }, 60_000);
 
   afterAll(async () => {
-    await closeContext(ctx);
+    await closeContainer(di);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
