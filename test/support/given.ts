@@ -7,14 +7,18 @@ interface PureDecider<S, C, E extends DomainEvent> {
   decide(c: C, s: S): E[];
 }
 
-/** given(events).when(command).then(events) / .thenThrows(code) for pure deciders. */
+/**
+ * given(events).when(command).then(events) / .thenThrows(code, details?) for pure deciders;
+ * given(events).state is the folded state.
+ */
 export function specFor<S, C, E extends DomainEvent>(decider: PureDecider<S, C, E>) {
   return (given: E[]) => ({
+    state: given.reduce(decider.evolve, decider.initialState()),
     when: (command: C) => {
       const run = () => decider.decide(command, given.reduce(decider.evolve, decider.initialState()));
       return {
         then: (expected: E[]) => expect(run()).toEqual(expected),
-        thenThrows: (code: string) => {
+        thenThrows: (code: string, details?: Record<string, unknown>) => {
           let caught: unknown;
           try {
             run();
@@ -23,6 +27,7 @@ export function specFor<S, C, E extends DomainEvent>(decider: PureDecider<S, C, 
           }
           expect(caught).toBeInstanceOf(DomainError);
           expect((caught as DomainError).code).toBe(code);
+          if (details) expect((caught as DomainError).details).toEqual(expect.objectContaining(details));
         },
         result: run,
       };

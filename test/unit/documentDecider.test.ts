@@ -1,34 +1,13 @@
-import { documentDecider, DocumentCommand } from '../../src/domain/document/decider';
+import { documentDecider } from '../../src/domain/document/decider';
 import { DocumentEvent, decodeVector, encodeVector } from '../../src/domain/document/events';
-import { DomainError } from '../../src/domain/errors';
+import { specFor } from '../support/given';
 
 const now = new Date('2025-01-01T00:00:00.000Z');
 const later = new Date('2025-01-01T00:01:00.000Z');
 const ids = { documentId: 'd1', workspaceId: 'w1' };
 
 /** given(events).when(command) → then(events) or thenFails(code). */
-function given(events: DocumentEvent[]) {
-  const state = events.reduce(documentDecider.evolve, documentDecider.initialState());
-  return {
-    state,
-    when(command: DocumentCommand) {
-      const run = () => documentDecider.decide(command, state);
-      return {
-        then: (expected: DocumentEvent[]) => expect(run()).toEqual(expected),
-        thenFails: (code: string) => {
-          let err: unknown;
-          try {
-            run();
-          } catch (e) {
-            err = e;
-          }
-          expect(err).toBeInstanceOf(DomainError);
-          expect((err as DomainError).code).toBe(code);
-        },
-      };
-    },
-  };
-}
+const given = specFor(documentDecider);
 
 const uploaded = (kind: 'txt' | 'pdf' = 'txt'): DocumentEvent => ({
   type: 'DocumentUploaded',
@@ -97,7 +76,7 @@ describe('document decider', () => {
   });
 
   it('not VERIFIED before every chunk is embedded', () => {
-    given([uploaded(), started(), extracted(), chunked()]).when({ type: 'MarkVerified', processingId: 'p1' }).thenFails('INVALID_STATE');
+    given([uploaded(), started(), extracted(), chunked()]).when({ type: 'MarkVerified', processingId: 'p1' }).thenThrows('INVALID_STATE');
   });
 
   it('events of a superseded run are ignored by evolve, and commands for it decide nothing', () => {
@@ -115,7 +94,7 @@ describe('document decider', () => {
   });
 
   it('auto-save: text documents only', () => {
-    given([uploaded('pdf'), started()]).when({ type: 'UpdateDocumentContent', ...member, content: 'x', processingId: 'p2', now }).thenFails('VALIDATION_ERROR');
+    given([uploaded('pdf'), started()]).when({ type: 'UpdateDocumentContent', ...member, content: 'x', processingId: 'p2', now }).thenThrows('VALIDATION_ERROR');
     given([uploaded(), started()])
       .when({ type: 'UpdateDocumentContent', ...member, content: 'héllo', processingId: 'p2', now: later })
       .then([
@@ -128,7 +107,7 @@ describe('document decider', () => {
     const saved: DocumentEvent = { type: 'DocumentContentUpdated', data: { ...ids, content: 'new', size: 3, updatedAt: later.toISOString() } };
     given([uploaded(), started(), saved])
       .when({ type: 'UpdateDocumentContent', ...member, content: 'mine', expectedUpdatedAt: now.toISOString(), processingId: 'p3', now: later })
-      .thenFails('DOCUMENT_LOCKED');
+      .thenThrows('DOCUMENT_LOCKED');
     // A metadata change since does not lock the text.
     const renamed: DocumentEvent = { type: 'DocumentMetadataUpdated', data: { ...ids, title: 'B', updatedAt: later.toISOString() } };
     expect(
@@ -143,7 +122,7 @@ describe('document decider', () => {
   });
 
   it('delete: a MEMBER only their own uploads; ADMIN any', () => {
-    given([uploaded(), started()]).when({ type: 'DeleteDocument', ...member, now }).thenFails('FORBIDDEN');
+    given([uploaded(), started()]).when({ type: 'DeleteDocument', ...member, now }).thenThrows('FORBIDDEN');
     given([uploaded(), started()])
       .when({ type: 'DeleteDocument', ...member, actorId: 'u1', now })
       .then([{ type: 'DocumentDeleted', data: { ...ids, deletedAt: now.toISOString(), blobSha256: 'ab'.repeat(32) } }]);
@@ -154,9 +133,9 @@ describe('document decider', () => {
 
   it('a deleted document, or one of another workspace, is not found', () => {
     const deleted: DocumentEvent = { type: 'DocumentDeleted', data: { ...ids, deletedAt: now.toISOString(), blobSha256: 'x' } };
-    given([uploaded(), started(), deleted]).when({ type: 'RequestReprocess', ...member, processingId: 'p2', now }).thenFails('DOCUMENT_NOT_FOUND');
-    given([uploaded(), started()]).when({ type: 'RequestReprocess', ...member, workspaceId: 'w2', processingId: 'p2', now }).thenFails('DOCUMENT_NOT_FOUND');
-    given([]).when({ type: 'UpdateDocumentMetadata', ...member, title: 'x', now }).thenFails('DOCUMENT_NOT_FOUND');
+    given([uploaded(), started(), deleted]).when({ type: 'RequestReprocess', ...member, processingId: 'p2', now }).thenThrows('DOCUMENT_NOT_FOUND');
+    given([uploaded(), started()]).when({ type: 'RequestReprocess', ...member, workspaceId: 'w2', processingId: 'p2', now }).thenThrows('DOCUMENT_NOT_FOUND');
+    given([]).when({ type: 'UpdateDocumentMetadata', ...member, title: 'x', now }).thenThrows('DOCUMENT_NOT_FOUND');
     given([uploaded(), started(), deleted]).when({ type: 'MarkVerified', processingId: 'p1' }).then([]);
   });
 

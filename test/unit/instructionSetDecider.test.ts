@@ -1,7 +1,7 @@
 import { DocumentSnapshot, InstructionSetCommand, instructionSetDecider, InstructionSetState, SetActor } from '../../src/domain/instructionSet/decider';
 import { InstructionSetEvent, MAX_SET_BYTES } from '../../src/domain/instructionSet/events';
-import { DomainError } from '../../src/domain/errors';
 import { extractedSizeBound } from '../../queries/instructionSet/instructionSetQueries';
+import { specFor } from '../support/given';
 
 const WS = 'ws-1';
 const SET = 'set-1';
@@ -16,27 +16,7 @@ const system: SetActor = { userId: null, role: 'SYSTEM' };
 const fold = (events: InstructionSetEvent[]): InstructionSetState => events.reduce(instructionSetDecider.evolve, instructionSetDecider.initialState());
 
 /** given(events).when(command) → then(events) | thenThrows(code). */
-function given(events: InstructionSetEvent[]) {
-  return {
-    when(command: InstructionSetCommand) {
-      const run = () => instructionSetDecider.decide(command, fold(events));
-      return {
-        then: (expected: InstructionSetEvent[]) => expect(run()).toEqual(expected),
-        thenThrows: (code: string, details?: Record<string, unknown>) => {
-          let caught: unknown;
-          try {
-            run();
-          } catch (err) {
-            caught = err;
-          }
-          expect(caught).toBeInstanceOf(DomainError);
-          expect((caught as DomainError).code).toBe(code);
-          if (details) expect((caught as DomainError).details).toEqual(expect.objectContaining(details));
-        },
-      };
-    },
-  };
-}
+const given = specFor(instructionSetDecider);
 
 const created: InstructionSetEvent = { type: 'InstructionSetCreated', data: { setId: SET, workspaceId: WS, name: 'Set', description: null, isPublic: false, createdAt: T0 } };
 const at = (ms: number) => new Date(Date.parse(T0) + ms).toISOString();
