@@ -3,9 +3,10 @@ import { BlobStore } from '../../src/ports/blobStore';
 import { ReadStore } from '../../src/ports/readStore';
 import { documentsCollection } from '../../projections/document/documentProjection';
 import { tagsCollection, tagViewId } from '../../projections/workspace/workspaceProjection';
+import { UUID_PATTERN } from '../../src/domain/ids';
 
 // Every id the service issues is a UUID; a tag id that is not one names no tag and is never looked up.
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const UUID = UUID_PATTERN;
 
 /** 400 VALIDATION_ERROR naming every tag id that is not a tag of the workspace. */
 export async function requireKnownTags(readStore: ReadStore, workspaceId: string, tagIds: string[]): Promise<void> {

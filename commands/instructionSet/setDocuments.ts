@@ -3,8 +3,9 @@ import { DocumentSnapshot, SetActor } from '../../src/domain/instructionSet/deci
 import { documentSizeBytes, findDocument, InstructionSetView, pendingGrowth } from '../../queries/instructionSet/instructionSetQueries';
 import { runInstructionSetCommand } from './instructionSetCommands';
 import { InstructionSetDeps, SetRef } from './setInput';
+import { isUuid } from '../../src/domain/ids';
 
-const isId = (s: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
+const isId = (s: string): boolean => isUuid(s);
 
 /**
  * Add a document to a set. The decider judges the document as it is now (a snapshot: its

@@ -3,6 +3,7 @@ import { CommandContext } from '../../src/core/commandHandler';
 import { WorkspaceCommand, workspaceDecider } from '../../src/domain/workspace/decider';
 import { workspaceStream } from '../../src/domain/workspace/events';
 import { CommandPorts, executeCommand } from '../../src/core/executeCommand';
+import { isUuid } from '../../src/domain/ids';
 
 /** What the workspace use cases need: the log, the read models (reads and read-your-writes). */
 export type WorkspaceDeps = CommandPorts & Pick<AppContext, 'readStore'>;
@@ -18,4 +19,4 @@ export function actorOf(cc: CommandContext): string {
 }
 
 /** Every id the service issues is a UUID; anything else names nothing. */
-export const isId = (s: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
+export const isId = (s: string): boolean => isUuid(s);

@@ -8,6 +8,7 @@ import { memberRole } from '../workspace/workspaceQueries';
 
 export type { InstructionSetView };
 import { documentsCollection, documentTextsCollection, DocumentView } from '../../projections/document/documentProjection';
+import { isUuid } from '../../src/domain/ids';
 
 /** The documents feature's read models, as far as instruction sets read them. */
 export { extractedSizeBound };
@@ -90,7 +91,7 @@ export async function getInstructionSetOrThrow(ctx: ReadDeps, setId: string): Pr
  * a malformed id and a set of another workspace are all NOT_FOUND alike.
  */
 export async function setForMember(ctx: ReadDeps, setId: string, userId: string): Promise<{ set: InstructionSetView; actor: SetActor }> {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(setId)) throw new DomainError('NOT_FOUND', 'Instruction set not found.');
+  if (!isUuid(setId)) throw new DomainError('NOT_FOUND', 'Instruction set not found.');
   const set = await getInstructionSetOrThrow(ctx, setId.toLowerCase());
   const role = await memberRole(ctx, set.workspaceId, userId);
   if (!role) throw new DomainError('NOT_FOUND', 'Instruction set not found.');

@@ -1,15 +1,14 @@
 import { Request } from 'express';
 import * as t from 'io-ts';
 import { DomainError, ErrorCode } from '../domain/errors';
+import { isUuid, UUID_PATTERN } from '../domain/ids';
 
 /**
  * Every id the service issues is a UUID (randomUUID). Ids are checked at the edge, so a
  * client-chosen string such as `constructor` or `__proto__` never reaches a decider or a
  * read-model key (issue 11, finding 5).
  */
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export const isUuid = (u: unknown): u is string => typeof u === 'string' && UUID_PATTERN.test(u);
+export { isUuid, UUID_PATTERN };
 
 /** A UUID in a request body, normalised to lower case; anything else is a VALIDATION_ERROR. */
 export const Uuid = new t.Type<string, string, unknown>(

@@ -4,8 +4,9 @@ import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
 import { requireAuth, requireWorkspaceRole } from '../auth';
 import { decodeCursor, listAuditEntries } from '../../audit/auditQueries';
+import { UUID_PATTERN } from '../../domain/ids';
 
-const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ID = UUID_PATTERN;
 const invalid = (field: string, message: string) => new DomainError('VALIDATION_ERROR', message, { field });
 
 function single(req: Request, name: string): string | undefined {

@@ -21,8 +21,9 @@ import { DocumentTitle, receiveDocumentUpload } from '../upload';
 import { RouteModule, router } from './module';
 import { Uuid } from '../ids';
 import { parseAsOf } from '../../audit/timeTravel';
+import { UUID_PATTERN } from '../../domain/ids';
 
-const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ID = UUID_PATTERN;
 const Title = DocumentTitle;
 const TagIds = t.array(Uuid);
 const UpdateBody = strict(t.partial({ title: Title, purpose: Purpose, tags: TagIds }));

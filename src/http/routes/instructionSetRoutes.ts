@@ -15,6 +15,7 @@ import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
 import { idParam, Uuid } from '../ids';
 import { instructionSetAsOf, parseAsOf } from '../../audit/timeTravel';
+import { UUID_PATTERN } from '../../domain/ids';
 
 const Name = HumanName(200);
 const Description = t.union([HumanText(500), t.null]);
@@ -26,7 +27,7 @@ const ReorderBody = strict(t.type({ documentIds: t.array(Uuid) }));
 /** The JSON body codecs of these routes (property tests walk them). */
 export const instructionSetBodies = { CreateBody, UpdateBody, AddDocumentBody, ReorderBody };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const UUID = UUID_PATTERN;
 
 function workspaceIdOf(req: Request): string {
   const id = String(req.params.workspaceId);

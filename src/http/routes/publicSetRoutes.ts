@@ -5,8 +5,9 @@ import { joinRaw, publicSetContent } from '../../../queries/instructionSet/instr
 import { renderInstructionSetPage, SET_PAGE_CSP } from '../../views/instructionSetPage';
 import { byIp, consumeRateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
+import { UUID_PATTERN } from '../../domain/ids';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const UUID = UUID_PATTERN;
 const notFound = () => new DomainError('NOT_FOUND', 'Instruction set not found or not public.');
 
 /**

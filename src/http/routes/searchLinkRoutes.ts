@@ -13,8 +13,9 @@ import { updateSearchLink } from '../../../commands/searchLink/updateSearchLink'
 import { revokeSearchLink } from '../../../commands/searchLink/revokeSearchLink';
 import { RouteModule, router } from './module';
 import { Uuid } from '../ids';
+import { UUID_PATTERN } from '../../domain/ids';
 
-const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ID = UUID_PATTERN;
 
 /** historyMode as a boolean, or the spec's words ON / OFF. */
 const HistoryMode = new t.Type<boolean, boolean, unknown>(

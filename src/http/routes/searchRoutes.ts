@@ -8,6 +8,7 @@ import { codePointLength, decode, Purpose, strict, textProblem } from '../codecs
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
 import { UuidList } from '../ids';
+import { UUID_PATTERN } from '../../domain/ids';
 
 export const WORKSPACE_SEARCH_MAX_QUERY = 1000;
 export const WORKSPACE_SEARCH_MAX_LIMIT = 20;
@@ -25,7 +26,7 @@ const Body = strict(
 /** The JSON body codecs of these routes (property tests walk them). */
 export const searchBodies = { Body };
 
-const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ID = UUID_PATTERN;
 
 function workspaceIdOf(req: Request): string {
   const id = String(req.params.id);

@@ -14,6 +14,7 @@ import { boundedString, decode, Email, HexColor, HumanName, Purpose, Role, stric
 import { commandContext } from '../exec';
 import { RouteModule, router } from './module';
 import { idParam } from '../ids';
+import { UUID_PATTERN } from '../../domain/ids';
 
 const Name = HumanName(200);
 const TagName = HumanName(50);
@@ -29,7 +30,7 @@ const TagPatch = strict(t.partial({ name: TagName, color: HexColor }));
 /** The JSON body codecs of these routes (property tests walk them). */
 export const workspaceBodies = { CreateBody, UpdateBody, AddMemberBody, RoleBody, InviteBody, TagBody, TagPatch };
 
-const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ID = UUID_PATTERN;
 
 /** A path id that cannot name a workspace is simply not found (never a 500). */
 function workspaceIdOf(req: Request): string {
