@@ -117,7 +117,15 @@ async function* docxSections(filePath: string, limits: ExtractionLimits): AsyncG
   yield* htmlSections(html);
 }
 
-const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0' };
+// A Map: `&constructor;` in a document must not find Object's own properties.
+const ENTITIES = new Map<string, string>([
+  ['amp', '&'],
+  ['lt', '<'],
+  ['gt', '>'],
+  ['quot', '"'],
+  ['apos', "'"],
+  ['nbsp', '\u00a0'],
+]);
 
 function decodeEntities(s: string): string {
   return s.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (m, e: string) => {
@@ -125,7 +133,7 @@ function decodeEntities(s: string): string {
       const cp = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
       return Number.isFinite(cp) && cp <= 0x10ffff ? String.fromCodePoint(cp) : m;
     }
-    return ENTITIES[e.toLowerCase()] ?? m;
+    return ENTITIES.get(e.toLowerCase()) ?? m;
   });
 }
 
