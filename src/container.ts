@@ -47,6 +47,7 @@ import { searchLinkProjection } from '../projections/searchLink/searchLinkProjec
 import { auditProjection } from '../projections/audit/auditProjection';
 import { documentProcessorService } from './processing/documentProcessor';
 import { instructionSetDocumentCleanup } from '../commands/instructionSet/documentCleanup';
+import { workspaceDeletionCleanup } from '../commands/workspace/workspaceDeletionCleanup';
 import { queryHistorySweeper } from '../queries/searchLink/linkUsage';
 import { erasureService } from './audit/erasureService';
 
@@ -80,6 +81,7 @@ const projectionFactories: ((di: DependencyContainer) => Projection)[] = [
 const serviceFactories: ((di: DependencyContainer, ctx: AppContext) => AppContext['services'][number])[] = [
   (di, ctx) => documentProcessorService(ctx, optional<JobQueue>(di, JOB_QUEUE)),
   (_di, ctx) => instructionSetDocumentCleanup(ctx),
+  (_di, ctx) => workspaceDeletionCleanup(ctx),
   (_di, ctx) => queryHistorySweeper(ctx),
   (di, ctx) => erasureService(ctx, { keyStore: di.resolve(KEY_STORE), afterErasure: optional<() => void>(di, COMPACT_SEARCH_INDEX) }),
 ];

@@ -9,6 +9,7 @@ import { memberRole } from '../workspace/workspaceQueries';
 export type { InstructionSetView };
 import { documentsCollection, documentTextsCollection, DocumentView } from '../../projections/document/documentProjection';
 import { isUuid } from '../../src/domain/ids';
+import { workspacesCollection } from '../../projections/workspace/workspaceProjection';
 
 /** The documents feature's read models, as far as instruction sets read them. */
 export { extractedSizeBound };
@@ -127,6 +128,8 @@ function formatOf(d: DocumentView | undefined): ContentFormat {
 export async function publicSetContent(ctx: AppContext, setId: string) {
   const v = await findInstructionSet(ctx, setId);
   if (!v || !v.isPublic) return null;
+  // A set left behind by a deleted workspace (a creation racing the deletion) is not served.
+  if (!(await workspacesCollection(ctx.readStore).get(v.workspaceId))) return null;
   const { available } = await entryAvailability(ctx, v);
   const docById = new Map(available.map((d) => [d.id, d]));
   const texts = await documentTextsCollection(ctx.readStore).getMany(available.map((d) => d.id));
