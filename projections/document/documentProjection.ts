@@ -50,13 +50,28 @@ export const documentTextsCollection = (s: ReadStore) => s.collection<DocumentTe
  * `documents` by workspaceId). Pipeline events of a run that is no longer the document's
  * current one are ignored, so a late event of an abandoned run never overwrites a newer state.
  */
+/**
+ * Layout version of these read models. 2: deleted tags remembered (`document_deleted_tags`),
+ * so a tag set after its deletion is dropped; a store of version 1 is rebuilt at start.
+ */
+const DOCUMENTS_READ_MODEL_VERSION = 2;
+
 export function documentProjection(store: ReadStore): Projection {
   const docs = documentsCollection(store);
   const texts = documentTextsCollection(store);
-  return readModelProjection('documents', store, ['documents', 'document_texts'], async (event) => {
+  // Tags deleted so far, by `workspaceId:tagId`: a tag set on a document by a command decided
+  // before the deletion (so appended after it) must not come back (tag ids are never reused).
+  const deletedTags = store.collection<{ id: string }>('document_deleted_tags');
+  const liveTags = async (workspaceId: string, tags: string[]): Promise<string[]> => {
+    if (tags.length === 0) return tags;
+    const gone = new Set((await deletedTags.getMany(tags.map((t) => `${workspaceId}:${t}`))).map((g) => g.id));
+    return tags.filter((t) => !gone.has(`${workspaceId}:${t}`));
+  };
+  return readModelProjection('documents', store, ['documents', 'document_texts', 'document_deleted_tags'], async (event) => {
     if (event.type === 'TagDeleted' || event.type === 'WorkspaceDeleted') {
       const w = event as unknown as WorkspaceEvent;
       if (w.type === 'TagDeleted') {
+        await deletedTags.put({ id: `${w.data.workspaceId}:${w.data.tagId}` });
         const affected = await docs.find({ workspaceId: w.data.workspaceId, tags: { $contains: w.data.tagId } });
         for (const d of affected) await docs.put({ ...d, tags: d.tags.filter((t) => t !== w.data.tagId) });
       } else if (w.type === 'WorkspaceDeleted') {
@@ -80,7 +95,7 @@ export function documentProjection(store: ReadStore): Projection {
         purpose: e.data.purpose,
         uploadStatus: 'COMPLETED',
         processingStatus: 'PENDING',
-        tags: e.data.tags,
+        tags: await liveTags(e.data.workspaceId, e.data.tags),
         chunkCount: 0,
         tokenCount: 0,
         sizeBytes: 0,
@@ -114,7 +129,7 @@ export function documentProjection(store: ReadStore): Projection {
         await docs.put({ ...withoutPending(d), processingStatus: 'FAILED', chunkCount: 0, error: { code: e.data.code, message: e.data.message } });
         break;
       case 'DocumentMetadataUpdated':
-        await docs.put({ ...d, title: e.data.title ?? d.title, purpose: e.data.purpose ?? d.purpose, tags: e.data.tags ?? d.tags, updatedAt: e.data.updatedAt });
+        await docs.put({ ...d, title: e.data.title ?? d.title, purpose: e.data.purpose ?? d.purpose, tags: e.data.tags ? await liveTags(d.workspaceId, e.data.tags) : d.tags, updatedAt: e.data.updatedAt });
         break;
       case 'DocumentContentUpdated':
         await docs.put({ ...d, size: e.data.size, updatedAt: e.data.updatedAt, pendingSizeBytes: extractedSizeBound(e.data.content, d.kind) });
@@ -134,7 +149,7 @@ export function documentProjection(store: ReadStore): Projection {
         void _never;
       }
     }
-  });
+  }, { version: DOCUMENTS_READ_MODEL_VERSION });
 }
 
 function withoutPending(d: DocumentView): DocumentView {

@@ -1,7 +1,8 @@
+import { NextFunction, Request, Response } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
 import { createApiKey, login, logout, refresh, registerUser, revokeApiKey } from '../../../commands/user/userCommands';
-import { listApiKeys } from '../../../queries/user/userQueries';
+import { listApiKeys, userById } from '../../../queries/user/userQueries';
 import { DomainError } from '../../domain/errors';
 import { authOf, requireAuth } from '../auth';
 import { boundedString, decode, Email, HumanName, strict } from '../codecs';
@@ -58,23 +59,30 @@ export function authRoutes(ctx: AppContext): RouteModule {
 
   v1.get('/auth/me', requireAuth(ctx), async (req, res) => {
     const a = authOf(req);
-    const user = await ctx.readStore.collection<{ id: string; email: string; name: string }>('users').get(a.userId);
+    const user = await userById(ctx, a.userId);
     if (!user) throw new DomainError('UNAUTHORIZED', 'Unknown user.');
     res.json({ id: user.id, email: user.email, name: user.name });
   });
 
-  v1.post('/api-keys', requireAuth(ctx), async (req, res) => {
+  // Keys are managed from a signed-in session: a leaked key must not mint its own replacements.
+  const requireSession = [
+    requireAuth(ctx),
+    (req: Request, _res: Response, next: NextFunction) =>
+      next(authOf(req).authMethod === 'session' ? undefined : new DomainError('FORBIDDEN', 'API keys are managed from a signed-in session, not with an API key.')),
+  ];
+
+  v1.post('/api-keys', ...requireSession, async (req, res) => {
     const body = decode(ApiKeyBody, req.body);
     const r = await createApiKey(ctx, commandContext(ctx, req), authOf(req).userId, body.name);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     res.status(201).json({ id: r.id, name: r.name, key: r.key, createdAt: r.createdAt });
   });
 
-  v1.get('/api-keys', requireAuth(ctx), async (req, res) => {
+  v1.get('/api-keys', ...requireSession, async (req, res) => {
     res.json({ data: await listApiKeys(ctx, authOf(req).userId) });
   });
 
-  v1.delete('/api-keys/:id', requireAuth(ctx), async (req, res) => {
+  v1.delete('/api-keys/:id', ...requireSession, async (req, res) => {
     const r = await revokeApiKey(ctx, commandContext(ctx, req), authOf(req).userId, String(req.params.id));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     res.status(204).end();

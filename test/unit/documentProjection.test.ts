@@ -1,0 +1,75 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { SqliteReadStore } from '../../src/adapters/sqlite/sqliteReadStore';
+import { RecordedEvent } from '../../src/domain/event';
+import { documentProjection, documentsCollection } from '../../projections/document/documentProjection';
+
+const meta = { actorId: 'u1', authMethod: 'session' as const, correlationId: 'c', occurredAt: '2024-01-01T00:00:00.000Z', schemaVersion: 1 };
+const WS = '00000000-0000-4000-8000-00000000000a';
+const DOC = '00000000-0000-4000-8000-0000000000d1';
+const T1 = '00000000-0000-4000-8000-000000000001';
+const T2 = '00000000-0000-4000-8000-000000000002';
+
+let position = 0;
+const at = (type: string, data: Record<string, unknown>): RecordedEvent => {
+  position += 1;
+  return { id: randomUUID(), streamId: 's', revision: position, position, type, data, metadata: meta };
+};
+const uploaded = (tags: string[]) =>
+  at('DocumentUploaded', {
+    documentId: DOC,
+    workspaceId: WS,
+    blob: { sha256: 'a'.repeat(64), size: 1 },
+    kind: 'md',
+    mimeType: 'text/markdown',
+    size: 1,
+    filename: 'a.md',
+    title: 'A',
+    purpose: 'KNOWLEDGE',
+    tags,
+    uploadedBy: 'u1',
+    uploadedAt: '2024-01-01T00:00:00.000Z',
+  });
+
+describe('document projection: given events → view', () => {
+  let dir: string;
+  let store: SqliteReadStore;
+  beforeEach(() => {
+    position = 0;
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-docproj-'));
+    store = new SqliteReadStore(path.join(dir, 'read.db'));
+  });
+  afterEach(async () => {
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a tag deleted before a metadata update that sets it (decided on a stale read model) does not come back', async () => {
+    const p = documentProjection(store);
+    await p.apply([
+      uploaded([]),
+      at('TagDeleted', { workspaceId: WS, tagId: T1 }),
+      at('DocumentMetadataUpdated', { documentId: DOC, workspaceId: WS, tags: [T1, T2], updatedAt: '2024-01-01T00:00:01.000Z' }),
+    ]);
+    expect((await documentsCollection(store).get(DOC))?.tags).toEqual([T2]);
+    expect(await documentsCollection(store).count({ workspaceId: WS, tags: { $contains: T1 } })).toBe(0);
+  });
+
+  it('an upload carrying a tag deleted just before it keeps only live tags; a tag deleted after is removed', async () => {
+    const p = documentProjection(store);
+    await p.apply([at('TagDeleted', { workspaceId: WS, tagId: T1 }), uploaded([T1, T2]), at('TagDeleted', { workspaceId: WS, tagId: T2 })]);
+    expect((await documentsCollection(store).get(DOC))?.tags).toEqual([]);
+  });
+
+  it('replaying the same events changes nothing (idempotent)', async () => {
+    const p = documentProjection(store);
+    const events = [uploaded([T2]), at('DocumentMetadataUpdated', { documentId: DOC, workspaceId: WS, title: 'B', updatedAt: '2024-01-01T00:00:01.000Z' })];
+    await p.apply(events);
+    const once = await documentsCollection(store).get(DOC);
+    await p.apply(events);
+    expect(await documentsCollection(store).get(DOC)).toEqual(once);
+    expect(once?.title).toBe('B');
+  });
+});
