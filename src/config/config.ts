@@ -50,6 +50,7 @@ const Env = t.partial({
   KB_UPLOAD_TIMEOUT_MS: PositiveInt,
   KB_KEEP_ALIVE_TIMEOUT_MS: PositiveInt,
   KB_UPLOAD_RATE_PER_MINUTE: PositiveInt,
+  KB_WRITE_RATE_PER_MINUTE: PositiveInt,
   KB_MAX_EXTRACTED_BYTES: PositiveInt,
   KB_MAX_ZIP_ENTRIES: PositiveInt,
   KB_MAX_PDF_PAGES: PositiveInt,
@@ -105,6 +106,8 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** Uploads per user per minute: 429 RATE_LIMITED past it (with rate limits on). */
   uploadRatePerMinute: number;
+  /** Writes (POST/PUT/PATCH/DELETE on /v1 and /api) per credential per minute: 429 RATE_LIMITED past it. */
+  writeRatePerMinute: number;
   /** Bounds of one document's extraction (see ExtractionLimits). */
   extraction: { maxExtractedBytes: number; maxZipEntries: number; maxPdfPages: number; timeoutMs: number };
   /**
@@ -182,6 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // AWS ALB's idle time-out is 60 s: the server must not close a connection the balancer is about to reuse.
     keepAliveTimeoutMs: e.KB_KEEP_ALIVE_TIMEOUT_MS ?? 65_000,
     uploadRatePerMinute: e.KB_UPLOAD_RATE_PER_MINUTE ?? 60,
+    writeRatePerMinute: e.KB_WRITE_RATE_PER_MINUTE ?? 600,
     extraction: {
       maxExtractedBytes: e.KB_MAX_EXTRACTED_BYTES ?? 64 * 1024 * 1024,
       maxZipEntries: e.KB_MAX_ZIP_ENTRIES ?? 5000,

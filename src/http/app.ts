@@ -6,6 +6,7 @@ import { DomainError, ErrorCode } from '../domain/errors';
 import { bodyDeadline } from './bodyDeadline';
 import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
+import { writeRateLimit } from './rateLimit';
 import { routeModules } from './routes';
 import './types';
 
@@ -65,8 +66,21 @@ export function createApp(ctx: AppContext): express.Express {
         'request',
       );
     });
+    // Every answer may carry a token, a key or a tenant's data: never cached, never sniffed,
+    // and no URL (search-link tokens are in paths) leaks through a Referer.
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'no-referrer');
     next();
   });
+
+  // No CORS (the service answers its own origin only): OPTIONS is not a method of any route,
+  // rather than express's automatic unauthenticated "Allow" answer.
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    next(req.method === 'OPTIONS' ? new HttpError(405, 'METHOD_NOT_ALLOWED', 'OPTIONS is not supported: this API answers no cross-origin requests.') : undefined);
+  });
+
+  app.use(writeRateLimit(ctx));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppContext, RateLimiterLike } from '../app/context';
 import { HttpError } from './errors';
@@ -76,3 +77,18 @@ export function rateLimit(ctx: AppContext, name: string, perMinute: number, keyO
 
 export const byUser = (req: Request): string => req.auth?.userId ?? req.ip ?? 'anonymous';
 export const byIp = (req: Request): string => req.ip ?? 'unknown';
+
+/**
+ * Every write under /v1 and /api counts against its credential (a hash of the bearer token;
+ * the client IP without one), so one leaked or runaway key cannot create resources without end.
+ */
+export function writeRateLimit(ctx: AppContext): RequestHandler {
+  const limit = rateLimit(ctx, 'writes', ctx.config.writeRatePerMinute, (req) => {
+    const auth = req.headers.authorization;
+    return typeof auth === 'string' && auth.length > 0 ? `cred:${createHash('sha256').update(auth).digest('hex')}` : `ip:${byIp(req)}`;
+  });
+  return (req, res, next) => {
+    if (req.method === 'GET' || req.method === 'HEAD' || !/^\/(v1|api)\//.test(req.path) || /^\/api\/v1\/(public|mcp|s)\//.test(req.path)) return next();
+    limit(req, res, next);
+  };
+}

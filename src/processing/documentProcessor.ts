@@ -242,7 +242,8 @@ export class DocumentProcessor {
       if (err instanceof RunAbandoned) return this.stopping ? 'interrupted' : 'superseded';
       if (this.stopping) return 'interrupted'; // stores may be closing: the run resumes after the restart
       const failure = toFailure(err);
-      this.app.logger.warn({ err, documentId, processingId: id, code: failure.code }, 'document processing failed');
+      // An expected outcome (no text, corrupt, over a limit) is logged by its reason; only an unexpected error carries its stack.
+      this.app.logger.warn({ ...(failure.code === 'PROCESSING_ERROR' ? { err } : { reason: failure.message }), documentId, processingId: id, code: failure.code }, 'document processing failed');
       try {
         await this.append(run, { type: 'MarkFailed', processingId: id, code: failure.code, message: failure.message });
       } catch (inner) {

@@ -34,7 +34,7 @@ export function auditRoutes(ctx: AppContext): RouteModule {
     await requireWorkspaceRole(ctx, req, workspaceId, 'ADMIN');
 
     const limitRaw = single(req, 'limit');
-    const limit = limitRaw === undefined ? 50 : Number(limitRaw);
+    const limit = limitRaw === undefined ? 50 : /^\d{1,3}$/.test(limitRaw) ? Number(limitRaw) : NaN;
     if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw invalid('limit', 'limit must be an integer from 1 to 200.');
     const cursorRaw = single(req, 'cursor');
     const beforePosition = cursorRaw === undefined || cursorRaw === '' ? undefined : decodeCursor(cursorRaw);

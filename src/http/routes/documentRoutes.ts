@@ -38,7 +38,7 @@ const ListQuery = t.partial({
   status: Status,
   purpose: Purpose,
   tags: t.string,
-  search: QueryText,
+  search: t.refinement(QueryText, (q) => [...q].length <= 200, 'at most 200 characters'),
 });
 
 function workspaceIdOf(req: Request): string {

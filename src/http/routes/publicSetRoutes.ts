@@ -26,6 +26,9 @@ export function publicSetRoutes(ctx: AppContext): RouteModule {
     const content = await contentOf(String(req.params.id));
     if (!content) return next();
     await consumeRateLimit(ctx, htmlLimiter, 60, byIp(req), res);
+    // The page links its raw text relatively (./<id>/raw): one canonical address, without a trailing slash.
+    const pathOnly = req.originalUrl.split('?')[0];
+    if (pathOnly.endsWith('/')) return res.redirect(308, pathOnly.replace(/\/+$/, ''));
     const { set, parts } = content;
     const html = renderInstructionSetPage({
       id: set.id,

@@ -105,7 +105,7 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.post('/invitations/:invitationId/accept', async (req, res) => {
-    res.json(await acceptInvitation(ctx, cc(req), { invitationId: String(req.params.invitationId), actorEmail: authOf(req).email }));
+    res.json(await acceptInvitation(ctx, cc(req), { invitationId: idParam(req, 'invitationId', 'INVITATION_NOT_FOUND', 'Invitation not found.'), actorEmail: authOf(req).email }));
   });
 
   v1.get('/workspaces/:id/tags', async (req, res) => {
