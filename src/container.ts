@@ -195,7 +195,11 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
       opened.push(() => queue.close());
     }
     if (config.role === 'all' || config.role === 'projector') {
-      const feed = new KafkaEventFeed({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-feed` });
+      const feed = new KafkaEventFeed({
+        brokers: config.kafkaBrokers,
+        clientId: `${config.kafkaClientId}-feed`,
+        onError: (err, info) => logger.error({ err, ...info }, 'event feed send failed; the batch is retried'),
+      });
       eventFeed = await connectOrFail('Kafka', 'KB_KAFKA_BROKERS', url, () => feed.connect(), { timeoutMs, abandon: () => feed.close() });
       opened.push(() => feed.close());
     }
