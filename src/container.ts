@@ -176,7 +176,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   let searchIndex: SearchIndex;
   if (config.searchIndex === 'elasticsearch') {
     const url = config.elasticsearchUrl ?? '';
-    const es = new ElasticsearchSearchIndex({ node: url, name: config.elasticsearchIndex, dimensions: embeddings.dimensions });
+    const es = new ElasticsearchSearchIndex({ node: url, name: config.elasticsearchIndex, dimensions: embeddings.dimensions, replicas: config.elasticsearchReplicas });
     await connectOrFail('Elasticsearch', 'KB_ELASTICSEARCH_URL', url, () => es.connect(), { timeoutMs, abandon: () => es.close() });
     searchIndex = es;
   } else {
