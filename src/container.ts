@@ -178,7 +178,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   let searchIndex: SearchIndex;
   if (config.searchIndex === 'elasticsearch') {
     const url = config.elasticsearchUrl ?? '';
-    const es = new ElasticsearchSearchIndex({ node: url, name: config.elasticsearchIndex, dimensions: embeddings.dimensions });
+    const es = new ElasticsearchSearchIndex({ node: url, name: config.elasticsearchIndex, dimensions: embeddings.dimensions, replicas: config.elasticsearchReplicas });
     await connectOrFail('Elasticsearch', 'KB_ELASTICSEARCH_URL', url, () => es.connect(), { timeoutMs, abandon: () => es.close() });
     searchIndex = es;
   } else {
@@ -197,7 +197,11 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
       opened.push(() => queue.close());
     }
     if (config.role === 'all' || config.role === 'projector') {
-      const feed = new KafkaEventFeed({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-feed` });
+      const feed = new KafkaEventFeed({
+        brokers: config.kafkaBrokers,
+        clientId: `${config.kafkaClientId}-feed`,
+        onError: (err, info) => logger.error({ err, ...info }, 'event feed send failed; the batch is retried'),
+      });
       eventFeed = await connectOrFail('Kafka', 'KB_KAFKA_BROKERS', url, () => feed.connect(), { timeoutMs, abandon: () => feed.close() });
       opened.push(() => feed.close());
     }

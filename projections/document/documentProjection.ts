@@ -1,4 +1,5 @@
 import { extractedSizeBound } from '../../src/domain/document/size';
+import { joinSections } from '../../src/domain/document/eventParts';
 import { Projection, readModelProjection } from '../../src/core/projection';
 import { ReadStore } from '../../src/ports/readStore';
 import { DocumentEvent, DocumentKind, isDocumentEvent, ProcessingFailureCode, ProcessingStatus, Purpose } from '../../src/domain/document/events';
@@ -117,7 +118,8 @@ export function documentProjection(store: ReadStore): Projection {
       }
       case 'DocumentTextExtracted':
         if (e.data.processingId !== d.processingId) break;
-        await texts.put({ id, workspaceId: d.workspaceId, text: e.data.sections.map((s) => s.text).join('\n\n') });
+        // A large text comes in parts (from 0, in order): later parts extend the text.
+        await texts.put({ id, workspaceId: d.workspaceId, text: joinSections(e.data.sections, (e.data.part ?? 0) > 0 ? ((await texts.get(id))?.text ?? '') : '') });
         await docs.put({ ...d, sizeBytes: e.data.sizeBytes, tokenCount: e.data.tokenCount });
         break;
       case 'DocumentVerified':

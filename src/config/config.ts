@@ -39,6 +39,7 @@ const Env = t.partial({
   KB_MONGODB_DB: t.string,
   KB_ELASTICSEARCH_URL: t.string,
   KB_ELASTICSEARCH_INDEX: t.string,
+  KB_ELASTICSEARCH_REPLICAS: IntFromString,
   KB_KAFKA_BROKERS: t.string,
   KB_KAFKA_CLIENT_ID: t.string,
   KB_READ_YOUR_WRITES_MS: IntFromString,
@@ -89,6 +90,8 @@ export interface Config {
   mongoDb: string;
   elasticsearchUrl?: string;
   elasticsearchIndex: string;
+  /** Replicas of each Elasticsearch index (0 for a single node). */
+  elasticsearchReplicas: number;
   kafkaBrokers: string[];
   kafkaClientId: string;
   readYourWritesMs: number;
@@ -174,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongoDb: e.KB_MONGODB_DB ?? 'kb',
     elasticsearchUrl: e.KB_ELASTICSEARCH_URL,
     elasticsearchIndex: e.KB_ELASTICSEARCH_INDEX ?? 'kb-chunks',
+    elasticsearchReplicas: e.KB_ELASTICSEARCH_REPLICAS ?? 0,
     kafkaBrokers: (e.KB_KAFKA_BROKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     kafkaClientId: e.KB_KAFKA_CLIENT_ID ?? 'kb-service',
     readYourWritesMs: e.KB_READ_YOUR_WRITES_MS ?? 5000,
@@ -205,6 +209,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.feed === 'kafka' && config.kafkaBrokers.length === 0) missing.push('KB_KAFKA_BROKERS (KB_FEED=kafka)');
   if (config.embeddings === 'openai' && !config.openai.apiKey && !config.openai.baseUrl) missing.push('KB_OPENAI_API_KEY or KB_OPENAI_BASE_URL (KB_EMBEDDINGS=openai)');
   if (config.unknownTokenPerMinute < 1) missing.push('KB_UNKNOWN_TOKEN_PER_MINUTE must be at least 1');
+  if (config.elasticsearchReplicas < 0) missing.push('KB_ELASTICSEARCH_REPLICAS must be 0 or more');
   if (config.chunkOverlap >= config.chunkTokens) missing.push('KB_CHUNK_OVERLAP must be smaller than KB_CHUNK_TOKENS');
   if (missing.length) throw new ConfigError(`Invalid configuration, missing or inconsistent:\n  ${missing.join('\n  ')}`);
   return config;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AuthMethod, DomainEvent, NewEvent, RecordedEvent } from '../domain/event';
 import { DomainError } from '../domain/errors';
+import { eventBytes, MAX_EVENT_BYTES } from '../domain/eventSize';
 import { EventStore, ExpectedRevision, WrongExpectedRevisionError } from '../ports/eventStore';
 import { schemaVersionOf } from './eventSchemas';
 
@@ -147,8 +148,10 @@ async function decideAndAppend<S, C, E extends DomainEvent>(
     if (events.length === 0) {
       return { events, state, position: 0, revision: revision === 'no_stream' ? -1 : (revision as number) };
     }
+    const newEvents = toNewEvents(events, ctx, options.workspaceId);
+    assertEventSizes(newEvents);
     try {
-      const result = await store.append(streamId, toNewEvents(events, ctx, options.workspaceId), revision);
+      const result = await store.append(streamId, newEvents, revision);
       const next = events.reduce((s, e) => decider.evolve(s, e), state);
       if (result.nextRevision === (revision === 'no_stream' ? -1 : (revision as number)) + events.length) {
         remember(cacheFor(decider), streamId, { state: next, revision: result.nextRevision });
@@ -160,6 +163,23 @@ async function decideAndAppend<S, C, E extends DomainEvent>(
         throw new DomainError('CONFLICT', 'The resource was changed concurrently; retry the request.');
       }
       throw err;
+    }
+  }
+}
+
+/**
+ * No event over MAX_EVENT_BYTES reaches the store (production servers refuse large appends,
+ * and a refused event would be retried for ever): refused here with a clear error.
+ */
+export function assertEventSizes(events: NewEvent[]): void {
+  for (const e of events) {
+    const bytes = eventBytes(e);
+    if (bytes > MAX_EVENT_BYTES) {
+      throw new DomainError('PAYLOAD_TOO_LARGE', `A ${e.type} event of ${bytes} bytes would pass the ${MAX_EVENT_BYTES}-byte limit of one event.`, {
+        eventType: e.type,
+        eventBytes: bytes,
+        maxEventBytes: MAX_EVENT_BYTES,
+      });
     }
   }
 }

@@ -8,6 +8,7 @@ import { CommandContext, fold, handleCommand, systemContext } from '../core/comm
 import { RecordedEvent } from '../domain/event';
 import { DomainError } from '../domain/errors';
 import { DocumentCommand, documentDecider, DocumentState } from '../domain/document/decider';
+import { chunkBatches, textExtractedParts, vectorBatches } from '../domain/document/eventParts';
 import { ChunkData, DocumentEvent, documentStream, encodeVector, ExtractedSectionData, ProcessingFailureCode } from '../domain/document/events';
 import { Subscription } from '../ports/eventStore';
 import { Job, JobConsumer, JobQueue, PoisonMessageError } from '../ports/jobQueue';
@@ -18,7 +19,7 @@ import { FairScheduler, SchedulerClosedError } from './fairScheduler';
 import { normalizeText } from './normalize';
 
 export const PROCESSOR_CHECKPOINT = 'document-processor';
-/** Chunks per DocumentChunked event and per embedding call / ChunksEmbedded event. */
+/** At most this many chunks per DocumentChunked event (fewer when they pass the event budget), and per embedding call (its vectors go in ChunksEmbedded events under the budget). */
 export const CHUNK_EVENT_BATCH = 256;
 export const EMBED_BATCH = 64;
 
@@ -229,7 +230,7 @@ export class DocumentProcessor {
     if (previous && previous.processingId !== processingId) previous.abort.abort(new RunAbandoned('run superseded'));
     this.activeRuns.set(documentId, active);
     try {
-      if (state.run.extracted || state.run.chunks > 0) {
+      if ((state.run.textParts ?? 0) > 0 || state.run.chunks > 0) {
         id = randomUUID();
         await this.append(run, { type: 'ResumeProcessing', processingId, newProcessingId: id, now: this.app.now() });
         if (options.resumeInPlace === false) return 'resumed';
@@ -261,20 +262,23 @@ export class DocumentProcessor {
     const text = sections.map((s) => s.text).join('\n\n');
     const tokenCount = sections.reduce((n, s) => n + countTokens(s.text), 0);
     if (sections.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
-    await this.append(run, { type: 'RecordTextExtracted', processingId, sections, tokenCount, sizeBytes: Buffer.byteLength(text, 'utf8') });
+    // Events stay under MAX_EVENT_BYTES: a large text goes in several parts (see eventParts).
+    const parts = textExtractedParts(sections);
+    for (let part = 0; part < parts.length; part++) {
+      const partOf = parts.length > 1 ? { part, parts: parts.length } : {};
+      await this.append(run, { type: 'RecordTextExtracted', processingId, sections: parts[part], tokenCount, sizeBytes: Buffer.byteLength(text, 'utf8'), ...partOf });
+    }
 
     const chunks = chunkText(sections, { chunkTokens: this.app.config.chunkTokens, overlapTokens: this.app.config.chunkOverlap });
     if (chunks.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
-    for (let i = 0; i < chunks.length; i += CHUNK_EVENT_BATCH) {
-      const batch: ChunkData[] = chunks.slice(i, i + CHUNK_EVENT_BATCH).map((c) => ({
-        index: c.index,
-        content: c.content,
-        tokenCount: c.tokenCount,
-        ...(c.page !== undefined ? { page: c.page } : {}),
-        ...(c.section !== undefined ? { section: c.section } : {}),
-      }));
-      await this.append(run, { type: 'RecordChunks', processingId, chunks: batch });
-    }
+    const chunkData: ChunkData[] = chunks.map((c) => ({
+      index: c.index,
+      content: c.content,
+      tokenCount: c.tokenCount,
+      ...(c.page !== undefined ? { page: c.page } : {}),
+      ...(c.section !== undefined ? { section: c.section } : {}),
+    }));
+    for (const batch of chunkBatches(chunkData, CHUNK_EVENT_BATCH)) await this.append(run, { type: 'RecordChunks', processingId, chunks: batch });
 
     const { embeddings } = this.app;
     // One batch at a time per run: runs of other workspaces interleave with this one's batches
@@ -283,13 +287,10 @@ export class DocumentProcessor {
       if (this.stopping || signal.aborted) throw new RunAbandoned('stopping or superseded');
       const batch = chunks.slice(i, i + EMBED_BATCH);
       const vectors = await embedWithRetry(embeddings, batch.map((c) => c.content));
-      await this.append(run, {
-        type: 'RecordEmbeddings',
-        processingId,
-        modelId: embeddings.modelId,
-        dimensions: vectors[0]?.length ?? embeddings.dimensions,
-        vectors: batch.map((c, j) => ({ index: c.index, vector: encodeVector(vectors[j]) })),
-      });
+      const dimensions = vectors[0]?.length ?? embeddings.dimensions;
+      for (const part of vectorBatches(batch.map((c, j) => ({ index: c.index, vector: encodeVector(vectors[j]) })))) {
+        await this.append(run, { type: 'RecordEmbeddings', processingId, modelId: embeddings.modelId, dimensions, vectors: part });
+      }
     }
     await this.append(run, { type: 'MarkVerified', processingId });
   }

@@ -40,10 +40,10 @@ export const writeAlias = (name: string): string => `${name}-write`;
 export const metaIndex = (name: string): string => `${name}-meta`;
 
 /** Settings and mapping of a chunk index. One shard keeps BM25 statistics global, as the lexical normalisation assumes. */
-export function chunkIndexBody(dims: number): { settings: estypes.IndicesIndexSettings; mappings: estypes.MappingTypeMapping } {
+export function chunkIndexBody(dims: number, replicas = 0): { settings: estypes.IndicesIndexSettings; mappings: estypes.MappingTypeMapping } {
   if (!Number.isInteger(dims) || dims <= 0) throw new RangeError(`invalid vector dimensions ${dims}`);
   return {
-    settings: { number_of_shards: 1, number_of_replicas: 0 },
+    settings: { number_of_shards: 1, number_of_replicas: replicas },
     mappings: {
       dynamic: 'strict',
       properties: {
@@ -64,9 +64,9 @@ export function chunkIndexBody(dims: number): { settings: estypes.IndicesIndexSe
   };
 }
 
-export function metaIndexBody(): { settings: estypes.IndicesIndexSettings; mappings: estypes.MappingTypeMapping } {
+export function metaIndexBody(replicas = 0): { settings: estypes.IndicesIndexSettings; mappings: estypes.MappingTypeMapping } {
   return {
-    settings: { number_of_shards: 1, number_of_replicas: 0 },
+    settings: { number_of_shards: 1, number_of_replicas: replicas },
     mappings: { dynamic: 'strict', properties: { position: { type: 'long' }, index: { type: 'keyword' } } },
   };
 }
@@ -152,6 +152,29 @@ export function bulkIndexOperations(index: string, documentId: string, chunks: I
   return ops;
 }
 
+/**
+ * Bulk operations (action, source pairs) in requests of at most `maxBytes` of JSON each (a pair
+ * larger than that alone goes in a request of its own): a document of thousands of chunks
+ * would pass Elasticsearch's 100 MB `http.max_content_length` in one request.
+ */
+export function splitBulkOperations<T>(ops: T[], maxBytes: number): T[][] {
+  const out: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  for (let i = 0; i < ops.length; i += 2) {
+    const size = Buffer.byteLength(JSON.stringify(ops[i])) + Buffer.byteLength(JSON.stringify(ops[i + 1])) + 2;
+    if (current.length > 0 && bytes + size > maxBytes) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(ops[i], ops[i + 1]);
+    bytes += size;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
 /** Query selecting the chunks of a document other than the ones just written. */
 export function staleChunksQuery(documentId: string, keepIds: string[]): estypes.QueryDslQueryContainer {
   return { bool: { filter: [{ term: { documentId } }], must_not: keepIds.length ? [{ ids: { values: keepIds } }] : [] } };
@@ -213,7 +236,7 @@ export function swapAliasActions(name: string, next: string): estypes.IndicesUpd
   ];
 }
 
-/** Points only the write alias at `next` (start of a rebuild: reads stay on the old index). */
+/** Points only the write alias at `next`. No longer used by the adapter (a rebuild writes into its concrete index and both aliases move at the swap); kept for operators' scripts. */
 export function moveWriteAliasActions(name: string, next: string): estypes.IndicesUpdateAliasesAction[] {
   return [
     { remove: { index: `${name}-v*`, alias: writeAlias(name), must_exist: false } },

@@ -16,10 +16,10 @@ import {
   lexicalEvidence,
   metaIndex,
   metaIndexBody,
-  moveWriteAliasActions,
   parseIndexVersion,
   queryTermStats,
   readAlias,
+  splitBulkOperations,
   staleChunksQuery,
   swapAliasActions,
   updateFieldsScript,
@@ -36,9 +36,17 @@ export interface ElasticsearchSearchIndexOptions {
   /** Dimensions of the embedding model (the `dense_vector` mapping is fixed per index version). */
   dimensions: number;
   hybrid?: Partial<HybridConfig>;
-  /** Make every write visible to searches before it resolves (default true; projector batches may set false and rely on the refresh interval). */
+  /** Make every write visible to searches before it resolves (default true: `refresh=wait_for` on writes, a refresh after by-query writes, which cannot wait); false relies on the refresh interval. */
   refresh?: boolean;
+  /** Replicas of each index (default 0, for a single node; set 1 or more on a cluster). */
+  replicas?: number;
+  /** Bytes of JSON per bulk request (default 10 MiB; Elasticsearch refuses requests over `http.max_content_length`, 100 MB). */
+  maxBulkBytes?: number;
+  /** Write into this concrete index (a rebuild's new version, see rebuildInto) instead of through the write alias. */
+  target?: string;
 }
+
+export const DEFAULT_MAX_BULK_BYTES = 10 * 1024 * 1024;
 
 function isResourceExists(err: unknown): boolean {
   return err instanceof errors.ResponseError && err.body !== null && typeof err.body === 'object' && JSON.stringify(err.body).includes('resource_already_exists_exception');
@@ -62,6 +70,9 @@ export class ElasticsearchSearchIndex implements SearchIndex {
   private dims: number;
   private readonly cfg: HybridConfig;
   private readonly refresh: boolean;
+  private readonly replicas: number;
+  private readonly maxBulkBytes: number;
+  private readonly target: string | undefined;
 
   constructor(options: ElasticsearchSearchIndexOptions) {
     if (options.client) {
@@ -76,6 +87,20 @@ export class ElasticsearchSearchIndex implements SearchIndex {
     this.dims = options.dimensions;
     this.cfg = resolveHybridConfig(options.hybrid);
     this.refresh = options.refresh ?? true;
+    this.replicas = options.replicas ?? 0;
+    this.maxBulkBytes = options.maxBulkBytes ?? DEFAULT_MAX_BULK_BYTES;
+    this.target = options.target;
+    if (this.target !== undefined && parseIndexVersion(this.name, this.target) === null) throw new Error(`${this.target} is not a version of ${this.name}`);
+  }
+
+  /** `refresh` of single and bulk writes: wait for the next refresh instead of forcing one per write. */
+  private get writeRefresh(): 'wait_for' | false {
+    return this.refresh ? 'wait_for' : false;
+  }
+
+  /** The concrete index writes go to: the rebuild's target, else the write alias's index. */
+  private writeIndex(): Promise<string> {
+    return this.target !== undefined ? Promise.resolve(this.target) : this.aliasTarget(writeAlias(this.name));
   }
 
   static async create(options: ElasticsearchSearchIndexOptions): Promise<ElasticsearchSearchIndex> {
@@ -86,10 +111,10 @@ export class ElasticsearchSearchIndex implements SearchIndex {
 
   /** Creates the meta index and the first version with its aliases when missing (safe to race). */
   async connect(): Promise<void> {
-    await this.createIndex(metaIndex(this.name), metaIndexBody());
+    await this.createIndex(metaIndex(this.name), metaIndexBody(this.replicas));
     if (!(await this.client.indices.existsAlias({ name: readAlias(this.name) }))) {
       const first = versionedIndexName(this.name, 1);
-      await this.createIndex(first, chunkIndexBody(this.dims));
+      await this.createIndex(first, chunkIndexBody(this.dims, this.replicas));
       await this.client.indices.updateAliases({ actions: swapAliasActions(this.name, first) });
     }
   }
@@ -119,42 +144,67 @@ export class ElasticsearchSearchIndex implements SearchIndex {
   }
 
   /**
-   * Starts a rebuild: creates the next version (with new dimensions, for a model change)
-   * and points the write alias at it; searches stay on the current version. The new
-   * version's checkpoint starts at 0, so the projector replays the log into it.
+   * Starts a rebuild: creates the next version (with new dimensions, for a model change).
+   * Aliases do not move: searches and the running projector stay on the current version.
+   * Feed the new version with its own projection from position 0 through `rebuildInto`
+   * (its checkpoint is its own), then `swapToNewIndex` once it has caught up.
    */
   async startNewIndex(dimensions = this.dims): Promise<string> {
     const versions = await this.versions();
     const next = versionedIndexName(this.name, (versions[versions.length - 1] ?? 0) + 1);
-    await this.createIndex(next, chunkIndexBody(dimensions));
-    await this.client.indices.updateAliases({ actions: moveWriteAliasActions(this.name, next) });
-    this.dims = dimensions;
+    await this.createIndex(next, chunkIndexBody(dimensions, this.replicas));
     return next;
   }
 
+  /** The SearchIndex a rebuild's projection writes through: the concrete index `index`, its own checkpoint. */
+  rebuildInto(index: string, dimensions = this.dims): ElasticsearchSearchIndex {
+    return new ElasticsearchSearchIndex({
+      client: this.client,
+      name: this.name,
+      dimensions,
+      hybrid: this.cfg,
+      refresh: this.refresh,
+      replicas: this.replicas,
+      maxBulkBytes: this.maxBulkBytes,
+      target: index,
+    });
+  }
+
+  private async checkpointOf(index: string): Promise<number> {
+    const res = await this.client.get<{ position: number }>({ index: metaIndex(this.name), id: checkpointDocId(index) }, { ignore: [404] });
+    return res.found && res._source ? res._source.position : 0;
+  }
+
   /**
-   * Points reads at the index being written (starting one first when no rebuild is under
-   * way), in one atomic alias update, then deletes the older versions. Returns the index
-   * now serving reads.
+   * Points reads and writes at the newest version in one atomic alias update, then deletes
+   * the older versions. Refused unless a rebuild (startNewIndex + rebuildInto) exists and
+   * its checkpoint has reached the live index's. Returns the index now serving reads.
    */
   async swapToNewIndex(dimensions = this.dims): Promise<string> {
-    const [reading, writing] = await Promise.all([this.aliasTarget(readAlias(this.name)), this.aliasTarget(writeAlias(this.name))]);
-    const target = writing !== reading ? writing : await this.startNewIndex(dimensions);
+    const live = await this.aliasTarget(readAlias(this.name));
+    const liveVersion = parseIndexVersion(this.name, live) ?? 0;
+    const newer = (await this.versions()).filter((v) => v > liveVersion);
+    if (newer.length === 0) throw new Error(`no rebuild of ${this.name} under way: startNewIndex, replay the log into it (rebuildInto), then swap`);
+    const target = versionedIndexName(this.name, newer[newer.length - 1]);
+    const [rebuilt, current] = await Promise.all([this.checkpointOf(target), this.checkpointOf(live)]);
+    if (rebuilt < current) throw new Error(`rebuild ${target} has reached position ${rebuilt}, the live index ${live} is at ${current}: let it catch up before swapping`);
     await this.client.indices.updateAliases({ actions: swapAliasActions(this.name, target) });
+    this.dims = dimensions;
     const old = (await this.versions()).map((v) => versionedIndexName(this.name, v)).filter((i) => i !== target);
     if (old.length) await this.client.indices.delete({ index: old, ignore_unavailable: true });
     return target;
   }
 
-  /** Deletes every index of this name (tests, decommissioning). */
+  /** Deletes every index of this name (tests, decommissioning): listed, then deleted by name (servers refuse wildcard deletes by default). */
   async dropAll(): Promise<void> {
-    await this.client.indices.delete({ index: [`${this.name}-v*`, metaIndex(this.name)], ignore_unavailable: true, allow_no_indices: true });
+    const indices = [...(await this.versions()).map((v) => versionedIndexName(this.name, v)), metaIndex(this.name)];
+    await this.client.indices.delete({ index: indices, ignore_unavailable: true, allow_no_indices: true });
   }
 
   async upsertDocument(documentId: string, chunks: IndexedChunk[]): Promise<void> {
-    const index = await this.aliasTarget(writeAlias(this.name));
-    if (chunks.length) {
-      const res = await this.client.bulk({ operations: bulkIndexOperations(index, documentId, chunks), refresh: this.refresh });
+    const index = await this.writeIndex();
+    for (const operations of splitBulkOperations(bulkIndexOperations(index, documentId, chunks), this.maxBulkBytes)) {
+      const res = await this.client.bulk({ operations, refresh: this.writeRefresh });
       if (res.errors) {
         const first = res.items.find((i) => i.index?.error)?.index?.error;
         throw new Error(`indexing ${documentId} failed: ${first?.type ?? 'unknown'}: ${first?.reason ?? ''}`);
@@ -165,24 +215,29 @@ export class ElasticsearchSearchIndex implements SearchIndex {
     await this.client.deleteByQuery({ index, query: staleChunksQuery(documentId, keep), refresh: this.refresh, conflicts: 'proceed' });
   }
 
+  /** Where deletions go: every version (the live one and a rebuild's), so an erased document leaves reads at once and a rebuild too. */
+  private deletionTargets(): string {
+    return this.target ?? `${this.name}-v*`;
+  }
+
   async deleteDocument(documentId: string): Promise<void> {
-    await this.client.deleteByQuery({ index: writeAlias(this.name), query: { term: { documentId } }, refresh: this.refresh, conflicts: 'proceed' });
+    await this.client.deleteByQuery({ index: this.deletionTargets(), query: { term: { documentId } }, refresh: this.refresh, conflicts: 'proceed', allow_no_indices: true });
   }
 
   async deleteWorkspace(workspaceId: string): Promise<void> {
-    await this.client.deleteByQuery({ index: writeAlias(this.name), query: { term: { workspaceId } }, refresh: this.refresh, conflicts: 'proceed' });
+    await this.client.deleteByQuery({ index: this.deletionTargets(), query: { term: { workspaceId } }, refresh: this.refresh, conflicts: 'proceed', allow_no_indices: true });
   }
 
   async updateDocumentFields(documentId: string, fields: DocumentFields): Promise<void> {
     const script = updateFieldsScript(fields);
     if (!script.source) return;
-    await this.client.updateByQuery({ index: writeAlias(this.name), query: { term: { documentId } }, script, refresh: this.refresh, conflicts: 'proceed' });
+    await this.client.updateByQuery({ index: await this.writeIndex(), query: { term: { documentId } }, script, refresh: this.refresh, conflicts: 'proceed' });
   }
 
   async search(request: SearchRequest): Promise<SearchHit[]> {
     const k = Math.max(0, Math.floor(request.k));
     if (k === 0) return [];
-    const index = readAlias(this.name);
+    const index = this.target ?? readAlias(this.name);
     const m = Math.max(k, this.cfg.candidates);
     const vector = request.vector && request.vector.length > 0 ? Array.from(request.vector) : undefined;
     if (vector && vector.length !== this.dims) throw new Error(`query vector has ${vector.length} dimensions, index has ${this.dims}`);
@@ -246,27 +301,25 @@ export class ElasticsearchSearchIndex implements SearchIndex {
   }
 
   async countDocuments(filters: SearchFilters): Promise<number> {
-    return (await this.client.count({ index: readAlias(this.name), query: countDocumentsQuery(filters) })).count;
+    return (await this.client.count({ index: this.target ?? readAlias(this.name), query: countDocumentsQuery(filters) })).count;
   }
 
   async getCheckpoint(): Promise<number> {
-    const index = await this.aliasTarget(writeAlias(this.name));
-    const res = await this.client.get<{ position: number }>({ index: metaIndex(this.name), id: checkpointDocId(index) }, { ignore: [404] });
-    return res.found && res._source ? res._source.position : 0;
+    return this.checkpointOf(await this.writeIndex());
   }
 
   async setCheckpoint(position: number): Promise<void> {
-    const index = await this.aliasTarget(writeAlias(this.name));
-    await this.client.index({ index: metaIndex(this.name), id: checkpointDocId(index), document: { position, index }, refresh: this.refresh });
+    const index = await this.writeIndex();
+    await this.client.index({ index: metaIndex(this.name), id: checkpointDocId(index), document: { position, index }, refresh: this.writeRefresh });
   }
 
   async clear(): Promise<void> {
-    const index = await this.aliasTarget(writeAlias(this.name));
+    const index = await this.writeIndex();
     await this.client.deleteByQuery({ index, query: { match_all: {} }, refresh: true, conflicts: 'proceed' });
     await this.client.delete({ index: metaIndex(this.name), id: checkpointDocId(index), refresh: true }, { ignore: [404] });
   }
 
   async close(): Promise<void> {
-    if (this.ownsClient) await this.client.close();
+    if (this.ownsClient && this.target === undefined) await this.client.close();
   }
 }

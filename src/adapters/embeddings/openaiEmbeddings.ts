@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import OpenAI, { APIConnectionError } from 'openai';
 import type { EmbeddingProvider } from '../../ports/embeddings';
 import { unitVector } from '../../search/unitVector';
 
@@ -55,6 +55,8 @@ function statusOf(err: unknown): number | undefined {
 }
 
 function isRetryable(err: unknown): boolean {
+  // openai v6: connection failures and time-outs (APIConnectionTimeoutError extends it); `name` is not set on them.
+  if (err instanceof APIConnectionError) return true;
   const status = statusOf(err);
   if (status === undefined) {
     const name = (err as ErrorLike | null)?.name ?? '';
@@ -63,15 +65,22 @@ function isRetryable(err: unknown): boolean {
   return status === 429 || status === 408 || status >= 500;
 }
 
-/** Server-requested delay (Retry-After seconds) in ms, if any. */
-function retryAfterMs(err: unknown): number | undefined {
+/** Server-requested delay in ms, if any: `retry-after-ms` (OpenAI's), else `Retry-After` in seconds or as an HTTP date. */
+function retryAfterMs(err: unknown, now = Date.now()): number | undefined {
   const h = (err as ErrorLike | null)?.headers;
   if (!h) return undefined;
-  const raw = typeof (h as { get?: unknown }).get === 'function'
-    ? (h as { get: (n: string) => string | null }).get('retry-after')
-    : (h as Record<string, string>)['retry-after'];
-  const secs = raw === null || raw === undefined ? NaN : Number(raw);
-  return Number.isFinite(secs) && secs >= 0 ? secs * 1000 : undefined;
+  const header = (name: string): string | undefined => {
+    const raw = typeof (h as { get?: unknown }).get === 'function' ? (h as { get: (n: string) => string | null }).get(name) : (h as Record<string, string>)[name];
+    return raw === null || raw === undefined ? undefined : String(raw).trim();
+  };
+  const ms = Number(header('retry-after-ms') ?? NaN);
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const raw = header('retry-after');
+  if (raw === undefined || raw === '') return undefined;
+  const secs = Number(raw);
+  if (Number.isFinite(secs) && secs >= 0) return secs * 1000;
+  const at = Date.parse(raw);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /**
@@ -95,7 +104,11 @@ export class OpenAIEmbeddings implements EmbeddingProvider {
   constructor(options: OpenAIEmbeddingsOptions = {}) {
     this.model = options.model ?? 'text-embedding-3-small';
     this.requestDimensions = options.dimensions;
-    this.dimensions = options.dimensions ?? KNOWN_DIMENSIONS[this.model] ?? 0;
+    const dimensions = options.dimensions ?? KNOWN_DIMENSIONS[this.model];
+    if (dimensions === undefined || !Number.isInteger(dimensions) || dimensions <= 0) {
+      throw new Error(`the dimensions of embedding model ${this.model} are not known: set KB_OPENAI_DIMENSIONS to the length of its vectors (known models: ${Object.keys(KNOWN_DIMENSIONS).join(', ')})`);
+    }
+    this.dimensions = dimensions;
     this.modelId = `openai:${this.model}${options.dimensions ? `@${options.dimensions}` : ''}`;
     this.batchSize = Math.min(2048, Math.max(1, Math.floor(options.batchSize ?? 256)));
     this.maxRetries = Math.max(0, Math.floor(options.maxRetries ?? 5));

@@ -43,6 +43,10 @@ export interface EventStoreDbEventStoreOptions {
   pageSize?: number;
   /** Delay before a dropped live subscription is re-opened. */
   resubscribeDelayMs?: number;
+  /** The log is read at least this often even when the live subscription says nothing (default 5000 ms): a silently dead subscription only slows delivery down. */
+  pollIntervalMs?: number;
+  /** The client to use (tests hand in a recorder); built from `connectionString` otherwise. */
+  client?: EventStoreDBClient;
 }
 
 /**
@@ -51,28 +55,36 @@ export interface EventStoreDbEventStoreOptions {
  *
  * Idempotency: event ids become EventStoreDB event ids, so a retried append with the same
  * expected revision is acknowledged by the server without a second copy. Because the
- * server's check is best effort for ANY and does not cover a retry whose expected revision
- * is stale, an append that fails its revision check (or uses 'any') is also checked
- * against the stream: when all of its ids are already there it succeeds, like the
- * embedded store.
+ * server's check does not cover a retry whose expected revision is stale, an append that
+ * fails its revision check is also checked against the stream: when all of its ids are
+ * already there it succeeds, like the embedded store. An 'any' append is not checked first
+ * (that would read the whole stream per append): it relies on the server's id check, which
+ * is best effort (a retry long after the first attempt may be stored twice).
+ *
+ * Reading `$all` (readAll, subscribe, headPosition) needs a user allowed to read it: with
+ * default ACLs, an admin (`esdb://admin:changeit@host:2113`) or a user given `$all` read.
  */
 export class EventStoreDbEventStore implements EventStore {
   private readonly client: EventStoreDBClient;
   private readonly prefix: string;
   private readonly pageSize: number;
   private readonly resubscribeDelayMs: number;
+  private readonly pollIntervalMs: number;
   private readonly active = new Set<Subscription>();
 
   constructor(options: EventStoreDbEventStoreOptions) {
-    this.client = EventStoreDBClient.connectionString(options.connectionString);
+    this.client = options.client ?? EventStoreDBClient.connectionString(options.connectionString);
     this.prefix = options.streamPrefix ?? '';
     this.pageSize = options.pageSize ?? 500;
     this.resubscribeDelayMs = options.resubscribeDelayMs ?? 1000;
+    this.pollIntervalMs = options.pollIntervalMs ?? 5000;
   }
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     const name = toStreamName(this.prefix, streamId);
-    if (events.length === 0 || expected === 'any') {
+    // An 'any' append is not preceded by a read of the stream (a long stream would be read
+    // whole for every append): the server's own idempotency check on event ids covers a retry.
+    if (events.length === 0) {
       const existing = await this.alreadyAppended(name, events);
       if (existing) return existing;
     }
@@ -200,23 +212,33 @@ export class EventStoreDbEventStore implements EventStore {
       live = sub;
       sub.on('confirmation', signal);
       sub.on('data', signal);
-      sub.on('error', (err: Error) => {
-        if (stopped) return;
-        onError?.(err);
+      // A subscription that fails, ends or closes (server restart, leader change, idle
+      // connection dropped) is opened again once, after a delay; reads catch up meanwhile.
+      const dropped = (err?: Error): void => {
+        if (stopped || live !== sub) return;
+        if (err) onError?.(err);
         live = null;
         retryTimer = setTimeout(() => {
           retryTimer = null;
           openLive();
           signal();
         }, this.resubscribeDelayMs);
-      });
+      };
+      sub.on('error', (err: Error) => dropped(err));
+      sub.on('end', () => dropped());
+      sub.on('close', () => dropped());
     };
     openLive();
     const loop = (async () => {
       while (!stopped) {
         if (!dirty) {
+          // Woken by the live subscription, or by the poll interval if it stays silent.
           await new Promise<void>((resolve) => {
-            wake = resolve;
+            const t = setTimeout(signal, this.pollIntervalMs);
+            wake = () => {
+              clearTimeout(t);
+              resolve();
+            };
             if (dirty || stopped) signal();
           });
           continue;

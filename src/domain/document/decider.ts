@@ -14,7 +14,10 @@ import {
 /** Progress of the current processing run (what the processor may append next). */
 export interface RunState {
   processingId: string;
+  /** Every part of the run's text is recorded. */
   extracted: boolean;
+  /** DocumentTextExtracted parts recorded so far (absent: none). */
+  textParts?: number;
   tokenCount: number;
   chunks: number;
   embedded: number;
@@ -69,7 +72,7 @@ export type DocumentCommand =
   | ({ type: 'DeleteDocument'; now: Date } & Actor)
   // Issued by the document processor (system actor) for the run named by processingId.
   | { type: 'ResumeProcessing'; processingId: string; newProcessingId: string; now: Date }
-  | { type: 'RecordTextExtracted'; processingId: string; sections: ExtractedSectionData[]; tokenCount: number; sizeBytes: number }
+  | { type: 'RecordTextExtracted'; processingId: string; sections: ExtractedSectionData[]; tokenCount: number; sizeBytes: number; part?: number; parts?: number }
   | { type: 'RecordChunks'; processingId: string; chunks: ChunkData[] }
   | { type: 'RecordEmbeddings'; processingId: string; modelId: string; dimensions: number; vectors: EmbeddedVector[] }
   | { type: 'MarkVerified'; processingId: string }
@@ -125,7 +128,9 @@ function evolve(s: DocumentState, e: DocumentEvent): DocumentState {
     case 'DocumentProcessingStarted':
       return { ...s, processingStatus: 'PROCESSING', run: emptyRun(e.data.processingId) };
     case 'DocumentTextExtracted':
-      return current(s, e.data.processingId) ? { ...s, run: { ...s.run, extracted: true, tokenCount: e.data.tokenCount } } : s;
+      return current(s, e.data.processingId)
+        ? { ...s, run: { ...s.run, extracted: (e.data.part ?? 0) + 1 >= (e.data.parts ?? 1), textParts: (s.run.textParts ?? 0) + 1, tokenCount: e.data.tokenCount } }
+        : s;
     case 'DocumentChunked':
       return current(s, e.data.processingId) ? { ...s, run: { ...s.run, chunks: s.run.chunks + e.data.chunks.length } } : s;
     case 'ChunksEmbedded':
@@ -244,10 +249,22 @@ function decide(c: DocumentCommand, s: DocumentState): DocumentEvent[] {
     case 'ResumeProcessing':
       if (!liveRun(s, c.processingId)) return [];
       return [{ type: 'DocumentProcessingStarted', data: { ...ids, processingId: c.newProcessingId, reason: 'RESUMED', startedAt: c.now.toISOString() } }];
-    case 'RecordTextExtracted':
+    case 'RecordTextExtracted': {
       if (!liveRun(s, c.processingId)) return [];
       if (s.run.extracted) throw domainError('INVALID_STATE', 'Text of this run was already extracted.');
-      return [{ type: 'DocumentTextExtracted', data: { ...ids, processingId: c.processingId, sections: c.sections, tokenCount: c.tokenCount, sizeBytes: c.sizeBytes } }];
+      const part = c.part ?? 0;
+      const parts = c.parts ?? 1;
+      const recorded = s.run.textParts ?? 0;
+      if (!Number.isInteger(parts) || parts < 1 || part !== recorded || part >= parts) {
+        throw domainError('INVALID_STATE', `Text part ${part} of ${parts} out of order (${recorded} recorded).`);
+      }
+      return [
+        {
+          type: 'DocumentTextExtracted',
+          data: { ...ids, processingId: c.processingId, sections: c.sections, tokenCount: c.tokenCount, sizeBytes: c.sizeBytes, ...(parts > 1 ? { part, parts } : {}) },
+        },
+      ];
+    }
     case 'RecordChunks':
       if (!liveRun(s, c.processingId)) return [];
       if (!s.run.extracted) throw domainError('INVALID_STATE', 'Chunks before extracted text.');

@@ -19,6 +19,8 @@ export interface ExtractedSectionData {
   text: string;
   page?: number;
   section?: string;
+  /** This piece continues the previous one (a long section cut to keep events small): joined to it without a separator. */
+  continued?: boolean;
 }
 
 export interface ChunkData {
@@ -51,7 +53,16 @@ export type DocumentUploaded = D<
   }
 >;
 export type DocumentProcessingStarted = D<'DocumentProcessingStarted', { processingId: string; reason: ProcessingReason; startedAt: string }>;
-export type DocumentTextExtracted = D<'DocumentTextExtracted', { processingId: string; sections: ExtractedSectionData[]; tokenCount: number; sizeBytes: number }>;
+/**
+ * The run's text, in one event or (a large document) in `parts` events numbered by `part`
+ * from 0 (absent: one event), each under MAX_EVENT_BYTES. Every part carries the run's
+ * totals (tokenCount, sizeBytes: UTF-8 bytes of the whole text); the text is the parts'
+ * sections in order, joined by joinSections.
+ */
+export type DocumentTextExtracted = D<
+  'DocumentTextExtracted',
+  { processingId: string; sections: ExtractedSectionData[]; tokenCount: number; sizeBytes: number; part?: number; parts?: number }
+>;
 /** Chunks of one run, in one or more events (batches in index order). */
 export type DocumentChunked = D<'DocumentChunked', { processingId: string; chunks: ChunkData[] }>;
 /** Vectors of a batch of chunks, with the model that made them: the index can be rebuilt without re-embedding. */
