@@ -74,10 +74,12 @@ export function createApp(ctx: AppContext): express.Express {
     next();
   });
 
-  // No CORS (the service answers its own origin only): OPTIONS is not a method of any route,
-  // rather than express's automatic unauthenticated "Allow" answer.
+  // No CORS (the service answers its own origin only): OPTIONS is refused in the envelope
+  // rather than answered by express's automatic, unauthenticated "Allow". The tool endpoint is
+  // the exception the spec names ("OPTIONS is accepted"): its route answers it.
   app.use((req: Request, _res: Response, next: NextFunction) => {
-    next(req.method === 'OPTIONS' ? new HttpError(405, 'METHOD_NOT_ALLOWED', 'OPTIONS is not supported: this API answers no cross-origin requests.') : undefined);
+    const refused = req.method === 'OPTIONS' && familyOf(req.path) !== 'mcp';
+    next(refused ? new HttpError(405, 'METHOD_NOT_ALLOWED', 'OPTIONS is not supported: this API answers no cross-origin requests.') : undefined);
   });
 
   app.use(writeRateLimit(ctx));
