@@ -49,6 +49,9 @@ import { documentProcessorService } from './processing/documentProcessor';
 import { instructionSetDocumentCleanup } from '../commands/instructionSet/documentCleanup';
 import { queryHistorySweeper } from '../queries/searchLink/linkUsage';
 import { erasureService } from './audit/erasureService';
+import { MAIL_SENDER, MailSender } from './ports/mail';
+import { outboxMailSender, smtpMailSender } from './adapters/mail/nodemailerMail';
+import { identityMailer } from '../commands/user/identityMailer';
 
 /** The JWT secret: from the environment, else generated once and kept owner-only in the data dir. */
 function jwtSecret(config: Config): string {
@@ -82,6 +85,7 @@ const serviceFactories: ((di: DependencyContainer, ctx: AppContext) => AppContex
   (_di, ctx) => instructionSetDocumentCleanup(ctx),
   (_di, ctx) => queryHistorySweeper(ctx),
   (di, ctx) => erasureService(ctx, { keyStore: di.resolve(KEY_STORE), afterErasure: optional<() => void>(di, COMPACT_SEARCH_INDEX) }),
+  (di, ctx) => identityMailer(ctx, di.resolve<MailSender>(MAIL_SENDER)),
 ];
 
 export interface BuildOptions {
@@ -222,6 +226,13 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     const file = path.join(config.dataDir, 'search.db');
     di.register(COMPACT_SEARCH_INDEX, { useValue: () => void optimizeEmbeddedIndex(file) });
   }
+  // Mail: SMTP when KB_SMTP_URL is set, else .eml files in the data dir's outbox.
+  const m = config.mail;
+  const mail: MailSender = m.smtpUrl
+    ? smtpMailSender({ url: m.smtpUrl, from: m.from, tlsRejectUnauthorized: m.tlsRejectUnauthorized, requireTls: m.requireTls, timeoutMs: m.timeoutMs })
+    : outboxMailSender(path.join(config.dataDir, 'outbox'), m.from);
+  di.register(MAIL_SENDER, { useValue: mail });
+  closers.push(() => mail.close());
   di.register(EXTRA_CLOSERS, { useValue: closers });
 
   const projections = projectionFactories.map((f) => f(di));
