@@ -51,25 +51,13 @@ function mailableOf(e: RecordedEvent): Mailable | null {
         body: (link, exp) =>
           `Someone (hopefully you) asked to reset the password of your account.\n\nChoose a new password here:\n\n${link}\n\nThe link works once and expires at ${exp}. Using it signs you out everywhere.\nIf you did not ask, ignore this mail: your password stays as it is.\n`,
       };
-    case 'InvitationCreated':
-      return {
-        purpose: 'invitation',
-        subjectId: d.workspaceId as string,
-        requestId: d.invitationId as string,
-        to: d.email,
-        expiresAt: d.expiresAt,
-        path: '/accept-invitation',
-        subject: 'You are invited to a knowledge-base workspace',
-        body: (link, exp) => `You have been invited to join a workspace.\n\nAccept the invitation here:\n\n${link}\n\nThe invitation expires at ${exp}.\n`,
-      };
     default:
       return null;
   }
 }
 
 /**
- * Process manager: sends the mails the log asks for (verification, password reset,
- * invitation) and signs every session out after a password reset.
+ * Process manager: sends the mails the log asks for (verification, password reset) and signs every session out after a password reset.
  *
  * Idempotent by event id: an event whose id is in `mail_sent` is not sent again, and the id
  * is recorded right after the port accepted the message. A crash between those two steps

@@ -220,6 +220,44 @@ describe('identity with the outbox (embedded default): outbox, sessions, TOTP', 
     expect((await u.api.get('/v1/auth/sessions')).body.data).toHaveLength(1);
   });
 
+
+  it('workspace settings requireVerifiedEmail and requireMfa keep out members who do not meet them (API keys stay usable)', async () => {
+    const owner = await register('ws-owner@example.com');
+    const member = await register('ws-member@example.com');
+    const ws = await owner.api.post('/v1/workspaces', { name: 'Regulated' });
+    expect(ws.status).toBe(201);
+    const wsId = ws.body.id as string;
+    expect((await owner.api.post(`/v1/workspaces/${wsId}/members`, { userId: member.id, role: 'MEMBER' })).status).toBe(201);
+    // The owner must meet a requirement before imposing it.
+    const early = await owner.api.put(`/v1/workspaces/${wsId}`, { settings: { requireVerifiedEmail: true } });
+    expect(early.status).toBe(403);
+    expect(early.body.error.code).toBe('EMAIL_NOT_VERIFIED');
+    const dir = path.join(server.dataDir, 'outbox');
+    const verifyFrom = async (email: string) => {
+      const raw = await waitFor(`mail to ${email}`, () => fs.readdirSync(dir).map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).find((r) => r.includes(`To: ${email}`)));
+      expect((await client(server.url).post('/v1/auth/verify-email', { token: tokenOf(linkIn(raw, 'verify-email')) })).status).toBe(200);
+    };
+    await verifyFrom('ws-owner@example.com');
+    expect((await owner.api.put(`/v1/workspaces/${wsId}`, { settings: { requireVerifiedEmail: true } })).status).toBe(200);
+    const blocked = await member.api.get(`/v1/workspaces/${wsId}`);
+    expect(blocked.status).toBe(403);
+    expect(blocked.body.error.code).toBe('EMAIL_NOT_VERIFIED');
+    await verifyFrom('ws-member@example.com');
+    expect((await member.api.get(`/v1/workspaces/${wsId}`)).status).toBe(200);
+
+    expect((await owner.api.put(`/v1/workspaces/${wsId}`, { settings: { requireMfa: true } })).body.error.code).toBe('MFA_ENROLMENT_REQUIRED');
+    const enrol = await owner.api.post('/v1/auth/mfa/totp', {});
+    expect((await owner.api.post('/v1/auth/mfa/totp/confirm', { code: totp(base32Decode(enrol.body.secret), Date.now() / 1000) })).status).toBe(200);
+    expect((await owner.api.put(`/v1/workspaces/${wsId}`, { settings: { requireMfa: true } })).status).toBe(200);
+    const key = await member.api.post('/v1/api-keys', { name: 'ci' });
+    const noMfa = await member.api.get(`/v1/workspaces/${wsId}`);
+    expect(noMfa.status).toBe(403);
+    expect(noMfa.body.error.code).toBe('MFA_ENROLMENT_REQUIRED');
+    expect((await client(server.url, key.body.key).get(`/v1/workspaces/${wsId}`)).status).toBe(200);
+    expect((await owner.api.get(`/v1/workspaces/${wsId}`)).status).toBe(200);
+    expect((await owner.api.put(`/v1/workspaces/${wsId}`, { settings: { requireMfaX: true } })).status).toBe(400);
+  });
+
   it('TOTP: enrol, confirm, sign-in asks for the code, recovery codes work once, disable with a code', async () => {
     const u = await register('mfa@example.com');
     const anon = client(server.url);
