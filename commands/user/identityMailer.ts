@@ -4,6 +4,7 @@ import { checkpointedConsumer, eachEvent, followingService, readStoreCheckpoint 
 import { MailMessage, MailSender } from '../../src/ports/mail';
 import { identityKeys, MailTokenPurpose } from '../../src/security/identityKeys';
 import { revokeAllSessions } from './sessions';
+import { joinByInvitation } from './invitationSignup';
 
 const CHECKPOINT = 'identity_mailer';
 
@@ -51,13 +52,26 @@ function mailableOf(e: RecordedEvent): Mailable | null {
         body: (link, exp) =>
           `Someone (hopefully you) asked to reset the password of your account.\n\nChoose a new password here:\n\n${link}\n\nThe link works once and expires at ${exp}. Using it signs you out everywhere.\nIf you did not ask, ignore this mail: your password stays as it is.\n`,
       };
+    case 'InvitationCreated':
+      return {
+        purpose: 'invitation',
+        subjectId: d.workspaceId as string,
+        requestId: d.invitationId as string,
+        to: d.email,
+        expiresAt: d.expiresAt,
+        path: '/accept-invitation',
+        subject: 'You are invited to a knowledge-base workspace',
+        body: (link, exp) =>
+          `You have been invited to join a workspace.\n\nAccept the invitation here (it creates your account if you have none):\n\n${link}\n\nThe invitation expires at ${exp}.\n`,
+      };
     default:
       return null;
   }
 }
 
 /**
- * Process manager: sends the mails the log asks for (verification, password reset) and signs every session out after a password reset.
+ * Process manager: sends the mails the log asks for (verification, password reset,
+ * invitation), completes the membership of an account created from an invitation, and signs every session out after a password reset.
  *
  * Idempotent by event id: an event whose id is in `mail_sent` is not sent again, and the id
  * is recorded right after the port accepted the message. A crash between those two steps
@@ -77,6 +91,14 @@ export function identityMailer(ctx: AppContext, mail: MailSender): AppContext['s
       const { userId } = e.data as { userId: string };
       if (!(await ctx.runner.waitFor(e.position, 30_000))) throw new Error('read models did not catch up; retrying');
       await revokeAllSessions(ctx, { actorId: userId, authMethod: 'system', correlationId: e.metadata.correlationId, now: new Date() }, userId, 'password_reset');
+      return;
+    }
+    if (e.type === 'UserRegistered') {
+      const d = e.data as { userId: string; email: string; invitation?: { workspaceId: string; invitationId: string } };
+      if (!d.invitation) return;
+      if (!(await ctx.runner.waitFor(e.position, 30_000))) throw new Error('read models did not catch up; retrying');
+      // The account was created by accepting an invitation: the membership follows (idempotent; the route usually did it already).
+      await joinByInvitation(ctx, { actorId: d.userId, authMethod: 'system', correlationId: e.metadata.correlationId, now: new Date() }, d.invitation.invitationId, d.email);
       return;
     }
     const m = mailableOf(e);

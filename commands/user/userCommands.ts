@@ -13,7 +13,7 @@ import { deviceLabel } from './sessions';
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
 /** Register an account; a verification mail is asked for in the same append (unless `emailVerified`). */
-export async function registerUser(ctx: AppContext, cc: CommandContext, input: { email: string; password: string; name: string; emailVerified?: boolean; userId?: string }) {
+export async function registerUser(ctx: AppContext, cc: CommandContext, input: { email: string; password: string; name: string; emailVerified?: boolean; userId?: string; invitation?: { workspaceId: string; invitationId: string } }) {
   const email = normalizeEmail(input.email);
   const userId = input.userId ?? randomUUID();
   const passwordHash = await hashPassword(input.password);
@@ -22,7 +22,7 @@ export async function registerUser(ctx: AppContext, cc: CommandContext, input: {
     ctx.eventStore,
     userStream(sha256Hex(email)),
     userDecider,
-    { type: 'RegisterUser', userId, email, name: input.name.trim(), passwordHash, now: cc.now, verification, emailVerified: input.emailVerified },
+    { type: 'RegisterUser', userId, email, name: input.name.trim(), passwordHash, now: cc.now, verification, emailVerified: input.emailVerified, invitation: input.invitation },
     { ...cc, actorId: userId },
   );
   const e = r.events[0];

@@ -89,6 +89,8 @@ describe('identity over SMTP: verification and password reset', () => {
     const ok = await anon.post('/v1/auth/verify-email', { token: tokenOf(link) });
     expect(ok.status).toBe(200);
     expect((await u.api.get('/v1/auth/me')).body).toMatchObject({ emailVerified: true, mfaEnabled: false });
+    const trail = await u.api.get('/v1/auth/security-events');
+    expect(trail.body.data.map((e: { action: string }) => e.action)).toEqual(expect.arrayContaining(['UserRegistered', 'EmailVerificationRequested', 'EmailVerified', 'SessionStarted']));
     const again = await anon.post('/v1/auth/verify-email', { token: tokenOf(link) });
     expect(again.status).toBe(400);
     expect(again.body.error.code).toBe('INVALID_TOKEN');
@@ -140,6 +142,35 @@ describe('identity over SMTP: verification and password reset', () => {
     expect((await anon.post('/v1/auth/forgot-password', { email: 'reset@example.com' })).status).toBe(429);
     expect((await anon.post('/v1/auth/forgot-password', { email: 'nobody@example.com' })).status).toBe(202);
     expect((await anon.post('/v1/auth/forgot-password', { email: 'nobody@example.com' })).status).toBe(429);
+  });
+
+
+  it('an invitation mail lets someone without an account join in one step (account pre-verified, membership, session)', async () => {
+    const owner = await register('inviter@example.com');
+    const ws = await owner.api.post('/v1/workspaces', { name: 'Invited' });
+    const inv = await owner.api.post(`/v1/workspaces/${ws.body.id}/invite`, { email: 'Newcomer@Example.com', role: 'MEMBER' });
+    expect(inv.status).toBe(201);
+    const mail = await waitFor('invitation mail', mailTo('newcomer@example.com', /Subject: You are invited/));
+    const token = tokenOf(linkIn(mail.raw, 'accept-invitation'));
+    const anon = client(server.url);
+    expect((await anon.post('/v1/auth/accept-invitation', { token: `${token}x`, name: 'New', password: 'a good password' })).body.error.code).toBe('INVALID_TOKEN');
+    const joined = await anon.post('/v1/auth/accept-invitation', { token, name: 'New', password: 'a good password' });
+    expect(joined.status).toBe(201);
+    expect(joined.body).toMatchObject({ user: { email: 'newcomer@example.com', emailVerified: true }, workspaceId: ws.body.id });
+    const api = client(server.url, joined.body.accessToken);
+    expect((await api.get('/v1/auth/me')).body).toMatchObject({ email: 'newcomer@example.com', emailVerified: true });
+    const seen = await api.get(`/v1/workspaces/${ws.body.id}`);
+    expect(seen.status).toBe(200);
+    const again = await anon.post('/v1/auth/accept-invitation', { token, name: 'New', password: 'a good password' });
+    expect(again.status).toBe(404);
+    expect(again.body.error.code).toBe('INVITATION_NOT_FOUND');
+    // Someone who has an account is told to sign in and accept.
+    await register('member-already@example.com');
+    await owner.api.post(`/v1/workspaces/${ws.body.id}/invite`, { email: 'member-already@example.com', role: 'MEMBER' });
+    const m2 = await waitFor('second invitation', mailTo('member-already@example.com', /Subject: You are invited/));
+    const taken = await anon.post('/v1/auth/accept-invitation', { token: tokenOf(linkIn(m2.raw, 'accept-invitation')), name: 'X', password: 'a good password' });
+    expect(taken.status).toBe(409);
+    expect(taken.body.error.code).toBe('EMAIL_TAKEN');
   });
 
   it('the security trail shows verification and reset; no token or seed reaches the log files or the server output', async () => {

@@ -31,6 +31,7 @@ export type RegisterUser = {
   verification?: { requestId: string; expiresAt: Date };
   /** The address is already proven (an e-mailed invitation was accepted). */
   emailVerified?: boolean;
+  invitation?: { workspaceId: string; invitationId: string };
 };
 export type UserCommand =
   | RegisterUser
@@ -85,7 +86,7 @@ export const userDecider = {
       if (s.exists) throw domainError('EMAIL_TAKEN', 'An account with this email already exists.');
       const registered: UserEvent = {
         type: 'UserRegistered',
-        data: { userId: c.userId, email: c.email, name: c.name, passwordHash: c.passwordHash, registeredAt: c.now.toISOString(), ...(c.emailVerified ? { emailVerified: true } : {}) },
+        data: { userId: c.userId, email: c.email, name: c.name, passwordHash: c.passwordHash, registeredAt: c.now.toISOString(), ...(c.emailVerified ? { emailVerified: true } : {}), ...(c.invitation ? { invitation: c.invitation } : {}) },
       };
       if (!c.verification || c.emailVerified) return [registered];
       return [registered, { type: 'EmailVerificationRequested', data: { userId: c.userId, requestId: c.verification.requestId, email: c.email, expiresAt: c.verification.expiresAt.toISOString() } }];

@@ -1,8 +1,11 @@
 import { DomainEvent } from '../event';
 import { EventCatalog } from '../eventTraits';
 
-/** `emailVerified`: the account was created already verified (accepting an e-mailed invitation). */
-export type UserRegistered = DomainEvent<'UserRegistered', { userId: string; email: string; name: string; passwordHash: string; registeredAt: string; emailVerified?: boolean }>;
+/**
+ * `emailVerified`: the account was created already verified; `invitation`: by accepting this
+ * e-mailed invitation (the identity process manager completes the membership from it).
+ */
+export type UserRegistered = DomainEvent<'UserRegistered', { userId: string; email: string; name: string; passwordHash: string; registeredAt: string; emailVerified?: boolean; invitation?: { workspaceId: string; invitationId: string } }>;
 /**
  * A verification or reset mail is due. The token mailed is derived from `requestId` under
  * the install's identity key (src/security/identityKeys.ts): no token, nor anything it can

@@ -3,6 +3,7 @@ import { AppContext } from '../../app/context';
 import { createApiKey, login, logout, refresh, registerUser, revokeApiKey, SessionOrigin } from '../../../commands/user/userCommands';
 import { requestEmailVerification, requestPasswordReset, resetPassword, verifyEmail } from '../../../commands/user/emailFlows';
 import { revokeAllSessions, revokeSession } from '../../../commands/user/sessions';
+import { acceptInvitationAsNewcomer } from '../../../commands/user/invitationSignup';
 import { challengeIdOf, confirmTotp, disableTotp, loginWithMfa, startTotpEnrollment } from '../../../commands/user/mfa';
 import { accountEvents, listApiKeys, listSessions, userById } from '../../../queries/user/userQueries';
 import { DomainError } from '../../domain/errors';
@@ -23,9 +24,10 @@ const ResetBody = strict(t.type({ token: boundedString(1, 512), password: bounde
 const MfaLoginBody = strict(t.type({ challenge: boundedString(1, 2048), code: boundedString(1, 64) }));
 const CodeBody = strict(t.type({ code: boundedString(1, 64) }));
 const EmptyBody = strict(t.partial({}));
+const InvitationSignupBody = strict(t.type({ token: boundedString(1, 512), name: HumanName(200), password: boundedString(8, 1024, 'password (8+ characters)') }));
 
 /** The JSON body codecs of these routes (property tests walk them). */
-export const authBodies = { RegisterBody, LoginBody, RefreshBody, ApiKeyBody, TokenBody, ForgotBody, ResetBody, MfaLoginBody, CodeBody };
+export const authBodies = { RegisterBody, LoginBody, RefreshBody, ApiKeyBody, TokenBody, ForgotBody, ResetBody, MfaLoginBody, CodeBody, InvitationSignupBody };
 
 const originOf = (req: Request): SessionOrigin => ({ userAgent: req.headers['user-agent'], ip: req.ip });
 const HOUR = 3600;
@@ -97,6 +99,14 @@ export function authRoutes(ctx: AppContext): RouteModule {
     const r = await resetPassword(ctx, commandContext(ctx, req), body.token, body.password);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     res.json({ passwordReset: true, sessionsRevoked: true });
+  });
+
+  // An e-mailed invitation accepted by someone without an account: account (pre-verified) + membership + session.
+  v1.post('/auth/accept-invitation', credentialLimit, async (req, res) => {
+    const body = decode(InvitationSignupBody, req.body);
+    const r = await acceptInvitationAsNewcomer(ctx, commandContext(ctx, req), body, originOf(req));
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.status(201).json({ user: { id: r.userId, email: r.email, emailVerified: true }, workspaceId: r.workspaceId, accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
   });
 
   v1.get('/auth/sessions', requireAuth(ctx), async (req, res) => {
