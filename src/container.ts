@@ -50,8 +50,10 @@ import { instructionSetDocumentCleanup } from '../commands/instructionSet/docume
 import { queryHistorySweeper } from '../queries/searchLink/linkUsage';
 import { erasureService } from './audit/erasureService';
 import { MAIL_SENDER, MailSender } from './ports/mail';
+import { IDENTITY_PROVIDER, IdentityProvider } from './ports/identityProvider';
 import { outboxMailSender, smtpMailSender } from './adapters/mail/nodemailerMail';
 import { identityMailer } from '../commands/user/identityMailer';
+import { openidClientProvider } from './adapters/oidc/openidClientProvider';
 
 /** The JWT secret: from the environment, else generated once and kept owner-only in the data dir. */
 function jwtSecret(config: Config): string {
@@ -232,6 +234,8 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     ? smtpMailSender({ url: m.smtpUrl, from: m.from, tlsRejectUnauthorized: m.tlsRejectUnauthorized, requireTls: m.requireTls, timeoutMs: m.timeoutMs })
     : outboxMailSender(path.join(config.dataDir, 'outbox'), m.from);
   di.register(MAIL_SENDER, { useValue: mail });
+  // Single sign-on when KB_OIDC_ISSUER is set (discovery happens at the first sign-in).
+  if (config.oidc) di.register(IDENTITY_PROVIDER, { useValue: openidClientProvider(config.oidc) });
   closers.push(() => mail.close());
   di.register(EXTRA_CLOSERS, { useValue: closers });
 
@@ -249,6 +253,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     queryEmbeddings: di.resolve<EmbeddingProvider>(QUERY_EMBEDDINGS),
     scratchReadStore: () => new SqliteReadStore(':memory:'),
     rateLimiter,
+    ...(optional<IdentityProvider>(di, IDENTITY_PROVIDER) ? { identityProvider: optional<IdentityProvider>(di, IDENTITY_PROVIDER) } : {}),
     jwtSecret: jwtSecret(config),
     now: () => new Date(),
     projections,

@@ -64,7 +64,7 @@ export async function login(ctx: AppContext, cc: CommandContext, input: { email:
 }
 
 /** Start a session (a refresh-token family) for a user whose credentials were checked. */
-export async function startSession(ctx: AppContext, cc: CommandContext, userId: string, origin: SessionOrigin, method: 'password' | 'mfa') {
+export async function startSession(ctx: AppContext, cc: CommandContext, userId: string, origin: SessionOrigin, method: 'password' | 'mfa' | 'sso') {
   const sessionId = randomUUID();
   const refresh = newRefreshToken(sessionId);
   const expiresAt = new Date(cc.now.getTime() + ctx.config.refreshTokenTtl * 1000);

@@ -71,6 +71,12 @@ const Env = t.partial({
   KB_FORGOT_PASSWORD_PER_EMAIL_PER_HOUR: PositiveInt,
   KB_MFA_CHALLENGE_TTL: PositiveInt,
   KB_MFA_ATTEMPTS_PER_CHALLENGE: PositiveInt,
+  KB_OIDC_ISSUER: t.string,
+  KB_OIDC_CLIENT_ID: t.string,
+  KB_OIDC_CLIENT_SECRET: t.string,
+  KB_OIDC_ALLOWED_DOMAINS: t.string,
+  KB_OIDC_REDIRECT_URI: t.string,
+  KB_OIDC_TIMEOUT_MS: PositiveInt,
 });
 
 export interface Config {
@@ -143,6 +149,8 @@ export interface Config {
     mfaChallengeTtl: number;
     mfaAttemptsPerChallenge: number;
   };
+  /** OpenID Connect single sign-on; absent when KB_OIDC_ISSUER is unset. `allowedDomains` empty: any. */
+  oidc?: { issuer: string; clientId: string; clientSecret: string; allowedDomains: string[]; redirectUri: string; timeoutMs: number };
 }
 
 /**
@@ -236,6 +244,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       mfaChallengeTtl: e.KB_MFA_CHALLENGE_TTL ?? 300,
       mfaAttemptsPerChallenge: e.KB_MFA_ATTEMPTS_PER_CHALLENGE ?? 5,
     },
+    oidc: e.KB_OIDC_ISSUER
+      ? {
+          issuer: e.KB_OIDC_ISSUER,
+          clientId: e.KB_OIDC_CLIENT_ID ?? '',
+          clientSecret: e.KB_OIDC_CLIENT_SECRET ?? '',
+          allowedDomains: (e.KB_OIDC_ALLOWED_DOMAINS ?? '').split(',').map((x) => x.trim().toLowerCase()).filter(Boolean),
+          redirectUri: e.KB_OIDC_REDIRECT_URI ?? `${baseUrl}/v1/auth/oidc/callback`,
+          timeoutMs: e.KB_OIDC_TIMEOUT_MS ?? 10_000,
+        }
+      : undefined,
   };
   const concurrency = e.KB_PROCESSING_CONCURRENCY ?? defaultProcessingConcurrency();
   // By default one slot always stays free for the other workspaces.
@@ -248,6 +266,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.embeddings === 'openai' && !config.openai.apiKey && !config.openai.baseUrl) missing.push('KB_OPENAI_API_KEY or KB_OPENAI_BASE_URL (KB_EMBEDDINGS=openai)');
   if (config.unknownTokenPerMinute < 1) missing.push('KB_UNKNOWN_TOKEN_PER_MINUTE must be at least 1');
   if (config.mail.smtpUrl !== undefined && !/^smtps?:\/\//.test(config.mail.smtpUrl)) missing.push('KB_SMTP_URL must start with smtp:// or smtps://');
+  if (config.oidc && (!config.oidc.clientId || !config.oidc.clientSecret)) missing.push('KB_OIDC_CLIENT_ID and KB_OIDC_CLIENT_SECRET (KB_OIDC_ISSUER is set)');
   if (config.chunkOverlap >= config.chunkTokens) missing.push('KB_CHUNK_OVERLAP must be smaller than KB_CHUNK_TOKENS');
   if (missing.length) throw new ConfigError(`Invalid configuration, missing or inconsistent:\n  ${missing.join('\n  ')}`);
   return config;

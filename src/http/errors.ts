@@ -29,6 +29,11 @@ const STATUS: Record<ErrorCode, number> = {
   // The workspace requires verified e-mail addresses (settings.requireVerifiedEmail).
   EMAIL_NOT_VERIFIED: 403,
   SESSION_NOT_FOUND: 404,
+  SSO_NOT_CONFIGURED: 404,
+  // The provider refused, the state or PKCE check failed, or the address is not verified there.
+  SSO_FAILED: 401,
+  SSO_DOMAIN_NOT_ALLOWED: 403,
+  SSO_ACCOUNT_MISMATCH: 409,
   FORBIDDEN: 403,
   PUBLIC_LINKS_DISABLED: 403,
   REGISTRATION_DISABLED: 403,

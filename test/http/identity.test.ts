@@ -196,6 +196,12 @@ describe('identity with the outbox (embedded default): outbox, sessions, TOTP', 
   });
   afterAll(async () => server.stop());
 
+  it('single sign-on answers 404 SSO_NOT_CONFIGURED without KB_OIDC_ISSUER', async () => {
+    const r = await client(server.url).get('/v1/auth/oidc/start');
+    expect(r.status).toBe(404);
+    expect(r.body.error.code).toBe('SSO_NOT_CONFIGURED');
+  });
+
   it('writes one .eml per message and logs the link without its token', async () => {
     const anon = client(server.url);
     const reg = await anon.post('/v1/auth/register', { email: 'outbox@example.com', password: 'correct horse battery', name: 'O' });

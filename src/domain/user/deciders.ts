@@ -18,6 +18,8 @@ export type UserState =
       /** Requests already used (single use). */
       used: Set<string>;
       mfa: MfaState;
+      /** OpenID issuer → subject linked to this account. */
+      sso: Map<string, string>;
     };
 
 export type RegisterUser = {
@@ -42,7 +44,8 @@ export type UserCommand =
   | { type: 'StartMfaEnrollment'; sealedSecret: string; now: Date }
   | { type: 'ConfirmMfa'; sealedSecret: string; recoveryCodeHashes: string[]; now: Date }
   | { type: 'UseRecoveryCode'; codeHash: string; now: Date }
-  | { type: 'DisableMfa'; now: Date };
+  | { type: 'DisableMfa'; now: Date }
+  | { type: 'LinkSsoIdentity'; issuer: string; subject: string; now: Date };
 
 const invalidToken = () => domainError('INVALID_TOKEN', 'The link is invalid or has already been used.');
 
@@ -50,7 +53,7 @@ export const userDecider = {
   initialState: (): UserState => ({ exists: false }),
   evolve: (s: UserState, e: UserEvent): UserState => {
     if (e.type === 'UserRegistered') {
-      return { exists: true, userId: e.data.userId, emailVerified: e.data.emailVerified === true, verifications: new Map(), resets: new Map(), used: new Set(), mfa: { status: 'off' } };
+      return { exists: true, userId: e.data.userId, emailVerified: e.data.emailVerified === true, verifications: new Map(), resets: new Map(), used: new Set(), mfa: { status: 'off' }, sso: new Map() };
     }
     if (!s.exists) return s;
     switch (e.type) {
@@ -75,6 +78,8 @@ export const userDecider = {
       }
       case 'MfaDisabled':
         return { ...s, mfa: { status: 'off' } };
+      case 'SsoIdentityLinked':
+        return { ...s, sso: new Map(s.sso).set(e.data.issuer, e.data.subject) };
       default: {
         const _never: never = e;
         return _never;
@@ -124,6 +129,13 @@ export const userDecider = {
       case 'DisableMfa':
         if (s.mfa.status === 'off') return [];
         return [{ type: 'MfaDisabled', data: { userId, disabledAt: c.now.toISOString() } }];
+      case 'LinkSsoIdentity': {
+        const linked = s.sso.get(c.issuer);
+        if (linked === c.subject) return [];
+        // The provider now names another person with this address: never merge them silently.
+        if (linked !== undefined) throw domainError('SSO_ACCOUNT_MISMATCH', 'This account is linked to another identity at the provider.');
+        return [{ type: 'SsoIdentityLinked', data: { userId, issuer: c.issuer, subject: c.subject, linkedAt: c.now.toISOString() } }];
+      }
       default: {
         const _never: never = c;
         return _never;
@@ -178,7 +190,7 @@ export type SessionState =
   | { status: 'active' | 'revoked'; sessionId: string; userId: string; currentHash: string; usedHashes: string[]; expiresAt: string };
 
 export type SessionCommand =
-  | { type: 'StartSession'; sessionId: string; userId: string; refreshTokenHash: string; expiresAt: Date; device?: string; ipHash?: string; now?: Date; method?: 'password' | 'mfa' }
+  | { type: 'StartSession'; sessionId: string; userId: string; refreshTokenHash: string; expiresAt: Date; device?: string; ipHash?: string; now?: Date; method?: 'password' | 'mfa' | 'sso' }
   | { type: 'RotateRefreshToken'; presentedHash: string; newHash: string; expiresAt: Date; now: Date }
   | { type: 'EndSession'; presentedHash: string }
   /** Revoke by the owner (`userId` must match: another user's session is reported missing). */

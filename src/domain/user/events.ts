@@ -21,8 +21,11 @@ export type MfaEnrollmentStarted = DomainEvent<'MfaEnrollmentStarted', { userId:
 export type MfaEnabled = DomainEvent<'MfaEnabled', { userId: string; recoveryCodeHashes: string[]; enabledAt: string }>;
 export type MfaRecoveryCodeUsed = DomainEvent<'MfaRecoveryCodeUsed', { userId: string; codeHash: string; usedAt: string }>;
 export type MfaDisabled = DomainEvent<'MfaDisabled', { userId: string; disabledAt: string }>;
+/** The account signs in through an OpenID provider as `subject` of `issuer`. */
+export type SsoIdentityLinked = DomainEvent<'SsoIdentityLinked', { userId: string; issuer: string; subject: string; linkedAt: string }>;
 export type UserEvent =
   | UserRegistered
+  | SsoIdentityLinked
   | EmailVerificationRequested
   | EmailVerified
   | PasswordResetRequested
@@ -39,7 +42,7 @@ export type ApiKeyEvent = ApiKeyCreated | ApiKeyRevoked;
 /** `device` (a label from the User-Agent), `ipHash` (keyed hash of the client IP) and `startedAt`: absent on sessions from before they were recorded. */
 export type SessionStarted = DomainEvent<
   'SessionStarted',
-  { sessionId: string; userId: string; refreshTokenHash: string; expiresAt: string; device?: string; ipHash?: string; startedAt?: string; method?: 'password' | 'mfa' }
+  { sessionId: string; userId: string; refreshTokenHash: string; expiresAt: string; device?: string; ipHash?: string; startedAt?: string; method?: 'password' | 'mfa' | 'sso' }
 >;
 export type RefreshTokenRotated = DomainEvent<'RefreshTokenRotated', { sessionId: string; userId: string; previousHash: string; refreshTokenHash: string; expiresAt: string }>;
 export type SessionRevoked = DomainEvent<'SessionRevoked', { sessionId: string; userId: string; reason: SessionRevokedReason }>;
@@ -61,6 +64,7 @@ export const userEventTraits: EventCatalog<UserEvent | ApiKeyEvent | SessionEven
   MfaEnabled: { audit: [], encrypted: [] },
   MfaRecoveryCodeUsed: { audit: [], encrypted: [] },
   MfaDisabled: { audit: [], encrypted: [] },
+  SsoIdentityLinked: { audit: ['issuer'], encrypted: [] },
   ApiKeyCreated: { audit: ['name'], encrypted: [] },
   ApiKeyRevoked: { audit: [], encrypted: [] },
   SessionStarted: { audit: ['device', 'method'], encrypted: [] },

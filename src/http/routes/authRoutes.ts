@@ -4,6 +4,7 @@ import { createApiKey, login, logout, refresh, registerUser, revokeApiKey, Sessi
 import { requestEmailVerification, requestPasswordReset, resetPassword, verifyEmail } from '../../../commands/user/emailFlows';
 import { revokeAllSessions, revokeSession } from '../../../commands/user/sessions';
 import { acceptInvitationAsNewcomer } from '../../../commands/user/invitationSignup';
+import { beginSso, finishSso } from '../../../commands/user/sso';
 import { challengeIdOf, confirmTotp, disableTotp, loginWithMfa, startTotpEnrollment } from '../../../commands/user/mfa';
 import { accountEvents, listApiKeys, listSessions, userById } from '../../../queries/user/userQueries';
 import { DomainError } from '../../domain/errors';
@@ -31,6 +32,14 @@ export const authBodies = { RegisterBody, LoginBody, RefreshBody, ApiKeyBody, To
 
 const originOf = (req: Request): SessionOrigin => ({ userAgent: req.headers['user-agent'], ip: req.ip });
 const HOUR = 3600;
+const FLOW_COOKIE = 'kb_oidc';
+const cookieOf = (req: Request, name: string): string | undefined => {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return v.join('=');
+  }
+  return undefined;
+};
 
 export function authRoutes(ctx: AppContext): RouteModule {
   const v1 = router();
@@ -107,6 +116,22 @@ export function authRoutes(ctx: AppContext): RouteModule {
     const r = await acceptInvitationAsNewcomer(ctx, commandContext(ctx, req), body, originOf(req));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     res.status(201).json({ user: { id: r.userId, email: r.email, emailVerified: true }, workspaceId: r.workspaceId, accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
+  });
+
+  // OpenID Connect: start at the provider (302), come back with a code (the flow's secrets ride in a sealed, HttpOnly cookie).
+  v1.get('/auth/oidc/start', credentialLimit, async (req, res) => {
+    const r = await beginSso(ctx, ctx.now());
+    const secure = ctx.config.baseUrl.startsWith('https:') ? '; Secure' : '';
+    res.setHeader('Set-Cookie', `${FLOW_COOKIE}=${r.sealedFlow}; Path=/v1/auth/oidc; HttpOnly; SameSite=Lax; Max-Age=600${secure}`);
+    res.redirect(302, r.url);
+  });
+
+  v1.get('/auth/oidc/callback', credentialLimit, async (req, res) => {
+    const callbackUrl = `${ctx.config.oidc?.redirectUri ?? ''}${req.originalUrl.slice(req.originalUrl.indexOf('?') >= 0 ? req.originalUrl.indexOf('?') : req.originalUrl.length)}`;
+    res.setHeader('Set-Cookie', `${FLOW_COOKIE}=; Path=/v1/auth/oidc; HttpOnly; SameSite=Lax; Max-Age=0`);
+    const r = await finishSso(ctx, commandContext(ctx, req), callbackUrl, cookieOf(req, FLOW_COOKIE), originOf(req));
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.json({ user: r.user, accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
   });
 
   v1.get('/auth/sessions', requireAuth(ctx), async (req, res) => {
