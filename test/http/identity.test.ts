@@ -173,6 +173,26 @@ describe('identity over SMTP: verification and password reset', () => {
     expect(taken.body.error.code).toBe('EMAIL_TAKEN');
   });
 
+
+  it('a mail the SMTP server could not take is not lost: after a crash and restart it is sent, once', async () => {
+    const closed = new SMTPServer({ logger: false });
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const deadPort = (closed.server.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const down = await startServer({ KB_SMTP_URL: `smtp://127.0.0.1:${deadPort}`, KB_SMTP_TIMEOUT_MS: '1000', KB_RATE_LIMITS: 'off' });
+    expect((await client(down.url).post('/v1/auth/register', { email: 'crash@example.com', password: 'correct horse battery', name: 'C' })).status).toBe(201);
+    await waitFor('a failed send', () => (/identity mailer failed/.test(down.output()) ? true : undefined));
+    await down.crash();
+    const up = await startServer({ KB_SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`, KB_RATE_LIMITS: 'off' }, down.dataDir);
+    try {
+      await waitFor('the mail after restart', mailTo('crash@example.com', /Confirm your/));
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(inbox.filter((m) => m.to.includes('crash@example.com'))).toHaveLength(1);
+    } finally {
+      await up.stop();
+    }
+  });
+
   it('the security trail shows verification and reset; no token or seed reaches the log files or the server output', async () => {
     const login = await client(server.url).post('/v1/auth/login', { email: 'reset@example.com', password: 'a brand new password' });
     const trail = await client(server.url, login.body.accessToken).get('/v1/auth/security-events');
