@@ -110,6 +110,7 @@ export function userProjection(store: ReadStore): Projection {
       case 'MfaDisabled':
         await patchUser(e.data.userId, { mfa: 'off', mfaSealedSecret: null });
         break;
+      case 'SsoIdentityLinked':
       case 'EmailVerificationRequested':
       case 'PasswordResetRequested':
       case 'MfaRecoveryCodeUsed':
