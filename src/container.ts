@@ -50,6 +50,11 @@ import { instructionSetDocumentCleanup } from '../commands/instructionSet/docume
 import { workspaceDeletionCleanup } from '../commands/workspace/workspaceDeletionCleanup';
 import { queryHistorySweeper } from '../queries/searchLink/linkUsage';
 import { erasureService } from './audit/erasureService';
+import { MAIL_SENDER, MailSender } from './ports/mail';
+import { IDENTITY_PROVIDER, IdentityProvider } from './ports/identityProvider';
+import { outboxMailSender, smtpMailSender } from './adapters/mail/nodemailerMail';
+import { identityMailer } from '../commands/user/identityMailer';
+import { openidClientProvider } from './adapters/oidc/openidClientProvider';
 
 /** The JWT secret: from the environment, else generated once and kept owner-only in the data dir. */
 function jwtSecret(config: Config): string {
@@ -84,6 +89,7 @@ const serviceFactories: ((di: DependencyContainer, ctx: AppContext) => AppContex
   (_di, ctx) => workspaceDeletionCleanup(ctx),
   (_di, ctx) => queryHistorySweeper(ctx),
   (di, ctx) => erasureService(ctx, { keyStore: di.resolve(KEY_STORE), afterErasure: optional<() => void>(di, COMPACT_SEARCH_INDEX) }),
+  (di, ctx) => identityMailer(ctx, di.resolve<MailSender>(MAIL_SENDER)),
 ];
 
 export interface BuildOptions {
@@ -228,6 +234,15 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     const file = path.join(config.dataDir, 'search.db');
     di.register(COMPACT_SEARCH_INDEX, { useValue: () => void optimizeEmbeddedIndex(file) });
   }
+  // Mail: SMTP when KB_SMTP_URL is set, else .eml files in the data dir's outbox.
+  const m = config.mail;
+  const mail: MailSender = m.smtpUrl
+    ? smtpMailSender({ url: m.smtpUrl, from: m.from, tlsRejectUnauthorized: m.tlsRejectUnauthorized, requireTls: m.requireTls, timeoutMs: m.timeoutMs })
+    : outboxMailSender(path.join(config.dataDir, 'outbox'), m.from);
+  di.register(MAIL_SENDER, { useValue: mail });
+  // Single sign-on when KB_OIDC_ISSUER is set (discovery happens at the first sign-in).
+  if (config.oidc) di.register(IDENTITY_PROVIDER, { useValue: openidClientProvider(config.oidc) });
+  closers.push(() => mail.close());
   di.register(EXTRA_CLOSERS, { useValue: closers });
 
   const projections = projectionFactories.map((f) => f(di));
@@ -244,6 +259,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     queryEmbeddings: di.resolve<EmbeddingProvider>(QUERY_EMBEDDINGS),
     scratchReadStore: () => new SqliteReadStore(':memory:'),
     rateLimiter,
+    ...(optional<IdentityProvider>(di, IDENTITY_PROVIDER) ? { identityProvider: optional<IdentityProvider>(di, IDENTITY_PROVIDER) } : {}),
     jwtSecret: jwtSecret(config),
     now: () => new Date(),
     projections,

@@ -6,16 +6,34 @@ import { apiKeyDecider, sessionDecider, userDecider } from '../../src/domain/use
 import { apiKeyStream, sessionStream, userStream } from '../../src/domain/user/events';
 import { hashPassword, randomToken, sha256Hex, verifyPassword } from '../../src/util/crypto';
 import { usersCollection } from '../../projections/user/userProjection';
-import { signAccessToken, API_KEY_PREFIX } from '../../src/security/accessTokens';
+import { signAccessToken, signMfaChallenge, API_KEY_PREFIX } from '../../src/security/accessTokens';
+import { identityKeys } from '../../src/security/identityKeys';
+import { deviceLabel } from './sessions';
 
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
-export async function registerUser(ctx: AppContext, cc: CommandContext, input: { email: string; password: string; name: string }) {
+/** Register an account; a verification mail is asked for in the same append (unless `emailVerified`). */
+export async function registerUser(ctx: AppContext, cc: CommandContext, input: { email: string; password: string; name: string; emailVerified?: boolean; userId?: string; invitation?: { workspaceId: string; invitationId: string } }) {
   const email = normalizeEmail(input.email);
-  const userId = randomUUID();
+  const userId = input.userId ?? randomUUID();
   const passwordHash = await hashPassword(input.password);
-  const r = await handleCommand(ctx.eventStore, userStream(sha256Hex(email)), userDecider, { type: 'RegisterUser', userId, email, name: input.name.trim(), passwordHash, now: cc.now }, { ...cc, actorId: userId });
-  return { user: r.events[0].data, position: r.position };
+  const verification = { requestId: randomUUID(), expiresAt: new Date(cc.now.getTime() + ctx.config.identity.verificationTtl * 1000) };
+  const r = await handleCommand(
+    ctx.eventStore,
+    userStream(sha256Hex(email)),
+    userDecider,
+    { type: 'RegisterUser', userId, email, name: input.name.trim(), passwordHash, now: cc.now, verification, emailVerified: input.emailVerified, invitation: input.invitation },
+    { ...cc, actorId: userId },
+  );
+  const e = r.events[0];
+  if (e.type !== 'UserRegistered') throw new Error('unexpected event');
+  return { user: e.data, position: r.position };
+}
+
+/** Where a session was started from (shown in the session list). */
+export interface SessionOrigin {
+  userAgent?: string;
+  ip?: string;
 }
 
 /** Refresh tokens are `<sessionId>.<secret>`; only the hash of the whole token is stored. */
@@ -30,16 +48,35 @@ function sessionIdOf(refreshToken: string): string {
   return id;
 }
 
-export async function login(ctx: AppContext, cc: CommandContext, input: { email: string; password: string }) {
+/**
+ * Check the password. With a second factor enrolled no session starts: 401 MFA_REQUIRED
+ * carries a short-lived challenge for POST /v1/auth/login/mfa.
+ */
+export async function login(ctx: AppContext, cc: CommandContext, input: { email: string; password: string }, origin: SessionOrigin = {}) {
   const user = (await usersCollection(ctx.readStore).find({ email: normalizeEmail(input.email) }, { limit: 1 }))[0];
   // Hash even when the user is unknown, so timing does not reveal which emails exist.
   const ok = user ? await verifyPassword(input.password, user.passwordHash) : (await hashPassword(input.password), false);
   if (!user || !ok) throw new DomainError('INVALID_CREDENTIALS', 'Invalid email or password.');
+  if (user.mfa === 'on') {
+    throw new DomainError('MFA_REQUIRED', 'Enter the code from your authenticator app.', { challenge: signMfaChallenge(ctx, user.id), expiresIn: ctx.config.identity.mfaChallengeTtl });
+  }
+  return startSession(ctx, cc, user.id, origin, 'password');
+}
+
+/** Start a session (a refresh-token family) for a user whose credentials were checked. */
+export async function startSession(ctx: AppContext, cc: CommandContext, userId: string, origin: SessionOrigin, method: 'password' | 'mfa' | 'sso') {
   const sessionId = randomUUID();
   const refresh = newRefreshToken(sessionId);
   const expiresAt = new Date(cc.now.getTime() + ctx.config.refreshTokenTtl * 1000);
-  const r = await handleCommand(ctx.eventStore, sessionStream(sessionId), sessionDecider, { type: 'StartSession', sessionId, userId: user.id, refreshTokenHash: refresh.hash, expiresAt }, { ...cc, actorId: user.id, authMethod: 'session' });
-  return { accessToken: signAccessToken(ctx, user.id, sessionId), refreshToken: refresh.token, expiresIn: ctx.config.accessTokenTtl, position: r.position };
+  const keys = identityKeys(ctx);
+  const r = await handleCommand(
+    ctx.eventStore,
+    sessionStream(sessionId),
+    sessionDecider,
+    { type: 'StartSession', sessionId, userId, refreshTokenHash: refresh.hash, expiresAt, device: deviceLabel(origin.userAgent), ipHash: origin.ip ? keys.ipHash(origin.ip) : undefined, now: cc.now, method },
+    { ...cc, actorId: userId, authMethod: 'session' },
+  );
+  return { accessToken: signAccessToken(ctx, userId, sessionId), refreshToken: refresh.token, expiresIn: ctx.config.accessTokenTtl, position: r.position };
 }
 
 export async function refresh(ctx: AppContext, cc: CommandContext, refreshToken: string) {

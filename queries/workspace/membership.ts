@@ -1,6 +1,22 @@
 import { ReadStore } from '../../src/ports/readStore';
 import { Role } from '../../src/domain/workspace/events';
-import { memberId, membersCollection } from '../../projections/workspace/workspaceProjection';
+import { memberId, membersCollection, workspacesCollection } from '../../projections/workspace/workspaceProjection';
+import { usersCollection } from '../../projections/user/userProjection';
+
+/**
+ * What a workspace's identity settings ask of this member, or null when it asks nothing:
+ * 'mfa' (settings.requireMfa, for sessions only: API keys stay usable) or 'verified_email'.
+ */
+export async function unmetIdentityRequirement(store: ReadStore, workspaceId: string, userId: string, authMethod: string): Promise<'mfa' | 'verified_email' | null> {
+  const w = await workspacesCollection(store).get(workspaceId);
+  const needMfa = w?.settings.requireMfa === true && authMethod === 'session';
+  const needVerified = w?.settings.requireVerifiedEmail === true;
+  if (!needMfa && !needVerified) return null;
+  const u = await usersCollection(store).get(userId);
+  if (needVerified && u?.emailVerified !== true) return 'verified_email';
+  if (needMfa && u?.mfa !== 'on') return 'mfa';
+  return null;
+}
 
 /** The user's role in the workspace, or null when they are not a member. */
 export async function memberRole(store: ReadStore, workspaceId: string, userId: string): Promise<Role | null> {

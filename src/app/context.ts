@@ -7,6 +7,7 @@ import { ReadStore } from '../ports/readStore';
 import { SearchIndex } from '../ports/searchIndex';
 import { EmbeddingProvider } from '../ports/embeddings';
 import { BlobStore } from '../ports/blobStore';
+import { IdentityProvider } from '../ports/identityProvider';
 
 /** Creates a rate limiter: `points` per `durationSeconds` per key. */
 export interface RateLimiterLike {
@@ -33,6 +34,8 @@ export interface AppContext {
   scratchReadStore: () => ReadStore;
   blobStore: BlobStore;
   rateLimiter: RateLimiterFactory;
+  /** The organisation's OpenID provider (KB_OIDC_ISSUER), when configured. */
+  identityProvider?: IdentityProvider;
   jwtSecret: string;
   /** The clock; only the edges read it. */
   now: () => Date;

@@ -59,6 +59,26 @@ const Env = t.partial({
   KB_PROCESSING_CONCURRENCY: PositiveInt,
   KB_PROCESSING_PER_WORKSPACE: PositiveInt,
   KB_REPROCESS_PER_MINUTE: PositiveInt,
+  // Identity: mail, e-mailed links, second factor (issue 16).
+  KB_SMTP_URL: t.string,
+  KB_MAIL_FROM: t.string,
+  KB_SMTP_TLS_REJECT_UNAUTHORIZED: BooleanFromString,
+  KB_SMTP_REQUIRE_TLS: BooleanFromString,
+  KB_SMTP_TIMEOUT_MS: PositiveInt,
+  KB_MAIL_LOG_LINKS: BooleanFromString,
+  KB_EMAIL_VERIFICATION_TTL: PositiveInt,
+  KB_PASSWORD_RESET_TTL: PositiveInt,
+  KB_RESEND_VERIFICATION_PER_HOUR: PositiveInt,
+  KB_FORGOT_PASSWORD_PER_IP_PER_HOUR: PositiveInt,
+  KB_FORGOT_PASSWORD_PER_EMAIL_PER_HOUR: PositiveInt,
+  KB_MFA_CHALLENGE_TTL: PositiveInt,
+  KB_MFA_ATTEMPTS_PER_CHALLENGE: PositiveInt,
+  KB_OIDC_ISSUER: t.string,
+  KB_OIDC_CLIENT_ID: t.string,
+  KB_OIDC_CLIENT_SECRET: t.string,
+  KB_OIDC_ALLOWED_DOMAINS: t.string,
+  KB_OIDC_REDIRECT_URI: t.string,
+  KB_OIDC_TIMEOUT_MS: PositiveInt,
 });
 
 export interface Config {
@@ -120,6 +140,23 @@ export interface Config {
   processing: { concurrency: number; perWorkspace: number };
   /** Reprocess requests per workspace per minute. */
   reprocessPerMinute: number;
+  /**
+   * Outgoing mail: SMTP when `smtpUrl` is set, else `.eml` files in `<dataDir>/outbox/`.
+   * `logLinks`: log each mailed link (without its token) at info level (development).
+   */
+  mail: { smtpUrl?: string; from: string; tlsRejectUnauthorized: boolean; requireTls: boolean; timeoutMs: number; logLinks: boolean };
+  /** Lifetimes (seconds) and rate limits of the e-mailed flows and the second factor. */
+  identity: {
+    verificationTtl: number;
+    resetTtl: number;
+    resendVerificationPerHour: number;
+    forgotPasswordPerIpPerHour: number;
+    forgotPasswordPerEmailPerHour: number;
+    mfaChallengeTtl: number;
+    mfaAttemptsPerChallenge: number;
+  };
+  /** OpenID Connect single sign-on; absent when KB_OIDC_ISSUER is unset. `allowedDomains` empty: any. */
+  oidc?: { issuer: string; clientId: string; clientSecret: string; allowedDomains: string[]; redirectUri: string; timeoutMs: number };
 }
 
 /**
@@ -198,6 +235,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     processing: { concurrency: 0, perWorkspace: 0 },
     reprocessPerMinute: e.KB_REPROCESS_PER_MINUTE ?? 10,
+    mail: {
+      smtpUrl: e.KB_SMTP_URL,
+      from: e.KB_MAIL_FROM ?? 'Knowledge Base <no-reply@localhost>',
+      tlsRejectUnauthorized: e.KB_SMTP_TLS_REJECT_UNAUTHORIZED ?? true,
+      requireTls: e.KB_SMTP_REQUIRE_TLS ?? false,
+      timeoutMs: e.KB_SMTP_TIMEOUT_MS ?? 10_000,
+      logLinks: e.KB_MAIL_LOG_LINKS ?? env.NODE_ENV !== 'production',
+    },
+    identity: {
+      verificationTtl: e.KB_EMAIL_VERIFICATION_TTL ?? 24 * 3600,
+      resetTtl: e.KB_PASSWORD_RESET_TTL ?? 30 * 60,
+      resendVerificationPerHour: e.KB_RESEND_VERIFICATION_PER_HOUR ?? 3,
+      forgotPasswordPerIpPerHour: e.KB_FORGOT_PASSWORD_PER_IP_PER_HOUR ?? 20,
+      forgotPasswordPerEmailPerHour: e.KB_FORGOT_PASSWORD_PER_EMAIL_PER_HOUR ?? 3,
+      mfaChallengeTtl: e.KB_MFA_CHALLENGE_TTL ?? 300,
+      mfaAttemptsPerChallenge: e.KB_MFA_ATTEMPTS_PER_CHALLENGE ?? 5,
+    },
+    oidc: e.KB_OIDC_ISSUER
+      ? {
+          issuer: e.KB_OIDC_ISSUER,
+          clientId: e.KB_OIDC_CLIENT_ID ?? '',
+          clientSecret: e.KB_OIDC_CLIENT_SECRET ?? '',
+          allowedDomains: (e.KB_OIDC_ALLOWED_DOMAINS ?? '').split(',').map((x) => x.trim().toLowerCase()).filter(Boolean),
+          redirectUri: e.KB_OIDC_REDIRECT_URI ?? `${baseUrl}/v1/auth/oidc/callback`,
+          timeoutMs: e.KB_OIDC_TIMEOUT_MS ?? 10_000,
+        }
+      : undefined,
   };
   const concurrency = e.KB_PROCESSING_CONCURRENCY ?? defaultProcessingConcurrency();
   // By default one slot always stays free for the other workspaces.
@@ -210,6 +274,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.embeddings === 'openai' && !config.openai.apiKey && !config.openai.baseUrl) missing.push('KB_OPENAI_API_KEY or KB_OPENAI_BASE_URL (KB_EMBEDDINGS=openai)');
   if (config.unknownTokenPerMinute < 1) missing.push('KB_UNKNOWN_TOKEN_PER_MINUTE must be at least 1');
   if (config.elasticsearchReplicas < 0) missing.push('KB_ELASTICSEARCH_REPLICAS must be 0 or more');
+  if (config.mail.smtpUrl !== undefined && !/^smtps?:\/\//.test(config.mail.smtpUrl)) missing.push('KB_SMTP_URL must start with smtp:// or smtps://');
+  if (config.oidc && (!config.oidc.clientId || !config.oidc.clientSecret)) missing.push('KB_OIDC_CLIENT_ID and KB_OIDC_CLIENT_SECRET (KB_OIDC_ISSUER is set)');
   if (config.chunkOverlap >= config.chunkTokens) missing.push('KB_CHUNK_OVERLAP must be smaller than KB_CHUNK_TOKENS');
   if (missing.length) throw new ConfigError(`Invalid configuration, missing or inconsistent:\n  ${missing.join('\n  ')}`);
   return config;

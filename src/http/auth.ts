@@ -3,7 +3,7 @@ import { AppContext } from '../app/context';
 import { DomainError } from '../domain/errors';
 import { API_KEY_PREFIX, signAccessToken, verifyAccessToken } from '../security/accessTokens';
 import { liveApiKeyByToken, liveSession, userById } from '../../queries/user/authentication';
-import { memberRole } from '../../queries/workspace/membership';
+import { memberRole, unmetIdentityRequirement } from '../../queries/workspace/membership';
 import { Role } from '../domain/workspace/events';
 import { roleAtLeast } from '../domain/workspace/decider';
 import './types';
@@ -59,6 +59,20 @@ export function authOf(req: Request) {
 }
 
 /**
+ * 403 EMAIL_NOT_VERIFIED / MFA_ENROLMENT_REQUIRED when the workspace's settings
+ * (requireVerifiedEmail, requireMfa) ask more of this member than they meet. Non-members and
+ * malformed ids pass (the route answers 404 as before).
+ */
+export async function enforceIdentityRequirements(ctx: AppContext, req: Request, workspaceId: string): Promise<void> {
+  const auth = req.auth;
+  if (!auth || !/^[0-9a-f-]{36}$/.test(workspaceId)) return;
+  if (!(await memberRole(ctx.readStore, workspaceId, auth.userId))) return;
+  const unmet = await unmetIdentityRequirement(ctx.readStore, workspaceId, auth.userId, auth.authMethod);
+  if (unmet === 'verified_email') throw new DomainError('EMAIL_NOT_VERIFIED', 'This workspace requires a verified e-mail address.');
+  if (unmet === 'mfa') throw new DomainError('MFA_ENROLMENT_REQUIRED', 'This workspace requires two-factor authentication.');
+}
+
+/**
  * The caller's role in a workspace. Non-members get 404 WORKSPACE_NOT_FOUND (existence
  * is not revealed); members below `needed` get 403 FORBIDDEN.
  */
@@ -67,5 +81,6 @@ export async function requireWorkspaceRole(ctx: AppContext, req: Request, worksp
   const role = await memberRole(ctx.readStore, workspaceId, auth.userId);
   if (!role) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
   if (!roleAtLeast(role, needed)) throw new DomainError('FORBIDDEN', `This action needs the ${needed} role in the workspace.`);
+  await enforceIdentityRequirements(ctx, req, workspaceId);
   return role;
 }

@@ -17,6 +17,23 @@ const STATUS: Record<ErrorCode, number> = {
   UNAUTHORIZED: 401,
   TOKEN_EXPIRED: 401,
   INVALID_CREDENTIALS: 401,
+  // A mailed link that is forged, unknown or already used.
+  INVALID_TOKEN: 400,
+  // Password was right; send the challenge and a code to POST /v1/auth/login/mfa.
+  MFA_REQUIRED: 401,
+  INVALID_MFA_CODE: 401,
+  MFA_NOT_ENROLLED: 400,
+  MFA_ALREADY_ENABLED: 409,
+  // The workspace requires members to use a second factor (settings.requireMfa).
+  MFA_ENROLMENT_REQUIRED: 403,
+  // The workspace requires verified e-mail addresses (settings.requireVerifiedEmail).
+  EMAIL_NOT_VERIFIED: 403,
+  SESSION_NOT_FOUND: 404,
+  SSO_NOT_CONFIGURED: 404,
+  // The provider refused, the state or PKCE check failed, or the address is not verified there.
+  SSO_FAILED: 401,
+  SSO_DOMAIN_NOT_ALLOWED: 403,
+  SSO_ACCOUNT_MISMATCH: 409,
   FORBIDDEN: 403,
   PUBLIC_LINKS_DISABLED: 403,
   REGISTRATION_DISABLED: 403,
@@ -58,6 +75,9 @@ const SUGGESTIONS: Partial<Record<ErrorCode, string>> = {
   NOT_FOUND: 'Check the identifier; it may have been deleted or belong to a workspace you are not a member of.',
   UNAUTHORIZED: 'Send a valid access token or API key as Authorization: Bearer <token>.',
   TOKEN_EXPIRED: 'Obtain a new access token with POST /v1/auth/refresh.',
+  MFA_REQUIRED: 'Send details.challenge with a code from your authenticator app to POST /v1/auth/login/mfa.',
+  MFA_ENROLMENT_REQUIRED: 'Enable two-factor authentication (POST /v1/auth/mfa/totp) to use this workspace.',
+  EMAIL_NOT_VERIFIED: 'Verify your e-mail address (POST /v1/auth/resend-verification sends a new link).',
   FORBIDDEN: 'This action needs the ADMIN or OWNER role in the workspace.',
   PUBLIC_LINKS_DISABLED: 'Enable settings.allowPublicSearchLinks on the workspace (PUT /v1/workspaces/:id) first.',
   REQUEST_TIMEOUT: 'Send the whole request body promptly; large files go to the upload route, which allows more time.',

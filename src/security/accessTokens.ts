@@ -1,5 +1,5 @@
 import jwt from 'jsonwebtoken';
-import { createSecretKey, KeyObject } from 'node:crypto';
+import { createSecretKey, KeyObject, randomUUID } from 'node:crypto';
 import { DomainError } from '../domain/errors';
 
 /** Every API key starts with this, so a bearer token tells at a glance which kind it is. */
@@ -46,4 +46,29 @@ export function verifyAccessToken(k: Pick<AccessTokenKeys, 'jwtSecret'>, token: 
     if (err instanceof jwt.TokenExpiredError) throw new DomainError('TOKEN_EXPIRED', 'The access token has expired; refresh it.');
     throw unauthorized();
   }
+}
+
+/** What signing an MFA challenge needs. */
+export interface MfaChallengeKeys {
+  jwtSecret: string;
+  config: { identity: { mfaChallengeTtl: number } };
+}
+
+/**
+ * The short-lived proof that the password was right, exchanged with a second-factor code
+ * for a session (POST /v1/auth/login/mfa). Typed `mfa`, so it never passes as an access token.
+ */
+export function signMfaChallenge(k: MfaChallengeKeys, userId: string): string {
+  return jwt.sign({ sub: userId, typ: 'mfa', jti: randomUUID() }, signingKey(k.jwtSecret), { algorithm: 'HS256', expiresIn: k.config.identity.mfaChallengeTtl });
+}
+
+/** The user and challenge id of a valid MFA challenge; 401 UNAUTHORIZED otherwise (expired included). */
+export function verifyMfaChallenge(k: Pick<MfaChallengeKeys, 'jwtSecret'>, token: string): { userId: string; challengeId: string } {
+  try {
+    const d = jwt.verify(token, signingKey(k.jwtSecret), { algorithms: ['HS256'] });
+    if (typeof d === 'object' && d !== null && d.typ === 'mfa' && typeof d.sub === 'string' && typeof d.jti === 'string') return { userId: d.sub, challengeId: d.jti };
+  } catch {
+    /* below */
+  }
+  throw new DomainError('UNAUTHORIZED', 'The sign-in challenge is invalid or has expired; sign in again.');
 }

@@ -42,7 +42,7 @@ describe('accounts: register, login, refresh, logout, me, API keys', () => {
     const u = await signUp(server.url, 'Exp');
     const me = await u.api.get('/v1/auth/me');
     expect(me.status).toBe(200);
-    expect(me.body).toEqual({ id: u.id, email: u.email, name: 'Exp' });
+    expect(me.body).toEqual({ id: u.id, email: u.email, name: 'Exp', emailVerified: false, mfaEnabled: false });
     const missing = await client(server.url).get('/v1/auth/me');
     expect(missing.status).toBe(401);
     expect(missing.body.error.code).toBe('UNAUTHORIZED');

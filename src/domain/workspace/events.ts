@@ -7,6 +7,10 @@ export type Purpose = 'KNOWLEDGE' | 'INSTRUCTION';
 export interface WorkspaceSettings {
   allowPublicSearchLinks: boolean;
   defaultDocumentPurpose: Purpose;
+  /** Members must use a second factor to reach the workspace with a session (API keys stay usable). Absent: false. */
+  requireMfa?: boolean;
+  /** Members must have verified their e-mail address. Absent: false. */
+  requireVerifiedEmail?: boolean;
 }
 
 export const DEFAULT_SETTINGS: WorkspaceSettings = { allowPublicSearchLinks: true, defaultDocumentPurpose: 'KNOWLEDGE' };

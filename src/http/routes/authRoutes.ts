@@ -1,27 +1,55 @@
 import { NextFunction, Request, Response } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
-import { createApiKey, login, logout, refresh, registerUser, revokeApiKey } from '../../../commands/user/userCommands';
-import { listApiKeys, userById } from '../../../queries/user/userQueries';
+import { createApiKey, login, logout, refresh, registerUser, revokeApiKey, SessionOrigin } from '../../../commands/user/userCommands';
+import { requestEmailVerification, requestPasswordReset, resetPassword, verifyEmail } from '../../../commands/user/emailFlows';
+import { revokeAllSessions, revokeSession } from '../../../commands/user/sessions';
+import { acceptInvitationAsNewcomer } from '../../../commands/user/invitationSignup';
+import { beginSso, finishSso } from '../../../commands/user/sso';
+import { challengeIdOf, confirmTotp, disableTotp, loginWithMfa, startTotpEnrollment } from '../../../commands/user/mfa';
+import { accountEvents, listApiKeys, listSessions, userById } from '../../../queries/user/userQueries';
 import { DomainError } from '../../domain/errors';
 import { authOf, requireAuth } from '../auth';
 import { boundedString, decode, Email, HumanName, strict } from '../codecs';
 import { commandContext } from '../exec';
-import { rateLimit, byIp } from '../rateLimit';
+import { consumeRateLimit, rateLimit, byIp } from '../rateLimit';
 import { RouteModule, router } from './module';
 
 const RegisterBody = strict(t.type({ email: Email, password: boundedString(8, 1024, 'password (8+ characters)'), name: HumanName(200) }));
 const LoginBody = strict(t.type({ email: boundedString(1, 254), password: boundedString(1, 1024) }));
 const RefreshBody = strict(t.type({ refreshToken: boundedString(1, 512) }));
 const ApiKeyBody = strict(t.type({ name: HumanName(100) }));
+const TokenBody = strict(t.type({ token: boundedString(1, 512) }));
+const ForgotBody = strict(t.type({ email: Email }));
+const ResetBody = strict(t.type({ token: boundedString(1, 512), password: boundedString(8, 1024, 'password (8+ characters)') }));
+const MfaLoginBody = strict(t.type({ challenge: boundedString(1, 2048), code: boundedString(1, 64) }));
+const CodeBody = strict(t.type({ code: boundedString(1, 64) }));
+const EmptyBody = strict(t.partial({}));
+const InvitationSignupBody = strict(t.type({ token: boundedString(1, 512), name: HumanName(200), password: boundedString(8, 1024, 'password (8+ characters)') }));
 
 /** The JSON body codecs of these routes (property tests walk them). */
-export const authBodies = { RegisterBody, LoginBody, RefreshBody, ApiKeyBody };
+export const authBodies = { RegisterBody, LoginBody, RefreshBody, ApiKeyBody, TokenBody, ForgotBody, ResetBody, MfaLoginBody, CodeBody, InvitationSignupBody };
+
+const originOf = (req: Request): SessionOrigin => ({ userAgent: req.headers['user-agent'], ip: req.ip });
+const HOUR = 3600;
+const FLOW_COOKIE = 'kb_oidc';
+const cookieOf = (req: Request, name: string): string | undefined => {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return v.join('=');
+  }
+  return undefined;
+};
 
 export function authRoutes(ctx: AppContext): RouteModule {
   const v1 = router();
   // Brute-force guard on credentials (not in the spec's table; generous for real use).
   const credentialLimit = rateLimit(ctx, 'auth', 30, byIp);
+  const id = ctx.config.identity;
+  const resendLimiter = ctx.rateLimiter({ keyPrefix: 'resend-verification', points: id.resendVerificationPerHour, durationSeconds: HOUR });
+  const forgotIpLimiter = ctx.rateLimiter({ keyPrefix: 'forgot-password-ip', points: id.forgotPasswordPerIpPerHour, durationSeconds: HOUR });
+  const forgotEmailLimiter = ctx.rateLimiter({ keyPrefix: 'forgot-password-email', points: id.forgotPasswordPerEmailPerHour, durationSeconds: HOUR });
+  const mfaAttemptLimiter = ctx.rateLimiter({ keyPrefix: 'mfa-challenge', points: id.mfaAttemptsPerChallenge, durationSeconds: id.mfaChallengeTtl });
 
   v1.post('/auth/register', credentialLimit, async (req, res) => {
     if (!ctx.config.allowRegistration) throw new DomainError('REGISTRATION_DISABLED', 'Registration is disabled on this server.');
@@ -33,9 +61,121 @@ export function authRoutes(ctx: AppContext): RouteModule {
 
   v1.post('/auth/login', credentialLimit, async (req, res) => {
     const body = decode(LoginBody, req.body);
-    const r = await login(ctx, commandContext(ctx, req), body);
+    const r = await login(ctx, commandContext(ctx, req), body, originOf(req));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     res.json({ accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
+  });
+
+  // Second step of a sign-in with TOTP enrolled: the challenge from 401 MFA_REQUIRED and a code.
+  v1.post('/auth/login/mfa', credentialLimit, async (req, res) => {
+    const body = decode(MfaLoginBody, req.body);
+    // A few codes per challenge (then sign in again), on top of the per-IP credential limit.
+    await consumeRateLimit(ctx, mfaAttemptLimiter, id.mfaAttemptsPerChallenge, challengeIdOf(ctx, body.challenge), res);
+    const r = await loginWithMfa(ctx, commandContext(ctx, req), body, originOf(req));
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.json({ accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
+  });
+
+  v1.post('/auth/verify-email', credentialLimit, async (req, res) => {
+    const body = decode(TokenBody, req.body);
+    const r = await verifyEmail(ctx, commandContext(ctx, req), body.token);
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.json({ emailVerified: true });
+  });
+
+  v1.post('/auth/resend-verification', requireAuth(ctx), async (req, res) => {
+    decode(EmptyBody, req.body ?? {});
+    const userId = authOf(req).userId;
+    await consumeRateLimit(ctx, resendLimiter, id.resendVerificationPerHour, userId, res);
+    const r = await requestEmailVerification(ctx, commandContext(ctx, req), userId);
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.status(202).json({ emailVerified: r.alreadyVerified, sent: r.sent });
+  });
+
+  v1.post('/auth/forgot-password', async (req, res) => {
+    const body = decode(ForgotBody, req.body);
+    const email = body.email.trim().toLowerCase();
+    await consumeRateLimit(ctx, forgotIpLimiter, id.forgotPasswordPerIpPerHour, byIp(req), res);
+    await consumeRateLimit(ctx, forgotEmailLimiter, id.forgotPasswordPerEmailPerHour, email, res);
+    const cc = commandContext(ctx, req);
+    // Answered before the look-up: the same answer, in the same time, whether or not the address has an account.
+    res.status(202).json({ message: 'If an account uses this address, a reset link is on its way.' });
+    requestPasswordReset(ctx, cc, email).catch((err: unknown) => ctx.logger.error({ errName: err instanceof Error ? err.name : 'unknown' }, 'password reset request failed'));
+  });
+
+  v1.post('/auth/reset-password', credentialLimit, async (req, res) => {
+    const body = decode(ResetBody, req.body);
+    const r = await resetPassword(ctx, commandContext(ctx, req), body.token, body.password);
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.json({ passwordReset: true, sessionsRevoked: true });
+  });
+
+  // An e-mailed invitation accepted by someone without an account: account (pre-verified) + membership + session.
+  v1.post('/auth/accept-invitation', credentialLimit, async (req, res) => {
+    const body = decode(InvitationSignupBody, req.body);
+    const r = await acceptInvitationAsNewcomer(ctx, commandContext(ctx, req), body, originOf(req));
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.status(201).json({ user: { id: r.userId, email: r.email, emailVerified: true }, workspaceId: r.workspaceId, accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
+  });
+
+  // OpenID Connect: start at the provider (302), come back with a code (the flow's secrets ride in a sealed, HttpOnly cookie).
+  v1.get('/auth/oidc/start', credentialLimit, async (req, res) => {
+    const r = await beginSso(ctx, ctx.now());
+    const secure = ctx.config.baseUrl.startsWith('https:') ? '; Secure' : '';
+    res.setHeader('Set-Cookie', `${FLOW_COOKIE}=${r.sealedFlow}; Path=/v1/auth/oidc; HttpOnly; SameSite=Lax; Max-Age=600${secure}`);
+    res.redirect(302, r.url);
+  });
+
+  v1.get('/auth/oidc/callback', credentialLimit, async (req, res) => {
+    const callbackUrl = `${ctx.config.oidc?.redirectUri ?? ''}${req.originalUrl.slice(req.originalUrl.indexOf('?') >= 0 ? req.originalUrl.indexOf('?') : req.originalUrl.length)}`;
+    res.setHeader('Set-Cookie', `${FLOW_COOKIE}=; Path=/v1/auth/oidc; HttpOnly; SameSite=Lax; Max-Age=0`);
+    const r = await finishSso(ctx, commandContext(ctx, req), callbackUrl, cookieOf(req, FLOW_COOKIE), originOf(req));
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.json({ user: r.user, accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
+  });
+
+  v1.get('/auth/sessions', requireAuth(ctx), async (req, res) => {
+    const a = authOf(req);
+    res.json({ data: await listSessions(ctx, a.userId, a.sessionId) });
+  });
+
+  // Sign out every other session (the caller's own stays; with an API key, all of them).
+  v1.delete('/auth/sessions', requireAuth(ctx), async (req, res) => {
+    const a = authOf(req);
+    const r = await revokeAllSessions(ctx, commandContext(ctx, req), a.userId, 'revoked_by_user', a.sessionId);
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.json({ revoked: r.revoked });
+  });
+
+  v1.delete('/auth/sessions/:sessionId', requireAuth(ctx), async (req, res) => {
+    const r = await revokeSession(ctx, commandContext(ctx, req), authOf(req).userId, String(req.params.sessionId));
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.status(204).end();
+  });
+
+  v1.get('/auth/security-events', requireAuth(ctx), async (req, res) => {
+    res.json({ data: await accountEvents(ctx, authOf(req).userId, 200) });
+  });
+
+  v1.post('/auth/mfa/totp', requireAuth(ctx), async (req, res) => {
+    decode(EmptyBody, req.body ?? {});
+    const r = await startTotpEnrollment(ctx, commandContext(ctx, req), authOf(req).userId);
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.status(201).json({ otpauthUri: r.otpauthUri, secret: r.secret });
+  });
+
+  v1.post('/auth/mfa/totp/confirm', requireAuth(ctx), async (req, res) => {
+    const body = decode(CodeBody, req.body);
+    const r = await confirmTotp(ctx, commandContext(ctx, req), authOf(req).userId, body.code);
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.json({ mfaEnabled: true, recoveryCodes: r.recoveryCodes });
+  });
+
+  v1.post('/auth/mfa/totp/disable', requireAuth(ctx), async (req, res) => {
+    const body = decode(CodeBody, req.body);
+    const r = await disableTotp(ctx, commandContext(ctx, req), authOf(req).userId, body.code);
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    res.json({ mfaEnabled: false });
   });
 
   v1.post('/auth/refresh', credentialLimit, async (req, res) => {
@@ -61,7 +201,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
     const a = authOf(req);
     const user = await userById(ctx, a.userId);
     if (!user) throw new DomainError('UNAUTHORIZED', 'Unknown user.');
-    res.json({ id: user.id, email: user.email, name: user.name });
+    res.json({ id: user.id, email: user.email, name: user.name, emailVerified: user.emailVerified === true, mfaEnabled: user.mfa === 'on' });
   });
 
   // Keys are managed from a signed-in session: a leaked key must not mint its own replacements.

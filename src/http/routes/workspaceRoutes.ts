@@ -9,7 +9,7 @@ import { deleteWorkspace } from '../../../commands/workspace/deleteWorkspace';
 import { addMember, changeMemberRole, removeMember } from '../../../commands/workspace/members';
 import { acceptInvitation, inviteMember } from '../../../commands/workspace/invitations';
 import { createTag, deleteTag, updateTag } from '../../../commands/workspace/tags';
-import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
+import { enforceIdentityRequirements, authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { boundedString, decode, Email, HexColor, HumanName, Purpose, Role, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { RouteModule, router } from './module';
@@ -19,7 +19,7 @@ import { UUID_PATTERN } from '../../domain/ids';
 const Name = HumanName(200);
 const TagName = HumanName(50);
 const CreateBody = strict(t.type({ name: Name }));
-const Settings = strict(t.partial({ allowPublicSearchLinks: t.boolean, defaultDocumentPurpose: Purpose }));
+const Settings = strict(t.partial({ allowPublicSearchLinks: t.boolean, defaultDocumentPurpose: Purpose, requireMfa: t.boolean, requireVerifiedEmail: t.boolean }));
 const UpdateBody = strict(t.partial({ name: Name, settings: Settings }));
 const AddMemberBody = strict(t.type({ userId: boundedString(1, 100), role: Role }));
 const RoleBody = strict(t.type({ role: Role }));
@@ -46,6 +46,10 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   const v1 = router();
   v1.use('/workspaces', requireAuth(ctx));
   v1.use('/invitations', requireAuth(ctx));
+  // Every /v1/workspaces/:id/... route (this module's and the later ones'): the workspace's identity settings.
+  v1.use('/workspaces/:id', (req, _res, next) => {
+    enforceIdentityRequirements(ctx, req, String(req.params.id)).then(() => next(), next);
+  });
 
   const cc = (req: Request) => commandContext(ctx, req);
   /** The workspace of the path, once the caller is known to hold at least `role` in it. */

@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import { AppContext } from '../../src/app/context';
+import { CommandContext, handleCommand } from '../../src/core/commandHandler';
+import { DomainError } from '../../src/domain/errors';
+import { userDecider } from '../../src/domain/user/deciders';
+import { userStream } from '../../src/domain/user/events';
+import { identityKeys } from '../../src/security/identityKeys';
+import { verifyMfaChallenge } from '../../src/security/accessTokens';
+import { base32Encode, matchTotp, newTotpSecret, otpauthUri } from '../../src/security/totp';
+import { sha256Hex } from '../../src/util/crypto';
+import { usersCollection, UserView } from '../../projections/user/userProjection';
+import { SessionOrigin, startSession } from './userCommands';
+
+export const RECOVERY_CODES = 10;
+const ISSUER = 'Knowledge Base';
+
+const invalidCode = () => new DomainError('INVALID_MFA_CODE', 'The code is not valid.');
+
+/** `abcde-fghij`: 50 random bits, easy to type. Compared without case or dashes. */
+const newRecoveryCode = (): string => {
+  const s = base32Encode(randomBytes(7)).slice(0, 10).toLowerCase();
+  return `${s.slice(0, 5)}-${s.slice(5)}`;
+};
+const normalizeRecoveryCode = (code: string): string => code.toLowerCase().replace(/[\s-]/g, '');
+const recoveryHash = (code: string): string => sha256Hex(`kb-recovery:${normalizeRecoveryCode(code)}`);
+
+/**
+ * The last TOTP step accepted per user in this process: a code is good once (RFC 6238 §5.2).
+ * Bounded; a restart forgets it (the code's own 30 s window still bounds a replay).
+ */
+const lastStep = new Map<string, number>();
+const MAX_REMEMBERED = 10_000;
+function acceptStep(userId: string, step: number): boolean {
+  if ((lastStep.get(userId) ?? -1) >= step) return false;
+  lastStep.delete(userId);
+  lastStep.set(userId, step);
+  if (lastStep.size > MAX_REMEMBERED) lastStep.delete(lastStep.keys().next().value as string);
+  return true;
+}
+
+async function userOf(ctx: AppContext, userId: string): Promise<UserView> {
+  const user = await usersCollection(ctx.readStore).get(userId);
+  if (!user) throw new DomainError('USER_NOT_FOUND', 'User not found.');
+  return user;
+}
+
+const stream = (u: UserView) => userStream(sha256Hex(u.email));
+
+/** Whether a TOTP code matches the user's sealed seed (and was not used before). */
+function totpMatches(ctx: AppContext, user: UserView, code: string, now: Date): boolean {
+  if (!user.mfaSealedSecret) return false;
+  const seed = identityKeys(ctx).openSeed(user.mfaSealedSecret, user.id);
+  if (!seed) return false;
+  const step = matchTotp(seed, code, now);
+  return step !== null && acceptStep(user.id, step);
+}
+
+/** Start (or restart) enrolment: a new seed, shown once as an otpauth URI; stored sealed. */
+export async function startTotpEnrollment(ctx: AppContext, cc: CommandContext, userId: string) {
+  const user = await userOf(ctx, userId);
+  const seed = newTotpSecret();
+  const sealedSecret = identityKeys(ctx).sealSeed(seed, user.id);
+  const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'StartMfaEnrollment', sealedSecret, now: cc.now }, cc);
+  return { otpauthUri: otpauthUri(seed, user.email, ISSUER), secret: base32Encode(seed), position: r.position };
+}
+
+/** Confirm enrolment with a code from the app: MFA is on; the recovery codes are shown once. */
+export async function confirmTotp(ctx: AppContext, cc: CommandContext, userId: string, code: string) {
+  const user = await userOf(ctx, userId);
+  if (user.mfa === 'on') throw new DomainError('MFA_ALREADY_ENABLED', 'Two-factor authentication is already enabled.');
+  if (user.mfa !== 'pending' || !user.mfaSealedSecret) throw new DomainError('MFA_NOT_ENROLLED', 'Start the enrolment first (POST /v1/auth/mfa/totp).');
+  if (!totpMatches(ctx, user, code, cc.now)) throw invalidCode();
+  const codes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
+  const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'ConfirmMfa', sealedSecret: user.mfaSealedSecret, recoveryCodeHashes: codes.map(recoveryHash), now: cc.now }, cc);
+  return { recoveryCodes: codes, position: r.position };
+}
+
+/** A TOTP code, or a recovery code (spent by an event). Throws INVALID_MFA_CODE. */
+async function checkSecondFactor(ctx: AppContext, cc: CommandContext, user: UserView, code: string): Promise<number> {
+  const trimmed = code.trim();
+  if (/^\d{6}$/.test(trimmed)) {
+    if (totpMatches(ctx, user, trimmed, cc.now)) return 0;
+    throw invalidCode();
+  }
+  const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'UseRecoveryCode', codeHash: recoveryHash(trimmed), now: cc.now }, { ...cc, actorId: user.id });
+  return r.position;
+}
+
+/** Second step of a sign-in with MFA: the challenge from 401 MFA_REQUIRED and a code. */
+export async function loginWithMfa(ctx: AppContext, cc: CommandContext, input: { challenge: string; code: string }, origin: SessionOrigin) {
+  const { userId } = verifyMfaChallenge(ctx, input.challenge);
+  const user = await userOf(ctx, userId).catch(() => {
+    throw new DomainError('UNAUTHORIZED', 'The sign-in challenge is invalid or has expired; sign in again.');
+  });
+  if (user.mfa !== 'on') throw new DomainError('UNAUTHORIZED', 'The sign-in challenge is invalid or has expired; sign in again.');
+  await checkSecondFactor(ctx, cc, user, input.code);
+  return startSession(ctx, cc, user.id, origin, 'mfa');
+}
+
+/** The challenge id (for a per-challenge attempt limit), without checking anything else. */
+export const challengeIdOf = (ctx: AppContext, challenge: string): string => verifyMfaChallenge(ctx, challenge).challengeId;
+
+/** Turn MFA off; needs a current code (or a recovery code). */
+export async function disableTotp(ctx: AppContext, cc: CommandContext, userId: string, code: string) {
+  const user = await userOf(ctx, userId);
+  if (user.mfa !== 'on') throw new DomainError('MFA_NOT_ENROLLED', 'Two-factor authentication is not enabled.');
+  await checkSecondFactor(ctx, cc, user, code);
+  const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'DisableMfa', now: cc.now }, cc);
+  return { position: r.position };
+}

@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto';
+import { AppContext } from '../../src/app/context';
+import { CommandContext, handleCommand } from '../../src/core/commandHandler';
+import { DomainError } from '../../src/domain/errors';
+import { userDecider } from '../../src/domain/user/deciders';
+import { userStream } from '../../src/domain/user/events';
+import { ExternalIdentity, IdentityProvider, PendingAuthorization } from '../../src/ports/identityProvider';
+import { identityKeys } from '../../src/security/identityKeys';
+import { sha256Hex } from '../../src/util/crypto';
+import { userByEmail } from '../../queries/user/userQueries';
+import { normalizeEmail, registerUser, SessionOrigin, startSession } from './userCommands';
+
+const FLOW_AAD = 'oidc-flow';
+const failed = (why: string) => new DomainError('SSO_FAILED', `Single sign-on failed: ${why}.`);
+
+function providerOf(ctx: AppContext): IdentityProvider {
+  if (!ctx.identityProvider || !ctx.config.oidc) throw new DomainError('SSO_NOT_CONFIGURED', 'Single sign-on is not configured on this server.');
+  return ctx.identityProvider;
+}
+
+/**
+ * Start a sign-in at the provider: its URL, and the flow's secrets (state, nonce, PKCE
+ * verifier) sealed with the identity key for the browser to keep (a cookie) until the callback.
+ */
+export async function beginSso(ctx: AppContext, now: Date) {
+  const idp = providerOf(ctx);
+  const { url, pending } = await idp.begin(ctx.config.oidc!.redirectUri).catch(() => {
+    throw new DomainError('SERVICE_UNAVAILABLE', 'The identity provider cannot be reached.');
+  });
+  const flow = { ...pending, exp: now.getTime() + 10 * 60_000 };
+  return { url, sealedFlow: identityKeys(ctx).sealSeed(Buffer.from(JSON.stringify(flow)), FLOW_AAD) };
+}
+
+function openFlow(ctx: AppContext, sealed: string | undefined, now: Date): PendingAuthorization {
+  const raw = sealed ? identityKeys(ctx).openSeed(sealed, FLOW_AAD) : null;
+  if (!raw) throw failed('the sign-in was not started from this browser');
+  const f = JSON.parse(raw.toString('utf8')) as PendingAuthorization & { exp: number };
+  if (typeof f.exp !== 'number' || f.exp <= now.getTime()) throw failed('the sign-in took too long; start again');
+  return { state: f.state, nonce: f.nonce, codeVerifier: f.codeVerifier };
+}
+
+/**
+ * Finish a sign-in: exchange the code (state, nonce, PKCE checked), require an address the
+ * provider verified and in an allowed domain, link the account with that address (or create
+ * it, already verified) to the provider's `sub`, and start a session.
+ */
+export async function finishSso(ctx: AppContext, cc: CommandContext, callbackUrl: string, sealedFlow: string | undefined, origin: SessionOrigin) {
+  const idp = providerOf(ctx);
+  const pending = openFlow(ctx, sealedFlow, cc.now);
+  let id: ExternalIdentity;
+  try {
+    id = await idp.finish(callbackUrl, pending);
+  } catch (err) {
+    ctx.logger.warn({ errName: err instanceof Error ? err.name : 'unknown', errMessage: err instanceof Error ? err.message : String(err) }, 'OIDC code exchange failed');
+    throw failed('the provider did not confirm the sign-in');
+  }
+  if (!id.emailVerified) throw failed('the provider has not verified this e-mail address');
+  const email = normalizeEmail(id.email);
+  const domain = email.slice(email.lastIndexOf('@') + 1);
+  const allowed = ctx.config.oidc!.allowedDomains;
+  if (allowed.length > 0 && !allowed.includes(domain)) throw new DomainError('SSO_DOMAIN_NOT_ALLOWED', `Accounts of ${domain} cannot sign in here.`);
+
+  let user = await userByEmail(ctx, email);
+  let created = false;
+  if (!user) {
+    // No password anyone knows: the account signs in through the provider (or resets one by mail).
+    const reg = await registerUser(ctx, cc, { email, password: randomBytes(32).toString('base64url'), name: (id.name ?? email.split('@')[0]).slice(0, 200), emailVerified: true });
+    await ctx.runner.waitFor(reg.position, ctx.config.readYourWritesMs);
+    user = await userByEmail(ctx, email);
+    if (!user) throw new DomainError('SERVICE_UNAVAILABLE', 'The account is being created; try again.');
+    created = true;
+  }
+  const link = await handleCommand(ctx.eventStore, userStream(sha256Hex(email)), userDecider, { type: 'LinkSsoIdentity', issuer: id.issuer, subject: id.subject, now: cc.now }, { ...cc, actorId: user.id });
+  const session = await startSession(ctx, cc, user.id, origin, 'sso');
+  return { ...session, user: { id: user.id, email, created }, position: Math.max(link.position, session.position) };
+}
