@@ -1,0 +1,153 @@
+import { useEffect, useState } from 'preact/hooks';
+import { del, DocumentDetail, get, post, put, Tag } from '../api';
+import { navigate } from '../router';
+import { bytes, Confirm, ErrorBox, StatusBadge, useLoad, when } from '../ui';
+
+export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
+  const doc = useLoad(() => get<DocumentDetail>(`/v1/workspaces/${wsId}/documents/${docId}`), [wsId, docId]);
+  const tags = useLoad(() => get<Tag[]>(`/v1/workspaces/${wsId}/tags`), [wsId]);
+  const [title, setTitle] = useState('');
+  const [purpose, setPurpose] = useState('KNOWLEDGE');
+  const [chosen, setChosen] = useState<string[]>([]);
+  const [error, setError] = useState<unknown>(null);
+  const [note, setNote] = useState('');
+  const [confirm, setConfirm] = useState(false);
+
+  useEffect(() => {
+    if (!doc.data) return;
+    setTitle(doc.data.title);
+    setPurpose(doc.data.purpose);
+    setChosen(doc.data.tags.map((t) => t.id));
+  }, [doc.data?.updatedAt, doc.data?.id]);
+
+  // Live status while processing.
+  const status = doc.data?.processingStatus;
+  useEffect(() => {
+    if (status !== 'PENDING' && status !== 'PROCESSING') return;
+    const t = setInterval(doc.reload, 1500);
+    return () => clearInterval(t);
+  }, [status]);
+
+  if (doc.error) return <ErrorBox error={doc.error} />;
+  if (!doc.data) return <p role="status">Loading…</p>;
+  const d = doc.data;
+  return (
+    <section>
+      <p>
+        <a href={`/app/w/${wsId}/documents`}>← Documents</a>
+      </p>
+      <h1>{d.title}</h1>
+      <p>
+        <StatusBadge status={d.processingStatus} />
+        {d.error ? (
+          <span class="error">
+            {' '}
+            {d.error.message} ({d.error.code})
+          </span>
+        ) : null}
+      </p>
+      <dl class="meta">
+        <dt>File name</dt>
+        <dd>{d.filename}</dd>
+        <dt>Type</dt>
+        <dd>{d.mimeType}</dd>
+        <dt>Size</dt>
+        <dd>{bytes(d.size)}</dd>
+        <dt>Chunks</dt>
+        <dd>{d.chunkCount}</dd>
+        <dt>Tokens</dt>
+        <dd>{d.tokenCount}</dd>
+        <dt>Uploaded</dt>
+        <dd>{when(d.createdAt)}</dd>
+        <dt>Updated</dt>
+        <dd>{when(d.updatedAt)}</dd>
+      </dl>
+
+      <h2>Details</h2>
+      <form
+        class="stack"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          setNote('');
+          try {
+            await put(`/v1/workspaces/${wsId}/documents/${docId}`, { title, purpose, tags: chosen });
+            setNote('Saved.');
+            doc.reload();
+          } catch (err) {
+            setError(err);
+          }
+        }}
+      >
+        <label>
+          Title
+          <input name="title" required maxLength={500} value={title} onInput={(e) => setTitle((e.target as HTMLInputElement).value)} />
+        </label>
+        <label>
+          Purpose
+          <select name="purpose" value={purpose} onChange={(e) => setPurpose((e.target as HTMLSelectElement).value)}>
+            <option value="KNOWLEDGE">Knowledge</option>
+            <option value="INSTRUCTION">Instruction</option>
+          </select>
+        </label>
+        <fieldset>
+          <legend>Tags</legend>
+          {tags.data && tags.data.length === 0 ? <p class="muted small">This workspace has no tags yet.</p> : null}
+          <div class="checks">
+            {tags.data?.map((t) => (
+              <label key={t.id} class="check">
+                <input
+                  type="checkbox"
+                  checked={chosen.includes(t.id)}
+                  onChange={(e) => {
+                    const on = (e.target as HTMLInputElement).checked;
+                    setChosen((xs) => (on ? [...xs, t.id] : xs.filter((x) => x !== t.id)));
+                  }}
+                />
+                <span class="swatch" style={{ backgroundColor: t.color }} aria-hidden="true" />
+                {t.name}
+              </label>
+            ))}
+          </div>
+        </fieldset>
+        <ErrorBox error={error} />
+        {note ? <p role="status">{note}</p> : null}
+        <div class="actions">
+          <button type="submit" class="primary">
+            Save details
+          </button>
+          <button
+            type="button"
+            onClick={async () => {
+              setError(null);
+              setNote('');
+              try {
+                await post(`/v1/workspaces/${wsId}/documents/${docId}/process`);
+                setNote('Queued for reprocessing.');
+                doc.reload();
+              } catch (err) {
+                setError(err);
+              }
+            }}
+          >
+            Reprocess
+          </button>
+          <button type="button" class="danger" onClick={() => setConfirm(true)}>
+            Delete…
+          </button>
+        </div>
+      </form>
+      <Confirm
+        open={confirm}
+        title="Delete this document?"
+        message={`“${d.title}” will be removed from the workspace and from search.`}
+        action="Delete document"
+        onClose={() => setConfirm(false)}
+        onConfirm={async () => {
+          await del(`/v1/workspaces/${wsId}/documents/${docId}`);
+          navigate(`/w/${wsId}/documents`);
+        }}
+      />
+    </section>
+  );
+}
