@@ -41,7 +41,7 @@ function Shell() {
   else page = <p>There is no page at this address. <a href="/app/workspaces">Go to your workspaces</a>.</p>;
 
   return (
-    <>
+    <div class="shell">
       <a class="skip" href="#main">
         Skip to content
       </a>
@@ -97,7 +97,7 @@ function Shell() {
         <ErrorBox error={workspaces.error} />
         {page}
       </main>
-    </>
+    </div>
   );
 }
 

@@ -5,7 +5,7 @@ import { bytes, Confirm, ErrorBox, StatusBadge, useLoad, when } from '../ui';
 
 export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
   const doc = useLoad(() => get<DocumentDetail>(`/v1/workspaces/${wsId}/documents/${docId}`), [wsId, docId]);
-  const tags = useLoad(() => get<Tag[]>(`/v1/workspaces/${wsId}/tags`), [wsId]);
+  const tags = useLoad(() => get<{ data: Tag[] }>(`/v1/workspaces/${wsId}/tags`).then((r) => r.data), [wsId]);
   const [title, setTitle] = useState('');
   const [purpose, setPurpose] = useState('KNOWLEDGE');
   const [chosen, setChosen] = useState<string[]>([]);

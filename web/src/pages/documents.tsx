@@ -119,7 +119,7 @@ export function Documents({ wsId }: { wsId: string }) {
   const [search, setSearch] = useState('');
   const [applied, setApplied] = useState('');
   const [page, setPage] = useState(1);
-  const tags = useLoad(() => get<Tag[]>(`/v1/workspaces/${wsId}/tags`), [wsId]);
+  const tags = useLoad(() => get<{ data: Tag[] }>(`/v1/workspaces/${wsId}/tags`).then((r) => r.data), [wsId]);
   const qs = new URLSearchParams({ page: String(page), limit: '20' });
   if (status) qs.set('status', status);
   if (purpose) qs.set('purpose', purpose);

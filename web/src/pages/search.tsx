@@ -13,7 +13,7 @@ export function Highlighted({ text, query }: { text: string; query: string }) {
 }
 
 export function Search({ wsId }: { wsId: string }) {
-  const tags = useLoad(() => get<Tag[]>(`/v1/workspaces/${wsId}/tags`), [wsId]);
+  const tags = useLoad(() => get<{ data: Tag[] }>(`/v1/workspaces/${wsId}/tags`).then((r) => r.data), [wsId]);
   const [query, setQuery] = useState('');
   const [chosen, setChosen] = useState<string[]>([]);
   const [answer, setAnswer] = useState<SearchAnswer | null>(null);

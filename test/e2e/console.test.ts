@@ -1,0 +1,171 @@
+import path from 'node:path';
+import { Browser, BrowserContext, Page } from 'playwright-core';
+import { startServer, TestServer } from '../support/server';
+import { launchChromium } from './browser';
+
+/**
+ * The web console in a real browser (Debian's Chromium) against the real server.
+ * Access tokens live 8 s here, so the console renews its session silently (every ~6 s)
+ * several times during the journey.
+ */
+describe('web console, end to end in Chromium', () => {
+  let server: TestServer;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const problems: string[] = [];
+  const fixtures = path.resolve(__dirname, '..', 'fixtures');
+  const email = `e2e-${Date.now()}@example.com`;
+  const password = 'correct horse battery';
+
+  beforeAll(async () => {
+    [server, browser] = await Promise.all([startServer({ KB_RATE_LIMITS: 'off', KB_ACCESS_TOKEN_TTL: '8' }), launchChromium()]);
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    // Any CSP violation or uncaught error fails the suite (checked at the end).
+    page.on('console', (m) => {
+      if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+    });
+    page.on('pageerror', (e) => problems.push(String(e)));
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  it('signs up, creates a workspace, uploads two files that reach VERIFIED, and finds a passage', async () => {
+    await page.goto(`${server.url}/app/`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.getByRole('link', { name: 'Create one' }).click();
+    await page.getByLabel('Name').fill('Erin');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+
+    await page.getByLabel('New workspace name').fill('Handbook');
+    await page.getByRole('button', { name: 'Create workspace' }).click();
+    await page.getByRole('heading', { name: 'Documents' }).waitFor();
+    expect(page.url()).toMatch(/\/app\/w\/[0-9a-f-]{36}\/documents$/);
+
+    await page.locator('input[type=file]').setInputFiles([path.join(fixtures, 'sample.md'), path.join(fixtures, 'sample.txt')]);
+    const uploads = page.getByRole('list', { name: 'Uploads' });
+    for (const name of ['sample.md', 'sample.txt']) {
+      const row = uploads.locator(`li[data-file="${name}"]`);
+      await row.locator('progress').waitFor();
+      await row.getByText('Verified', { exact: true }).waitFor({ timeout: 30_000 });
+    }
+    // The list shows both under their titles (the file name by default), status as a word.
+    const table = page.locator('table.docs');
+    await table.getByRole('link', { name: 'sample.md' }).waitFor();
+    await table.getByRole('link', { name: 'sample.txt' }).waitFor();
+    expect(await table.getByText('Verified', { exact: true }).count()).toBe(2);
+
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Search' }).click();
+    await page.getByLabel('Search this workspace').fill('Debian contrib repository');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    const hit = page.locator('.hit').first();
+    await hit.waitFor();
+    expect(await hit.locator('.hit-title').textContent()).toBe('sample.md');
+    expect(await hit.locator('mark').allTextContents()).toEqual(expect.arrayContaining(['contrib']));
+    expect(await hit.locator('.score').textContent()).toMatch(/score \d\.\d{3}/);
+    expect(await page.getByRole('status').filter({ hasText: / in [\d.]+ ms/ }).count()).toBe(1);
+  });
+
+  it('keeps the session across a reload (silent renew from the cookie); page scripts never see the refresh token', async () => {
+    await page.reload();
+    await page.getByRole('heading', { name: 'Search' }).waitFor();
+    expect(await page.evaluate(() => document.cookie)).toBe('');
+    // Several renewals happen while we wait (token lifetime 8 s): still signed in.
+    await page.waitForTimeout(7_000);
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Documents' }).click();
+    await page.locator('table.docs').getByRole('link', { name: 'sample.md' }).waitFor();
+  });
+
+  it('edits a document: title, purpose; opens it under its new title', async () => {
+    await page.locator('table.docs').getByRole('link', { name: 'sample.txt' }).click();
+    await page.getByRole('heading', { name: 'sample.txt' }).waitFor();
+    await page.getByLabel('Title').fill('Quick brown notes');
+    await page.getByLabel('Purpose').selectOption('INSTRUCTION');
+    await page.getByRole('button', { name: 'Save details' }).click();
+    await page.getByRole('heading', { name: 'Quick brown notes' }).waitFor();
+    await page.getByRole('link', { name: '← Documents' }).click();
+    await page.locator('table.docs').getByRole('link', { name: 'Quick brown notes' }).waitFor();
+    await page.getByLabel('Purpose').selectOption('INSTRUCTION');
+    await page.getByRole('status').filter({ hasText: '1 document' }).waitFor();
+  });
+
+  it('creates an API key (shown once), uses it with fetch, revokes it', async () => {
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByLabel('New key name').fill('ci');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.getByTestId('new-key').textContent())?.trim() ?? '';
+    expect(key).toMatch(/^kb_/);
+    await page.getByRole('button', { name: 'Copy key' }).waitFor();
+    const ok = await fetch(`${server.url}/v1/workspaces`, { headers: { authorization: `Bearer ${key}` } });
+    expect(ok.status).toBe(200);
+    expect((await ok.json()).map((w: { name: string }) => w.name)).toEqual(['Handbook']);
+    await page.getByRole('button', { name: 'Done' }).click();
+    expect(await page.getByTestId('new-key').count()).toBe(0);
+
+    await page.getByRole('button', { name: 'Revoke ci' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke this key?' });
+    await dialog.waitFor();
+    // The dialog holds the focus (modal): Tab stays inside it.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => !!document.activeElement?.closest('dialog'))).toBe(true);
+    await dialog.getByRole('button', { name: 'Revoke key' }).click();
+    await page.getByText('No API keys yet.').waitFor();
+    const refused = await fetch(`${server.url}/v1/workspaces`, { headers: { authorization: `Bearer ${key}` } });
+    expect(refused.status).toBe(401);
+  });
+
+  it('shows the audit trail of these actions, as words', async () => {
+    await page.getByLabel('Workspace', { exact: true }).selectOption({ label: 'Handbook' });
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Audit trail' }).click();
+    const table = page.locator('table.audit');
+    await table.waitFor();
+    await table.getByText('Workspace created').waitFor();
+    expect(await table.locator('td[data-action="DocumentUploaded"]').count()).toBe(2);
+    expect(await table.getByText('Document uploaded').count()).toBe(2);
+    await table.getByText('Document metadata updated').first().waitFor();
+    // Filter by action.
+    await page.getByLabel('Action').fill('WorkspaceCreated');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('table.audit tbody tr').length === 1);
+  });
+
+  it('renames and deletes a workspace (with confirmation)', async () => {
+    await page.goto(`${server.url}/app/workspaces`);
+    await page.getByLabel('New workspace name').fill('Scratch');
+    await page.getByRole('button', { name: 'Create workspace' }).click();
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Settings' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('Scratch 2');
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    await page.locator('.ws-name', { hasText: 'Scratch 2' }).waitFor();
+    await page.getByRole('button', { name: 'Delete workspace…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete workspace' }).click();
+    await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+    await page.getByRole('link', { name: 'Handbook' }).waitFor();
+    expect(await page.getByRole('link', { name: 'Scratch 2' }).count()).toBe(0);
+  });
+
+  it('shows a clear screen when the session cannot be renewed, and signs in again', async () => {
+    await context.clearCookies();
+    await page.getByRole('heading', { name: 'Your session has ended' }).waitFor({ timeout: 15_000 });
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in again' }).click();
+    await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+  });
+
+  it('signs out: a reload lands on the sign-in screen', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect(problems).toEqual([]);
+  });
+});
