@@ -96,6 +96,28 @@ describe('web console, end to end in Chromium', () => {
     await page.getByRole('status').filter({ hasText: '1 document' }).waitFor();
   });
 
+  it('creates a tag in the settings, tags a document, filters the list and the search by it', async () => {
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Settings' }).click();
+    await page.getByLabel('New tag').fill('linux');
+    await page.getByRole('button', { name: 'Add tag' }).click();
+    await page.getByLabel('Name of tag linux').waitFor();
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Documents' }).click();
+    await page.locator('table.docs').getByRole('link', { name: 'sample.md' }).click();
+    await page.getByRole('checkbox', { name: 'linux' }).check();
+    await page.getByRole('button', { name: 'Save details' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    await page.getByRole('link', { name: '← Documents' }).click();
+    await page.getByLabel('Tag').selectOption({ label: 'linux' });
+    await page.getByRole('status').filter({ hasText: /^1 document$/ }).waitFor();
+    expect(await page.locator('table.docs tbody tr').count()).toBe(1);
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Search' }).click();
+    await page.getByRole('checkbox', { name: 'linux' }).check();
+    await page.getByLabel('Search this workspace').fill('quick brown fox');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: / in [\d.]+ ms/ }).waitFor();
+    expect(await page.locator('.hit-title').allTextContents()).toEqual(expect.not.arrayContaining(['Quick brown notes']));
+  });
+
   it('creates an API key (shown once), uses it with fetch, revokes it', async () => {
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByLabel('New key name').fill('ci');

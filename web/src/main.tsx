@@ -10,6 +10,7 @@ import { DocumentView } from './pages/document';
 import { Search } from './pages/search';
 import { ApiKeys } from './pages/apiKeys';
 import { Audit } from './pages/audit';
+import { AcceptInvitation } from './pages/team';
 
 function useSession(): SessionState {
   const [s, setS] = useState(sessionState());
@@ -37,6 +38,7 @@ function Shell() {
   else if ((m = match('/w/:ws/audit', path))) page = <Audit wsId={m.ws} />;
   else if ((m = match('/w/:ws/settings', path))) page = <WorkspaceSettings wsId={m.ws} onChanged={workspaces.reload} />;
   else if (match('/settings/api-keys', path)) page = <ApiKeys />;
+  else if ((m = match('/invitations/:id', path))) page = <AcceptInvitation invitationId={m.id} onJoined={workspaces.reload} />;
   else if (match('/workspaces', path) || path === '/') page = <Workspaces workspaces={workspaces} />;
   else page = <p>There is no page at this address. <a href="/app/workspaces">Go to your workspaces</a>.</p>;
 

@@ -61,7 +61,7 @@ export function ApiKeys() {
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Prefix</th>
-                <th scope="col">Created</th>
+                <th scope="col" class="wide-only">Created</th>
                 <th scope="col">Last used</th>
                 <th scope="col">
                   <span class="sr-only">Actions</span>
@@ -75,7 +75,7 @@ export function ApiKeys() {
                   <td>
                     <code>{k.prefix}…</code>
                   </td>
-                  <td>{when(k.createdAt)}</td>
+                  <td class="wide-only">{when(k.createdAt)}</td>
                   <td>{k.lastUsedAt ? when(k.lastUsedAt) : 'Never'}</td>
                   <td>
                     <button type="button" class="danger" onClick={() => setRevoking(k)} aria-label={`Revoke ${k.name}`}>

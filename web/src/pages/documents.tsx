@@ -233,9 +233,9 @@ export function Documents({ wsId }: { wsId: string }) {
                 <tr>
                   <th scope="col">Title</th>
                   <th scope="col">Status</th>
-                  <th scope="col">Purpose</th>
+                  <th scope="col" class="wide-only">Purpose</th>
                   <th scope="col">Tags</th>
-                  <th scope="col">Updated</th>
+                  <th scope="col" class="wide-only">Updated</th>
                 </tr>
               </thead>
               <tbody>
@@ -247,9 +247,9 @@ export function Documents({ wsId }: { wsId: string }) {
                     <td>
                       <StatusBadge status={d.processingStatus} />
                     </td>
-                    <td>{d.purpose === 'INSTRUCTION' ? 'Instruction' : 'Knowledge'}</td>
+                    <td class="wide-only">{d.purpose === 'INSTRUCTION' ? 'Instruction' : 'Knowledge'}</td>
                     <td>{d.tags.map((t) => tagName.get(t) ?? '').filter(Boolean).join(', ')}</td>
-                    <td>{when(d.updatedAt)}</td>
+                    <td class="wide-only">{when(d.updatedAt)}</td>
                   </tr>
                 ))}
               </tbody>

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { del, get, post, put, Workspace } from '../api';
 import { navigate } from '../router';
 import { Confirm, ErrorBox, useLoad, when } from '../ui';
+import { Members, Tags } from './team';
 
 const ROLE_WORDS: Record<string, string> = { OWNER: 'Owner', ADMIN: 'Admin', MEMBER: 'Member', VIEWER: 'Viewer' };
 export const roleWord = (r: string) => ROLE_WORDS[r] ?? r;
@@ -97,6 +98,49 @@ export function WorkspaceSettings({ wsId, onChanged }: { wsId: string; onChanged
       </form>
       {saved ? <p role="status">Saved.</p> : null}
       <ErrorBox error={error} />
+      {w.settings ? (
+        <fieldset>
+          <legend>Settings</legend>
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={w.settings.allowPublicSearchLinks}
+              disabled={w.role === 'MEMBER'}
+              onChange={async (e) => {
+                setError(null);
+                try {
+                  await put(`/v1/workspaces/${wsId}`, { settings: { allowPublicSearchLinks: (e.target as HTMLInputElement).checked } });
+                } catch (err) {
+                  setError(err);
+                }
+                ws.reload();
+              }}
+            />
+            Allow public search links
+          </label>
+          <label>
+            Default purpose of new documents
+            <select
+              value={w.settings.defaultDocumentPurpose}
+              disabled={w.role === 'MEMBER'}
+              onChange={async (e) => {
+                setError(null);
+                try {
+                  await put(`/v1/workspaces/${wsId}`, { settings: { defaultDocumentPurpose: (e.target as HTMLSelectElement).value } });
+                } catch (err) {
+                  setError(err);
+                }
+                ws.reload();
+              }}
+            >
+              <option value="KNOWLEDGE">Knowledge</option>
+              <option value="INSTRUCTION">Instruction</option>
+            </select>
+          </label>
+        </fieldset>
+      ) : null}
+      <Members wsId={wsId} myRole={w.role} />
+      <Tags wsId={wsId} myRole={w.role} />
       <h2>Danger zone</h2>
       <p>Deleting the workspace removes its documents, search links and instruction sets. Only the owner can do it.</p>
       <button type="button" class="danger" onClick={() => setConfirm(true)} disabled={w.role !== 'OWNER'}>
