@@ -62,7 +62,7 @@ describe('web console, end to end in Chromium', () => {
     await table.getByRole('link', { name: 'sample.txt' }).waitFor();
     expect(await table.getByText('Verified', { exact: true }).count()).toBe(2);
 
-    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Search' }).click();
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Search', exact: true }).click();
     await page.getByLabel('Search this workspace').fill('Debian contrib repository');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     const hit = page.locator('.hit').first();
@@ -83,13 +83,26 @@ describe('web console, end to end in Chromium', () => {
     await page.locator('table.docs').getByRole('link', { name: 'sample.md' }).waitFor();
   });
 
-  it('edits a document: title, purpose; opens it under its new title', async () => {
+  it('edits a document: title, purpose; opens it under its new title; views it as of before the edit', async () => {
     await page.locator('table.docs').getByRole('link', { name: 'sample.txt' }).click();
     await page.getByRole('heading', { name: 'sample.txt' }).waitFor();
+    // A local time (datetime-local, seconds) safely before the edit.
+    const before = await page.evaluate(() => {
+      const d = new Date(Date.now() - 1000);
+      const p = (n: number) => String(n).padStart(2, '0');
+      return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+    });
+    await page.waitForTimeout(1100);
     await page.getByLabel('Title').fill('Quick brown notes');
     await page.getByLabel('Purpose').selectOption('INSTRUCTION');
     await page.getByRole('button', { name: 'Save details' }).click();
     await page.getByRole('heading', { name: 'Quick brown notes' }).waitFor();
+    await page.getByLabel('Show the document as it was at').fill(before);
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    const past = page.getByTestId('as-of');
+    await past.waitFor();
+    expect(await past.locator('dd').nth(1).textContent()).toBe('sample.txt');
+    expect(await past.locator('dd').nth(3).textContent()).toBe('Knowledge');
     await page.getByRole('link', { name: '← Documents' }).click();
     await page.locator('table.docs').getByRole('link', { name: 'Quick brown notes' }).waitFor();
     await page.getByLabel('Purpose').selectOption('INSTRUCTION');
@@ -110,12 +123,40 @@ describe('web console, end to end in Chromium', () => {
     await page.getByLabel('Tag').selectOption({ label: 'linux' });
     await page.getByRole('status').filter({ hasText: /^1 document$/ }).waitFor();
     expect(await page.locator('table.docs tbody tr').count()).toBe(1);
-    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Search' }).click();
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Search', exact: true }).click();
     await page.getByRole('checkbox', { name: 'linux' }).check();
     await page.getByLabel('Search this workspace').fill('quick brown fox');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.getByRole('status').filter({ hasText: / in [\d.]+ ms/ }).waitFor();
     expect(await page.locator('.hit-title').allTextContents()).toEqual(expect.not.arrayContaining(['Quick brown notes']));
+  });
+
+  it('creates a search link whose MCP tool URL answers initialize, then revokes it', async () => {
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Search links' }).click();
+    await page.getByLabel('Link name').fill('Support bot');
+    await page.getByRole('checkbox', { name: 'linux' }).check();
+    await page.getByRole('button', { name: 'Create search link' }).click();
+    const link = page.locator('li[data-link="Support bot"]');
+    await link.getByText('Active', { exact: true }).waitFor();
+    await link.getByText('Tags: linux').waitFor();
+    const toolUrl = (await link.getByTestId('tool-url').textContent()) ?? '';
+    const token = /\/mcp\/([0-9a-f]{64})$/.exec(toolUrl)?.[1];
+    expect(token).toBeDefined();
+    await link.getByText('Set up an MCP client').click();
+    await link.getByText(`claude mcp add --transport http support-bot ${toolUrl}`).waitFor();
+    const rpc = () =>
+      fetch(`${server.url}/mcp/${token}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'e2e', version: '1.0.0' } } }),
+      });
+    const init = await rpc();
+    expect(init.status).toBe(200);
+    expect((await init.json()).result.protocolVersion).toBe('2025-06-18');
+    await link.getByRole('button', { name: 'Revoke Support bot' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke link' }).click();
+    await link.getByText('Revoked', { exact: true }).waitFor();
+    expect((await rpc()).status).not.toBe(200);
   });
 
   it('creates an API key (shown once), uses it with fetch, revokes it', async () => {
@@ -152,6 +193,8 @@ describe('web console, end to end in Chromium', () => {
     expect(await table.locator('td[data-action="DocumentUploaded"]').count()).toBe(2);
     expect(await table.getByText('Document uploaded').count()).toBe(2);
     await table.getByText('Document metadata updated').first().waitFor();
+    await table.getByText('Search link created').waitFor();
+    await table.getByText('Link revoked').waitFor();
     // Filter by action.
     await page.getByLabel('Action').fill('WorkspaceCreated');
     await page.getByRole('button', { name: 'Filter' }).click();
@@ -171,7 +214,8 @@ describe('web console, end to end in Chromium', () => {
     await page.getByRole('dialog').getByRole('button', { name: 'Delete workspace' }).click();
     await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
     await page.getByRole('link', { name: 'Handbook' }).waitFor();
-    expect(await page.getByRole('link', { name: 'Scratch 2' }).count()).toBe(0);
+    // The list is reloaded after the delete: the workspace leaves it.
+    await page.getByRole('link', { name: 'Scratch 2' }).waitFor({ state: 'detached' });
   });
 
   it('shows a clear screen when the session cannot be renewed, and signs in again', async () => {

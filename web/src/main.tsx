@@ -11,6 +11,7 @@ import { Search } from './pages/search';
 import { ApiKeys } from './pages/apiKeys';
 import { Audit } from './pages/audit';
 import { AcceptInvitation } from './pages/team';
+import { SearchLinks } from './pages/searchLinks';
 
 function useSession(): SessionState {
   const [s, setS] = useState(sessionState());
@@ -36,6 +37,7 @@ function Shell() {
   else if ((m = match('/w/:ws/documents', path))) page = <Documents wsId={m.ws} />;
   else if ((m = match('/w/:ws/search', path))) page = <Search wsId={m.ws} />;
   else if ((m = match('/w/:ws/audit', path))) page = <Audit wsId={m.ws} />;
+  else if ((m = match('/w/:ws/links', path))) page = <SearchLinks wsId={m.ws} />;
   else if ((m = match('/w/:ws/settings', path))) page = <WorkspaceSettings wsId={m.ws} onChanged={workspaces.reload} />;
   else if (match('/settings/api-keys', path)) page = <ApiKeys />;
   else if ((m = match('/invitations/:id', path))) page = <AcceptInvitation invitationId={m.id} onJoined={workspaces.reload} />;
@@ -86,6 +88,7 @@ function Shell() {
           {[
             ['documents', 'Documents'],
             ['search', 'Search'],
+            ['links', 'Search links'],
             ['audit', 'Audit trail'],
             ['settings', 'Settings'],
           ].map(([p, label]) => (

@@ -137,6 +137,7 @@ export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
           </button>
         </div>
       </form>
+      <AsOf wsId={wsId} docId={docId} />
       <Confirm
         open={confirm}
         title="Delete this document?"
@@ -149,5 +150,59 @@ export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
         }}
       />
     </section>
+  );
+}
+
+/** Time travel: the document as it was at a chosen past time (GET ...?asOf=). */
+function AsOf({ wsId, docId }: { wsId: string; docId: string }) {
+  const [at, setAt] = useState('');
+  const [past, setPast] = useState<DocumentDetail | null>(null);
+  const [shownAt, setShownAt] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <>
+      <h2>As of a past time</h2>
+      <form
+        class="row"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          setPast(null);
+          const t = new Date(at);
+          if (Number.isNaN(t.getTime())) return setError(new Error('Choose a date and time.'));
+          try {
+            setPast(await get<DocumentDetail>(`/v1/workspaces/${wsId}/documents/${docId}?asOf=${encodeURIComponent(t.toISOString())}`));
+            setShownAt(t.toLocaleString());
+          } catch (err) {
+            setError(err);
+          }
+        }}
+      >
+        <label class="grow">
+          Show the document as it was at
+          <input type="datetime-local" step={1} name="as-of" required value={at} onInput={(e) => setAt((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit">Show</button>
+      </form>
+      <ErrorBox error={error} />
+      {past ? (
+        <dl class="meta" aria-label={`The document as of ${shownAt}`} data-testid="as-of">
+          <dt>As of</dt>
+          <dd>{shownAt}</dd>
+          <dt>Title</dt>
+          <dd>{past.title}</dd>
+          <dt>Status</dt>
+          <dd>
+            <StatusBadge status={past.processingStatus} />
+          </dd>
+          <dt>Purpose</dt>
+          <dd>{past.purpose === 'INSTRUCTION' ? 'Instruction' : 'Knowledge'}</dd>
+          <dt>Tags</dt>
+          <dd>{past.tags.map((t) => t.name).join(', ') || 'none'}</dd>
+          <dt>Last change then</dt>
+          <dd>{when(past.updatedAt)}</dd>
+        </dl>
+      ) : null}
+    </>
   );
 }
