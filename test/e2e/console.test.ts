@@ -131,6 +131,52 @@ describe('web console, end to end in Chromium', () => {
     expect(await page.locator('.hit-title').allTextContents()).toEqual(expect.not.arrayContaining(['Quick brown notes']));
   });
 
+  it('builds an instruction set, reorders it by keyboard and by drag and drop, handles a conflict, makes it public and opens its page', async () => {
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Instruction sets' }).click();
+    await page.getByLabel('New instruction set name').fill('Onboarding');
+    await page.getByRole('button', { name: 'Create set' }).click();
+    await page.getByRole('heading', { name: 'Onboarding' }).waitFor();
+    const setId = /\/sets\/([0-9a-f-]{36})$/.exec(page.url())?.[1];
+    for (const title of ['sample.md', 'Quick brown notes']) {
+      await page.getByLabel('Add a verified document').selectOption({ label: title });
+      await page.getByRole('button', { name: 'Add to set' }).click();
+      await page.locator(`ol.set-docs li[data-doc="${title}"]`).waitFor();
+    }
+    await page.getByText('Documents: 2 of 20').waitFor();
+    const order = () => page.locator('ol.set-docs li').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-doc')));
+    expect(await order()).toEqual(['sample.md', 'Quick brown notes']);
+    // Keyboard: focus the Move up button and press Enter.
+    await page.getByRole('button', { name: 'Move Quick brown notes up' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelector('ol.set-docs li')?.getAttribute('data-doc') === 'Quick brown notes');
+    // Drag and drop: sample.md back on top.
+    await page.locator('ol.set-docs li[data-doc="sample.md"]').dragTo(page.locator('ol.set-docs li[data-doc="Quick brown notes"]'));
+    await page.waitForFunction(() => document.querySelector('ol.set-docs li')?.getAttribute('data-doc') === 'sample.md');
+    // Someone else renames the set meanwhile: saving ours answers 409, the console shows theirs and keeps ours.
+    const login = await fetch(`${server.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+    const { accessToken } = await login.json();
+    const elsewhere = await fetch(`${server.url}/api/instruction-sets/${setId}`, { method: 'PATCH', headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` }, body: JSON.stringify({ name: 'Renamed elsewhere' }) });
+    expect(elsewhere.status).toBe(200);
+    await page.getByLabel('Description').fill('Read this first');
+    await page.getByRole('button', { name: 'Save details' }).click();
+    const notice = page.getByRole('alert').filter({ hasText: 'Someone else saved this set first' });
+    await notice.waitFor();
+    await notice.getByText('Renamed elsewhere (differs from yours)').waitFor();
+    expect(await page.getByLabel('Description').inputValue()).toBe('Read this first');
+    await notice.getByRole('button', { name: 'Save mine over theirs' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    await page.getByRole('heading', { name: 'Onboarding' }).waitFor();
+    // Public: the page lists the documents in the set's order.
+    await page.getByLabel(/^Public/).click();
+    await page.getByTestId('set-page-url').waitFor();
+    const preview = await context.newPage();
+    await preview.goto(`${server.url}/s/${setId}`);
+    const text = (await preview.textContent('body')) ?? '';
+    expect(text).toContain('Onboarding');
+    expect(text.indexOf('Debian needs the contrib repository')).toBeLessThan(text.indexOf('quick brown fox'));
+    await preview.close();
+  });
+
   it('creates a search link whose MCP tool URL answers initialize, then revokes it', async () => {
     await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Search links' }).click();
     await page.getByLabel('Link name').fill('Support bot');
@@ -184,21 +230,30 @@ describe('web console, end to end in Chromium', () => {
     expect(refused.status).toBe(401);
   });
 
-  it('shows the audit trail of these actions, as words', async () => {
+  it('shows the audit trail of these actions, as words, with filters and paging', async () => {
     await page.getByLabel('Workspace', { exact: true }).selectOption({ label: 'Handbook' });
     await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Audit trail' }).click();
     const table = page.locator('table.audit');
     await table.waitFor();
+    // Newest first: the last action of the journey leads.
+    expect(await table.locator('tbody tr').first().locator('td').nth(2).textContent()).toBe('Link revoked');
+    expect(await table.locator('tbody tr').count()).toBe(25);
+    const firstPage = await table.locator('tbody tr td:first-child').allTextContents();
+    await page.getByRole('button', { name: 'Older' }).click();
+    await page.getByRole('button', { name: 'Newer' }).and(page.locator(':enabled')).waitFor();
     await table.getByText('Workspace created').waitFor();
-    expect(await table.locator('td[data-action="DocumentUploaded"]').count()).toBe(2);
+    expect(await table.locator('tbody tr td:first-child').allTextContents()).not.toEqual(firstPage);
+    const rowsFor = async (action: string) => {
+      await page.getByLabel('Action').fill(action);
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.waitForFunction((a) => [...document.querySelectorAll('table.audit td[data-action]')].every((td) => td.getAttribute('data-action') === a), action);
+      return table.locator('tbody tr').count();
+    };
+    expect(await rowsFor('WorkspaceCreated')).toBe(1);
+    expect(await rowsFor('DocumentUploaded')).toBe(2);
     expect(await table.getByText('Document uploaded').count()).toBe(2);
-    await table.getByText('Document metadata updated').first().waitFor();
-    await table.getByText('Search link created').waitFor();
-    await table.getByText('Link revoked').waitFor();
-    // Filter by action.
-    await page.getByLabel('Action').fill('WorkspaceCreated');
-    await page.getByRole('button', { name: 'Filter' }).click();
-    await page.waitForFunction(() => document.querySelectorAll('table.audit tbody tr').length === 1);
+    expect(await rowsFor('SearchLinkCreated')).toBe(1);
+    expect(await rowsFor('DocumentMetadataUpdated')).toBeGreaterThanOrEqual(2);
   });
 
   it('renames and deletes a workspace (with confirmation)', async () => {

@@ -12,6 +12,7 @@ import { ApiKeys } from './pages/apiKeys';
 import { Audit } from './pages/audit';
 import { AcceptInvitation } from './pages/team';
 import { SearchLinks } from './pages/searchLinks';
+import { InstructionSets, InstructionSetView } from './pages/instructionSets';
 
 function useSession(): SessionState {
   const [s, setS] = useState(sessionState());
@@ -38,6 +39,8 @@ function Shell() {
   else if ((m = match('/w/:ws/search', path))) page = <Search wsId={m.ws} />;
   else if ((m = match('/w/:ws/audit', path))) page = <Audit wsId={m.ws} />;
   else if ((m = match('/w/:ws/links', path))) page = <SearchLinks wsId={m.ws} />;
+  else if ((m = match('/w/:ws/sets/:set', path))) page = <InstructionSetView wsId={m.ws} setId={m.set} />;
+  else if ((m = match('/w/:ws/sets', path))) page = <InstructionSets wsId={m.ws} />;
   else if ((m = match('/w/:ws/settings', path))) page = <WorkspaceSettings wsId={m.ws} onChanged={workspaces.reload} />;
   else if (match('/settings/api-keys', path)) page = <ApiKeys />;
   else if ((m = match('/invitations/:id', path))) page = <AcceptInvitation invitationId={m.id} onJoined={workspaces.reload} />;
@@ -88,6 +91,7 @@ function Shell() {
           {[
             ['documents', 'Documents'],
             ['search', 'Search'],
+            ['sets', 'Instruction sets'],
             ['links', 'Search links'],
             ['audit', 'Audit trail'],
             ['settings', 'Settings'],
