@@ -3,6 +3,7 @@
 // through the public API, and drives Debian's Chromium (/usr/bin/chromium, or KB_CHROMIUM).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,11 +13,21 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const out = path.join(root, 'docs', 'screenshots');
 const executablePath = process.env.KB_CHROMIUM ?? '/usr/bin/chromium';
 
+/** A free port, so the server's public URLs (KB_BASE_URL) name the port it really listens on. */
+const freePort = () =>
+  new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+
 async function startServer() {
+  const free = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-shots-'));
   const proc = spawn(process.execPath, [path.join(root, 'dist/src/main.js')], {
     cwd: root,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', KB_DATA_DIR: dataDir, KB_ANNOUNCE_PORT: '1', KB_LOG_LEVEL: 'warn', KB_RATE_LIMITS: 'off' },
+    env: { ...process.env, PORT: String(free), KB_BASE_URL: `http://127.0.0.1:${free}`, HOST: '127.0.0.1', KB_DATA_DIR: dataDir, KB_ANNOUNCE_PORT: '1', KB_LOG_LEVEL: 'warn', KB_RATE_LIMITS: 'off' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let text = '';
@@ -64,7 +75,11 @@ async function seed(base) {
     await new Promise((r) => setTimeout(r, 500));
   }
   await call(base, t, 'POST', '/v1/api-keys', { name: 'CI pipeline' });
-  return { email, password, ws: ws.id, doc: docs[0].id };
+  const set = await call(base, t, 'POST', `/api/workspaces/${ws.id}/instruction-sets`, { name: 'Support assistant', description: 'What the support bot reads first' });
+  for (const d of docs.slice(0, 3)) await call(base, t, 'POST', `/api/instruction-sets/${set.id}/documents`, { documentId: d.id });
+  await call(base, t, 'PATCH', `/api/instruction-sets/${set.id}`, { isPublic: true });
+  await call(base, t, 'POST', `/api/workspaces/${ws.id}/public-links`, { name: 'Support bot', allowedTags: [tag.id], historyMode: false });
+  return { email, password, ws: ws.id, doc: docs[0].id, set: set.id };
 }
 
 async function main() {
@@ -120,7 +135,16 @@ async function main() {
         await page.goto(`${server.url}/app/w/${s.ws}/audit`);
         await page.locator('table.audit tbody tr').first().waitFor();
         await shot('audit');
+        await page.goto(`${server.url}/app/w/${s.ws}/sets/${s.set}`);
+        await page.locator('ol.set-docs li').first().waitFor();
+        await shot('instruction-set');
+        await page.goto(`${server.url}/app/w/${s.ws}/links`);
+        await page.locator('li[data-link]').first().waitFor();
+        await page.getByText('Set up an MCP client').click();
+        await shot('search-links');
         await page.goto(`${server.url}/app/w/${s.ws}/settings`);
+        await page.locator('table.members tbody tr').first().waitFor();
+        await shot('workspace-settings');
         await page.getByRole('button', { name: 'Delete workspace…' }).click();
         await page.getByRole('dialog').waitFor();
         await shot('delete-dialog');
