@@ -76,7 +76,7 @@ describe('web console, end to end in Chromium', () => {
   it('keeps the session across a reload (silent renew from the cookie); page scripts never see the refresh token', async () => {
     await page.reload();
     await page.getByRole('heading', { name: 'Search' }).waitFor();
-    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await page.evaluate(() => (globalThis as any).document.cookie)).toBe('');
     // Several renewals happen while we wait (token lifetime 8 s): still signed in.
     await page.waitForTimeout(7_000);
     await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Documents' }).click();
@@ -148,13 +148,13 @@ describe('web console, end to end in Chromium', () => {
     // Keyboard: focus the Move up button and press Enter.
     await page.getByRole('button', { name: 'Move Quick brown notes up' }).focus();
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.querySelector('ol.set-docs li')?.getAttribute('data-doc') === 'Quick brown notes');
+    await page.waitForFunction(() => (globalThis as any).document.querySelector('ol.set-docs li')?.getAttribute('data-doc') === 'Quick brown notes');
     // Drag and drop: sample.md back on top.
     await page.locator('ol.set-docs li[data-doc="sample.md"]').dragTo(page.locator('ol.set-docs li[data-doc="Quick brown notes"]'));
-    await page.waitForFunction(() => document.querySelector('ol.set-docs li')?.getAttribute('data-doc') === 'sample.md');
+    await page.waitForFunction(() => (globalThis as any).document.querySelector('ol.set-docs li')?.getAttribute('data-doc') === 'sample.md');
     // Someone else renames the set meanwhile: saving ours answers 409, the console shows theirs and keeps ours.
     const login = await fetch(`${server.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
-    const { accessToken } = await login.json();
+    const { accessToken } = (await login.json()) as { accessToken: string };
     const elsewhere = await fetch(`${server.url}/api/instruction-sets/${setId}`, { method: 'PATCH', headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` }, body: JSON.stringify({ name: 'Renamed elsewhere' }) });
     expect(elsewhere.status).toBe(200);
     await page.getByLabel('Description').fill('Read this first');
@@ -198,7 +198,7 @@ describe('web console, end to end in Chromium', () => {
       });
     const init = await rpc();
     expect(init.status).toBe(200);
-    expect((await init.json()).result.protocolVersion).toBe('2025-06-18');
+    expect(((await init.json()) as any).result.protocolVersion).toBe('2025-06-18');
     await link.getByRole('button', { name: 'Revoke Support bot' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke link' }).click();
     await link.getByText('Revoked', { exact: true }).waitFor();
@@ -214,7 +214,7 @@ describe('web console, end to end in Chromium', () => {
     await page.getByRole('button', { name: 'Copy key' }).waitFor();
     const ok = await fetch(`${server.url}/v1/workspaces`, { headers: { authorization: `Bearer ${key}` } });
     expect(ok.status).toBe(200);
-    expect((await ok.json()).map((w: { name: string }) => w.name)).toEqual(['Handbook']);
+    expect(((await ok.json()) as { name: string }[]).map((w: { name: string }) => w.name)).toEqual(['Handbook']);
     await page.getByRole('button', { name: 'Done' }).click();
     expect(await page.getByTestId('new-key').count()).toBe(0);
 
@@ -223,7 +223,7 @@ describe('web console, end to end in Chromium', () => {
     await dialog.waitFor();
     // The dialog holds the focus (modal): Tab stays inside it.
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => !!document.activeElement?.closest('dialog'))).toBe(true);
+    expect(await page.evaluate(() => !!(globalThis as any).document.activeElement?.closest('dialog'))).toBe(true);
     await dialog.getByRole('button', { name: 'Revoke key' }).click();
     await page.getByText('No API keys yet.').waitFor();
     const refused = await fetch(`${server.url}/v1/workspaces`, { headers: { authorization: `Bearer ${key}` } });
@@ -246,7 +246,7 @@ describe('web console, end to end in Chromium', () => {
     const rowsFor = async (action: string) => {
       await page.getByLabel('Action').fill(action);
       await page.getByRole('button', { name: 'Filter' }).click();
-      await page.waitForFunction((a) => [...document.querySelectorAll('table.audit td[data-action]')].every((td) => td.getAttribute('data-action') === a), action);
+      await page.waitForFunction((a) => [...(globalThis as any).document.querySelectorAll('table.audit td[data-action]')].every((td) => td.getAttribute('data-action') === a), action);
       return table.locator('tbody tr').count();
     };
     expect(await rowsFor('WorkspaceCreated')).toBe(1);
