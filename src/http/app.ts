@@ -7,6 +7,7 @@ import { bodyDeadline } from './bodyDeadline';
 import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
 import { writeRateLimit } from './rateLimit';
+import { consoleRouter } from './console';
 import { routeModules } from './routes';
 import './types';
 
@@ -88,6 +89,9 @@ export function createApp(ctx: AppContext): express.Express {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', readinessHandler(ctx));
+  // The web console (README "Web console"): static files and history fallback under /app.
+  app.get('/', (_req, res) => res.redirect(302, '/app/'));
+  app.use('/app', consoleRouter());
 
   // A body must arrive within KB_BODY_TIMEOUT_MS (uploads lengthen their own limit): 408 in the route's envelope.
   app.use(bodyDeadline(ctx.config.bodyTimeoutMs));

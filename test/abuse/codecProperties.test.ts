@@ -3,6 +3,7 @@ import * as t from 'io-ts';
 import { DomainError } from '../../src/domain/errors';
 import { decode, HumanName, HumanText, strict } from '../../src/http/codecs';
 import { authBodies } from '../../src/http/routes/authRoutes';
+import { consoleAuthBodies } from '../../src/http/routes/consoleAuthRoutes';
 import { workspaceBodies } from '../../src/http/routes/workspaceRoutes';
 import { documentBodies } from '../../src/http/routes/documentRoutes';
 import { searchBodies } from '../../src/http/routes/searchRoutes';
@@ -15,6 +16,7 @@ import { RpcError } from '../../src/mcp/protocol';
 /** Every JSON body codec of every route, by name. */
 const codecs: [string, t.Mixed][] = Object.entries({
   ...prefixed('auth', authBodies),
+  ...prefixed('consoleAuth', consoleAuthBodies),
   ...prefixed('workspace', workspaceBodies),
   ...prefixed('document', documentBodies),
   ...prefixed('search', searchBodies),

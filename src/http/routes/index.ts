@@ -1,5 +1,6 @@
 import { RouteModuleFactory } from './module';
 import { authRoutes } from './authRoutes';
+import { consoleAuthRoutes } from './consoleAuthRoutes';
 import { workspaceRoutes } from './workspaceRoutes';
 import { documentRoutes } from './documentRoutes';
 import { searchRoutes } from './searchRoutes';
@@ -13,6 +14,7 @@ import { auditRoutes } from './auditRoutes';
 /** Every feature's routes, in mounting order (public set pages before search-link pages on /s/:id). */
 export const routeModules: RouteModuleFactory[] = [
   authRoutes,
+  consoleAuthRoutes,
   workspaceRoutes,
   documentRoutes,
   searchRoutes,

@@ -1,0 +1,163 @@
+// `npm run screenshots`: the web console's main screens, light and dark, desktop and 360 px,
+// written to docs/screenshots/. Starts the built server on a temporary data dir, seeds it
+// through the public API, and drives Debian's Chromium (/usr/bin/chromium, or KB_CHROMIUM).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const out = path.join(root, 'docs', 'screenshots');
+const executablePath = process.env.KB_CHROMIUM ?? '/usr/bin/chromium';
+
+/** A free port, so the server's public URLs (KB_BASE_URL) name the port it really listens on. */
+const freePort = () =>
+  new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+
+async function startServer() {
+  const free = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-shots-'));
+  const proc = spawn(process.execPath, [path.join(root, 'dist/src/main.js')], {
+    cwd: root,
+    env: { ...process.env, PORT: String(free), KB_BASE_URL: `http://127.0.0.1:${free}`, HOST: '127.0.0.1', KB_DATA_DIR: dataDir, KB_ANNOUNCE_PORT: '1', KB_LOG_LEVEL: 'warn', KB_RATE_LIMITS: 'off' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let text = '';
+  const port = await new Promise((resolve, reject) => {
+    proc.stdout.on('data', (d) => {
+      text += d;
+      const m = /KB_LISTENING (\d+)/.exec(text);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, stop: () => new Promise((r) => (proc.on('exit', r), proc.kill('SIGTERM'))).then(() => fs.rmSync(dataDir, { recursive: true, force: true })) };
+}
+
+async function call(base, token, method, p, body) {
+  const res = await fetch(base + p, {
+    method,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body && !(body instanceof FormData) ? { 'content-type': 'application/json' } : {}) },
+    body: body instanceof FormData ? body : body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+async function seed(base) {
+  const email = 'ada@example.com';
+  const password = 'correct horse battery';
+  await call(base, null, 'POST', '/v1/auth/register', { email, password, name: 'Ada Lovelace' });
+  const { accessToken: t } = await call(base, null, 'POST', '/v1/auth/login', { email, password });
+  const ws = await call(base, t, 'POST', '/v1/workspaces', { name: 'Product handbook' });
+  await call(base, t, 'POST', '/v1/workspaces', { name: 'Research notes' });
+  const tag = await call(base, t, 'POST', `/v1/workspaces/${ws.id}/tags`, { name: 'onboarding', color: '#2e7d32' });
+  await call(base, t, 'POST', `/v1/workspaces/${ws.id}/tags`, { name: 'ops', color: '#c62828' });
+  const docs = [];
+  for (const f of ['sample.md', 'sample.txt', 'sample.docx', 'sample.pdf', 'blank.md']) {
+    const form = new FormData();
+    form.append('file', new Blob([fs.readFileSync(path.join(root, 'test/fixtures', f))]), f);
+    docs.push(await call(base, t, 'POST', `/v1/workspaces/${ws.id}/documents`, form));
+  }
+  await call(base, t, 'PUT', `/v1/workspaces/${ws.id}/documents/${docs[0].id}`, { title: 'Installing on Linux', tags: [tag.id] });
+  for (let i = 0; i < 120; i++) {
+    const list = await call(base, t, 'GET', `/v1/workspaces/${ws.id}/documents`);
+    if (list.data.every((d) => d.processingStatus === 'VERIFIED' || d.processingStatus === 'FAILED')) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  await call(base, t, 'POST', '/v1/api-keys', { name: 'CI pipeline' });
+  const set = await call(base, t, 'POST', `/api/workspaces/${ws.id}/instruction-sets`, { name: 'Support assistant', description: 'What the support bot reads first' });
+  for (const d of docs.slice(0, 3)) await call(base, t, 'POST', `/api/instruction-sets/${set.id}/documents`, { documentId: d.id });
+  await call(base, t, 'PATCH', `/api/instruction-sets/${set.id}`, { isPublic: true });
+  await call(base, t, 'POST', `/api/workspaces/${ws.id}/public-links`, { name: 'Support bot', allowedTags: [tag.id], historyMode: false });
+  return { email, password, ws: ws.id, doc: docs[0].id, set: set.id };
+}
+
+async function main() {
+  fs.mkdirSync(out, { recursive: true });
+  const server = await startServer();
+  const browser = await chromium.launch({
+    executablePath,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
+  });
+  try {
+    const s = await seed(server.url);
+    const sizes = { desktop: { width: 1280, height: 860 }, mobile: { width: 360, height: 780 } };
+    for (const scheme of ['light', 'dark']) {
+      for (const [size, viewport] of Object.entries(sizes)) {
+        const context = await browser.newContext({ viewport, colorScheme: scheme, deviceScaleFactor: 1 });
+        const page = await context.newPage();
+        const shot = async (name) => {
+          await page.waitForTimeout(150);
+          const file = path.join(out, `${name}-${scheme}-${size}.png`);
+          await page.screenshot({ path: file, fullPage: true });
+          console.log(path.relative(root, file));
+        };
+        await page.goto(`${server.url}/app/`);
+        await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+        await shot('sign-in');
+        await page.getByLabel('Email').fill(s.email);
+        await page.getByLabel('Password').fill(s.password);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByRole('banner').waitFor();
+        await page.goto(`${server.url}/app/workspaces`);
+        await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+        await page.locator('.card').first().waitFor();
+        await shot('workspaces');
+        await page.goto(`${server.url}/app/w/${s.ws}/documents`);
+        await page.locator('table.docs tbody tr').first().waitFor();
+        await page.locator('input[type=file]').setInputFiles(path.join(root, 'test/fixtures/sample.txt'));
+        await page.locator('.upload .badge').first().waitFor();
+        await shot('documents');
+        await page.goto(`${server.url}/app/w/${s.ws}/documents/${s.doc}`);
+        await page.getByRole('heading', { name: 'Installing on Linux' }).waitFor();
+        await shot('document');
+        await page.goto(`${server.url}/app/w/${s.ws}/search`);
+        await page.getByLabel('Search this workspace').fill('install the package on Debian');
+        await page.getByRole('button', { name: 'Search', exact: true }).click();
+        await page.locator('.hit').first().waitFor();
+        await shot('search');
+        await page.goto(`${server.url}/app/settings/api-keys`);
+        await page.getByLabel('New key name').fill('Laptop');
+        await page.getByRole('button', { name: 'Create key' }).click();
+        await page.getByTestId('new-key').waitFor();
+        await shot('api-keys');
+        await page.goto(`${server.url}/app/w/${s.ws}/audit`);
+        await page.locator('table.audit tbody tr').first().waitFor();
+        await shot('audit');
+        await page.goto(`${server.url}/app/w/${s.ws}/sets/${s.set}`);
+        await page.locator('ol.set-docs li').first().waitFor();
+        await shot('instruction-set');
+        await page.goto(`${server.url}/app/w/${s.ws}/links`);
+        await page.locator('li[data-link]').first().waitFor();
+        await page.getByText('Set up an MCP client').click();
+        await shot('search-links');
+        await page.goto(`${server.url}/app/w/${s.ws}/settings`);
+        await page.locator('table.members tbody tr').first().waitFor();
+        await shot('workspace-settings');
+        await page.getByRole('button', { name: 'Delete workspace…' }).click();
+        await page.getByRole('dialog').waitFor();
+        await shot('delete-dialog');
+        await context.close();
+      }
+    }
+  } finally {
+    await browser.close();
+    await server.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,208 @@
+import { useEffect, useState } from 'preact/hooks';
+import { del, DocumentDetail, get, post, put, Tag } from '../api';
+import { navigate } from '../router';
+import { bytes, Confirm, ErrorBox, StatusBadge, useLoad, when } from '../ui';
+
+export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
+  const doc = useLoad(() => get<DocumentDetail>(`/v1/workspaces/${wsId}/documents/${docId}`), [wsId, docId]);
+  const tags = useLoad(() => get<{ data: Tag[] }>(`/v1/workspaces/${wsId}/tags`).then((r) => r.data), [wsId]);
+  const [title, setTitle] = useState('');
+  const [purpose, setPurpose] = useState('KNOWLEDGE');
+  const [chosen, setChosen] = useState<string[]>([]);
+  const [error, setError] = useState<unknown>(null);
+  const [note, setNote] = useState('');
+  const [confirm, setConfirm] = useState(false);
+
+  useEffect(() => {
+    if (!doc.data) return;
+    setTitle(doc.data.title);
+    setPurpose(doc.data.purpose);
+    setChosen(doc.data.tags.map((t) => t.id));
+  }, [doc.data?.updatedAt, doc.data?.id]);
+
+  // Live status while processing.
+  const status = doc.data?.processingStatus;
+  useEffect(() => {
+    if (status !== 'PENDING' && status !== 'PROCESSING') return;
+    const t = setInterval(doc.reload, 1500);
+    return () => clearInterval(t);
+  }, [status]);
+
+  if (doc.error) return <ErrorBox error={doc.error} />;
+  if (!doc.data) return <p role="status">Loading…</p>;
+  const d = doc.data;
+  return (
+    <section>
+      <p>
+        <a href={`/app/w/${wsId}/documents`}>← Documents</a>
+      </p>
+      <h1>{d.title}</h1>
+      <p>
+        <StatusBadge status={d.processingStatus} />
+        {d.error ? (
+          <span class="error">
+            {' '}
+            {d.error.message} ({d.error.code})
+          </span>
+        ) : null}
+      </p>
+      <dl class="meta">
+        <dt>File name</dt>
+        <dd>{d.filename}</dd>
+        <dt>Type</dt>
+        <dd>{d.mimeType}</dd>
+        <dt>Size</dt>
+        <dd>{bytes(d.size)}</dd>
+        <dt>Chunks</dt>
+        <dd>{d.chunkCount}</dd>
+        <dt>Tokens</dt>
+        <dd>{d.tokenCount}</dd>
+        <dt>Uploaded</dt>
+        <dd>{when(d.createdAt)}</dd>
+        <dt>Updated</dt>
+        <dd>{when(d.updatedAt)}</dd>
+      </dl>
+
+      <h2>Details</h2>
+      <form
+        class="stack"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          setNote('');
+          try {
+            await put(`/v1/workspaces/${wsId}/documents/${docId}`, { title, purpose, tags: chosen });
+            setNote('Saved.');
+            doc.reload();
+          } catch (err) {
+            setError(err);
+          }
+        }}
+      >
+        <label>
+          Title
+          <input name="title" required maxLength={500} value={title} onInput={(e) => setTitle((e.target as HTMLInputElement).value)} />
+        </label>
+        <label>
+          Purpose
+          <select name="purpose" value={purpose} onChange={(e) => setPurpose((e.target as HTMLSelectElement).value)}>
+            <option value="KNOWLEDGE">Knowledge</option>
+            <option value="INSTRUCTION">Instruction</option>
+          </select>
+        </label>
+        <fieldset>
+          <legend>Tags</legend>
+          {tags.data && tags.data.length === 0 ? <p class="muted small">This workspace has no tags yet.</p> : null}
+          <div class="checks">
+            {tags.data?.map((t) => (
+              <label key={t.id} class="check">
+                <input
+                  type="checkbox"
+                  checked={chosen.includes(t.id)}
+                  onChange={(e) => {
+                    const on = (e.target as HTMLInputElement).checked;
+                    setChosen((xs) => (on ? [...xs, t.id] : xs.filter((x) => x !== t.id)));
+                  }}
+                />
+                <span class="swatch" style={{ backgroundColor: t.color }} aria-hidden="true" />
+                {t.name}
+              </label>
+            ))}
+          </div>
+        </fieldset>
+        <ErrorBox error={error} />
+        {note ? <p role="status">{note}</p> : null}
+        <div class="actions">
+          <button type="submit" class="primary">
+            Save details
+          </button>
+          <button
+            type="button"
+            onClick={async () => {
+              setError(null);
+              setNote('');
+              try {
+                await post(`/v1/workspaces/${wsId}/documents/${docId}/process`);
+                setNote('Queued for reprocessing.');
+                doc.reload();
+              } catch (err) {
+                setError(err);
+              }
+            }}
+          >
+            Reprocess
+          </button>
+          <button type="button" class="danger" onClick={() => setConfirm(true)}>
+            Delete…
+          </button>
+        </div>
+      </form>
+      <AsOf wsId={wsId} docId={docId} />
+      <Confirm
+        open={confirm}
+        title="Delete this document?"
+        message={`“${d.title}” will be removed from the workspace and from search.`}
+        action="Delete document"
+        onClose={() => setConfirm(false)}
+        onConfirm={async () => {
+          await del(`/v1/workspaces/${wsId}/documents/${docId}`);
+          navigate(`/w/${wsId}/documents`);
+        }}
+      />
+    </section>
+  );
+}
+
+/** Time travel: the document as it was at a chosen past time (GET ...?asOf=). */
+function AsOf({ wsId, docId }: { wsId: string; docId: string }) {
+  const [at, setAt] = useState('');
+  const [past, setPast] = useState<DocumentDetail | null>(null);
+  const [shownAt, setShownAt] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <>
+      <h2>As of a past time</h2>
+      <form
+        class="row"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          setPast(null);
+          const t = new Date(at);
+          if (Number.isNaN(t.getTime())) return setError(new Error('Choose a date and time.'));
+          try {
+            setPast(await get<DocumentDetail>(`/v1/workspaces/${wsId}/documents/${docId}?asOf=${encodeURIComponent(t.toISOString())}`));
+            setShownAt(t.toLocaleString());
+          } catch (err) {
+            setError(err);
+          }
+        }}
+      >
+        <label class="grow">
+          Show the document as it was at
+          <input type="datetime-local" step={1} name="as-of" required value={at} onInput={(e) => setAt((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit">Show</button>
+      </form>
+      <ErrorBox error={error} />
+      {past ? (
+        <dl class="meta" aria-label={`The document as of ${shownAt}`} data-testid="as-of">
+          <dt>As of</dt>
+          <dd>{shownAt}</dd>
+          <dt>Title</dt>
+          <dd>{past.title}</dd>
+          <dt>Status</dt>
+          <dd>
+            <StatusBadge status={past.processingStatus} />
+          </dd>
+          <dt>Purpose</dt>
+          <dd>{past.purpose === 'INSTRUCTION' ? 'Instruction' : 'Knowledge'}</dd>
+          <dt>Tags</dt>
+          <dd>{past.tags.map((t) => t.name).join(', ') || 'none'}</dd>
+          <dt>Last change then</dt>
+          <dd>{when(past.updatedAt)}</dd>
+        </dl>
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,164 @@
+import { useEffect, useState } from 'preact/hooks';
+import { del, get, post, put, Workspace } from '../api';
+import { navigate } from '../router';
+import { Confirm, ErrorBox, useLoad, when } from '../ui';
+import { Members, Tags } from './team';
+
+const ROLE_WORDS: Record<string, string> = { OWNER: 'Owner', ADMIN: 'Admin', MEMBER: 'Member', VIEWER: 'Viewer' };
+export const roleWord = (r: string) => ROLE_WORDS[r] ?? r;
+
+export function Workspaces({ workspaces }: { workspaces: { data?: Workspace[]; loading: boolean; reload: () => void } }) {
+  const [name, setName] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <section>
+      <h1>Workspaces</h1>
+      <form
+        class="row"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          try {
+            const w = await post<Workspace>('/v1/workspaces', { name });
+            setName('');
+            workspaces.reload();
+            navigate(`/w/${w.id}/documents`);
+          } catch (err) {
+            setError(err);
+          }
+        }}
+      >
+        <label class="grow">
+          New workspace name
+          <input name="workspace-name" required maxLength={200} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit" class="primary">
+          Create workspace
+        </button>
+      </form>
+      <ErrorBox error={error} />
+      {workspaces.loading && !workspaces.data ? <p role="status">Loading…</p> : null}
+      {workspaces.data && workspaces.data.length === 0 ? <p class="muted">You are in no workspace yet: create one above.</p> : null}
+      <ul class="cards">
+        {workspaces.data?.map((w) => (
+          <li key={w.id} class="card">
+            <a href={`/app/w/${w.id}/documents`} class="card-title">
+              {w.name}
+            </a>
+            <p class="muted">
+              {roleWord(w.role)} · {w.documentCount} document{w.documentCount === 1 ? '' : 's'} · {w.memberCount} member{w.memberCount === 1 ? '' : 's'}
+            </p>
+            <p class="muted small">Created {when(w.createdAt)}</p>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+export function WorkspaceSettings({ wsId, onChanged }: { wsId: string; onChanged: () => void }) {
+  const ws = useLoad(() => get<Workspace>(`/v1/workspaces/${wsId}`), [wsId]);
+  const [name, setName] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  const [saved, setSaved] = useState(false);
+  const [confirm, setConfirm] = useState(false);
+  useEffect(() => {
+    if (ws.data) setName(ws.data.name);
+  }, [ws.data]);
+  if (ws.error) return <ErrorBox error={ws.error} />;
+  if (!ws.data) return <p role="status">Loading…</p>;
+  const w = ws.data;
+  return (
+    <section>
+      <h1>Workspace settings</h1>
+      <p class="muted">Your role: {roleWord(w.role)}</p>
+      <form
+        class="row"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          setSaved(false);
+          try {
+            await put(`/v1/workspaces/${wsId}`, { name });
+            setSaved(true);
+            ws.reload();
+            onChanged();
+          } catch (err) {
+            setError(err);
+          }
+        }}
+      >
+        <label class="grow">
+          Name
+          <input name="rename" required maxLength={200} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit" class="primary">
+          Rename
+        </button>
+      </form>
+      {saved ? <p role="status">Saved.</p> : null}
+      <ErrorBox error={error} />
+      {w.settings ? (
+        <fieldset>
+          <legend>Settings</legend>
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={w.settings.allowPublicSearchLinks}
+              disabled={w.role === 'MEMBER'}
+              onChange={async (e) => {
+                setError(null);
+                try {
+                  await put(`/v1/workspaces/${wsId}`, { settings: { allowPublicSearchLinks: (e.target as HTMLInputElement).checked } });
+                } catch (err) {
+                  setError(err);
+                }
+                ws.reload();
+              }}
+            />
+            Allow public search links
+          </label>
+          <label>
+            Default purpose of new documents
+            <select
+              value={w.settings.defaultDocumentPurpose}
+              disabled={w.role === 'MEMBER'}
+              onChange={async (e) => {
+                setError(null);
+                try {
+                  await put(`/v1/workspaces/${wsId}`, { settings: { defaultDocumentPurpose: (e.target as HTMLSelectElement).value } });
+                } catch (err) {
+                  setError(err);
+                }
+                ws.reload();
+              }}
+            >
+              <option value="KNOWLEDGE">Knowledge</option>
+              <option value="INSTRUCTION">Instruction</option>
+            </select>
+          </label>
+        </fieldset>
+      ) : null}
+      <Members wsId={wsId} myRole={w.role} />
+      <Tags wsId={wsId} myRole={w.role} />
+      <h2>Danger zone</h2>
+      <p>Deleting the workspace removes its documents, search links and instruction sets. Only the owner can do it.</p>
+      <button type="button" class="danger" onClick={() => setConfirm(true)} disabled={w.role !== 'OWNER'}>
+        Delete workspace…
+      </button>
+      <Confirm
+        open={confirm}
+        title="Delete this workspace?"
+        message={`“${w.name}” and everything in it will be deleted. This cannot be undone.`}
+        action="Delete workspace"
+        onClose={() => setConfirm(false)}
+        onConfirm={async () => {
+          await del(`/v1/workspaces/${wsId}`);
+          localStorage.removeItem('kb-console-workspace');
+          onChanged();
+          navigate('/workspaces');
+        }}
+      />
+    </section>
+  );
+}

@@ -1,0 +1,123 @@
+import { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, Status } from './api';
+
+/** A modal dialog: the native <dialog> with showModal() makes the rest of the page inert (focus stays inside). */
+export function Dialog(props: { open: boolean; title: string; onClose: () => void; children: ComponentChildren }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (props.open && !d.open) d.showModal();
+    if (!props.open && d.open) d.close();
+  }, [props.open]);
+  return (
+    <dialog ref={ref} aria-labelledby="dialog-title" onClose={props.onClose} onCancel={props.onClose}>
+      <h2 id="dialog-title">{props.title}</h2>
+      {props.open ? props.children : null}
+    </dialog>
+  );
+}
+
+export function Confirm(props: { open: boolean; title: string; message: string; action: string; onConfirm: () => void | Promise<void>; onClose: () => void }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <Dialog open={props.open} title={props.title} onClose={props.onClose}>
+      <p>{props.message}</p>
+      <ErrorBox error={error} />
+      <div class="actions">
+        <button type="button" onClick={props.onClose}>
+          Cancel
+        </button>
+        <button
+          type="button"
+          class="danger"
+          disabled={busy}
+          onClick={async () => {
+            setBusy(true);
+            setError(null);
+            try {
+              await props.onConfirm();
+              props.onClose();
+            } catch (e) {
+              setError(e);
+            } finally {
+              setBusy(false);
+            }
+          }}
+        >
+          {props.action}
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+const STATUS_WORDS: Record<Status, string> = { PENDING: 'Pending', PROCESSING: 'Processing', VERIFIED: 'Verified', FAILED: 'Failed' };
+export function StatusBadge({ status }: { status: Status }) {
+  return <span class={`badge status-${status.toLowerCase()}`}>{STATUS_WORDS[status] ?? status}</span>;
+}
+
+export function ErrorBox({ error }: { error: unknown }) {
+  if (!error) return null;
+  const message = error instanceof ApiError ? `${error.message} (${error.code})` : error instanceof Error ? error.message : String(error);
+  return (
+    <p class="error" role="alert">
+      {message}
+    </p>
+  );
+}
+
+/** Load something; `reload` runs it again. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data: T | undefined; error: unknown; loading: boolean; reload: () => void } {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<unknown>(null);
+  const [loading, setLoading] = useState(true);
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setLoading(true);
+    load()
+      .then((d) => {
+        if (!live) return;
+        setData(d);
+        setError(null);
+      })
+      .catch((e) => live && setError(e))
+      .finally(() => live && setLoading(false));
+    return () => {
+      live = false;
+    };
+  }, [...deps, n]);
+  const reload = useCallback(() => setN((x) => x + 1), []);
+  return { data, error, loading, reload };
+}
+
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      type="button"
+      onClick={async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+          setDone(true);
+          setTimeout(() => setDone(false), 2000);
+        } catch {
+          setDone(false);
+        }
+      }}
+    >
+      {done ? 'Copied' : label}
+    </button>
+  );
+}
+
+export const when = (iso: string) => new Date(iso).toLocaleString();
+
+export function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
