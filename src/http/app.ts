@@ -69,7 +69,8 @@ export function createApp(ctx: AppContext): express.Express {
     });
     // Every answer may carry a token, a key or a tenant's data: never cached, never sniffed,
     // and no URL (search-link tokens are in paths) leaks through a Referer.
-    res.setHeader('Cache-Control', 'no-store');
+    // (The console's hashed assets set their own long-lived caching.)
+    if (!req.path.startsWith('/app/assets/')) res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'no-referrer');
     next();
