@@ -7,14 +7,15 @@ import path from 'node:path';
 import { verifyEventLog } from './adapters/sqlite/verifyEventLog';
 import { exportEvents, parseOptions } from './audit/export';
 import { compactDataDir } from './audit/compact';
+import { runProjectCommand } from './analytics/projectCommand';
 
 /** A one-line progress bar on a terminal; silent when not a TTY. */
-export function progress(label: string, done: number, total: number): void {
+export function progress(label: string, done: number, total: number, suffix = ''): void {
   if (!process.stderr.isTTY) return;
   const width = 30;
   const frac = total > 0 ? Math.min(1, done / total) : 1;
   const bar = '#'.repeat(Math.round(frac * width)).padEnd(width, '.');
-  process.stderr.write(`\r${label} [${bar}] ${done}/${total}`);
+  process.stderr.write(`\r${label} [${bar}] ${done}/${total}${suffix}`);
   if (done >= total) process.stderr.write('\n');
 }
 
@@ -24,6 +25,8 @@ const USAGE = `Usage: npm run kb -- <command>
   verify                    check the event log's hash chain; exit code 1 at the first break
   export [--from position|time] [--workspace id] [--out file]
                             write the log as NDJSON (stdout by default)
+  project <file> [--workspace id] [--as-of time] [--format json|csv] [--out file]
+                            run an ad-hoc projection (initialState, evolve, result) over the log in a sandbox
   compact                   merge the search index, checkpoint and VACUUM the SQLite stores (server stopped)`;
 
 async function main(argv: string[]): Promise<number> {
@@ -67,12 +70,14 @@ async function main(argv: string[]): Promise<number> {
         compactDataDir(ctx.config.dataDir, (l) => console.log(l));
         return 0;
       }
-            case 'export': {
+      case 'export': {
         const o = parseOptions(args);
         const r = await exportEvents(ctx.eventStore, { from: o.from, workspaceId: o.workspace, out: o.out, onProgress: (d, t) => progress('export', d, t) });
         if (o.out) console.error(`exported ${r.written} events to ${o.out}`);
         return 0;
       }
+      case 'project':
+        return await runProjectCommand(ctx.eventStore, ctx.config.dataDir, args, progress);
       default:
         console.error(USAGE);
         return command ? 2 : 0;
