@@ -15,6 +15,7 @@ export const EVENT_FILES: readonly (readonly [string, string])[] = [
   ['InstructionSet', 'src/domain/instructionSet/events.ts'],
   ['SearchLink', 'src/domain/searchLink/events.ts'],
   ['User', 'src/domain/user/events.ts'],
+  ['Search', 'src/domain/search/events.ts'],
 ];
 const ENVELOPE_FILE = 'src/domain/event.ts';
 const ENVELOPE_TYPES = new Set(['AuthMethod', 'EventMetadata', 'DomainEvent']);

@@ -202,6 +202,31 @@ export declare namespace User {
   export type SessionEvent = SessionStarted | RefreshTokenRotated | SessionRevoked;
 }
 
+/** From src/domain/search/events.ts. */
+export declare namespace Search {
+  /** Where a search came from: the workspace search (members), a public search link, or the tool endpoint (MCP). */
+  export type SearchChannel = 'workspace' | 'link' | 'tool';
+  /**
+   * One answered search, for analytics. Never the query text: that is kept outside the log,
+   * only for links with history mode on, and deleted after 90 days (spec). Only counts,
+   * latency, channel, result count and the ids of the documents hit.
+   */
+  export type SearchPerformed = DomainEvent<
+    'SearchPerformed',
+    {
+      searchId: string;
+      workspaceId: string;
+      channel: SearchChannel;
+      /** The link searched through (link and tool channels); null for the workspace search. */
+      linkId: string | null;
+      latencyMs: number;
+      resultCount: number;
+      hitDocumentIds: string[];
+    }
+  >;
+  export type SearchEvent = SearchPerformed;
+}
+
 /** Every domain event type of the log. */
 export type KbDomainEvent =
   | Workspace.WorkspaceEvent
@@ -210,7 +235,8 @@ export type KbDomainEvent =
   | SearchLink.SearchLinkEvent
   | User.UserEvent
   | User.ApiKeyEvent
-  | User.SessionEvent;
+  | User.SessionEvent
+  | Search.SearchEvent;
 
 /** Where an event sits in the log. */
 export interface KbEnvelope {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { signUp, startServer } from '../support/server';
+import { client, signUp, startServer, TestServer } from '../support/server';
 import { uploadVerified } from '../support/documents';
 import { root } from '../support/cli';
 
@@ -15,6 +15,13 @@ export interface History {
   keptDoc: string;
   /** A time between the first and the second batch of events. */
   midpoint: string;
+  /** A search link of A (history mode on), searched twice over HTTP (once with zero results) and once over MCP. */
+  linkId: string;
+  /** A time after the searches, before the erasure. */
+  afterSearches: string;
+  ownerToken: string;
+  /** Present when asked to keep the server running. */
+  server?: TestServer;
 }
 
 async function until<T>(f: () => Promise<T | null>): Promise<T> {
@@ -31,8 +38,9 @@ async function until<T>(f: () => Promise<T | null>): Promise<T> {
  * workspaces, two VERIFIED documents in A (one then erased), two failures in B
  * (ENCRYPTED, NO_TEXT), an instruction set with edits.
  */
-export async function makeHistory(): Promise<History> {
+export async function makeHistory(options: { keepRunning?: boolean } = {}): Promise<History> {
   const server = await startServer({ KB_RATE_LIMITS: 'off' });
+  let ok = false;
   try {
     const owner = await signUp(server.url, 'Analyst');
     const wsA = (await owner.api.post('/v1/workspaces', { name: 'A' })).body.id as string;
@@ -52,10 +60,43 @@ export async function makeHistory(): Promise<History> {
     const set = await owner.api.post(`/api/workspaces/${wsA}/instruction-sets`, { name: 'Guide' });
     if (set.status !== 201) throw new Error(`set ${set.status} ${set.text}`);
     await owner.api.patch(`/api/instruction-sets/${set.body.id}`, { name: 'Guide 2' });
+    // Searches: a link (history mode on) over HTTP twice (the second filtered to a tag no document has: zero results), over MCP once; the workspace search once.
+    const emptyTag = (await owner.api.post(`/v1/workspaces/${wsA}/tags`, { name: 'Empty', color: '#112233' })).body.id as string;
+    const link = (await owner.api.post(`/api/workspaces/${wsA}/public-links`, { name: 'Docs link', historyMode: true })).body as { id: string; token: string };
+    if (!link.token) throw new Error('link not created');
+    const anon = client(server.url);
+    const s1 = await anon.get(`/public/${link.token}/search?q=lighthouses`);
+    const s2 = await anon.get(`/public/${link.token}/search?q=lighthouses&tags=${emptyTag}`);
+    if (s1.status !== 200 || s1.body.totalResults < 1 || s2.status !== 200 || s2.body.totalResults !== 0) throw new Error(`link search ${s1.status} ${s1.text} ${s2.text}`);
+    const mcp = await fetch(`${server.url}/mcp/${link.token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'service_search', arguments: { query: 'tides of the bay' } } }),
+    });
+    if (mcp.status !== 200) throw new Error(`mcp ${mcp.status}`);
+    const ws = await owner.api.post(`/v1/workspaces/${wsA}/search`, { query: 'harbour code' });
+    if (ws.status !== 200) throw new Error(`search ${ws.status}`);
+    await new Promise((r) => setTimeout(r, 20));
+    const afterSearches = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 20));
     const del = await owner.api.delete(`/v1/workspaces/${wsA}/documents/${erasedDoc}`);
     if (del.status !== 204) throw new Error(`delete ${del.status}`);
-    return { dataDir: server.dataDir, wsA, wsB, ownerId: owner.id, secretWord, erasedDoc, keptDoc, midpoint };
+    ok = true;
+    return {
+      dataDir: server.dataDir,
+      wsA,
+      wsB,
+      ownerId: owner.id,
+      ownerToken: owner.token,
+      secretWord,
+      erasedDoc,
+      keptDoc,
+      midpoint,
+      linkId: link.id,
+      afterSearches,
+      ...(options.keepRunning ? { server } : {}),
+    };
   } finally {
-    await server.stop();
+    if (!ok || !options.keepRunning) await server.stop();
   }
 }
