@@ -1,11 +1,12 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
- * `npm run bench -- core search`. Available: core, search, extract, ingest.
+ * `npm run bench -- core search`. Available: core, search, extract, ingest, analytics (`--events N`).
  */
 import { benchCore } from './core';
 import { benchSearch } from './search';
 import { benchExtract } from './ingest-extract';
 import { benchIngest } from './ingest';
+import { benchAnalytics } from './analytics';
 import os from 'node:os';
 
 const benches: Record<string, () => Promise<void>> = {
@@ -13,10 +14,12 @@ const benches: Record<string, () => Promise<void>> = {
   search: () => benchSearch(),
   extract: () => benchExtract(),
   ingest: benchIngest,
+  analytics: benchAnalytics,
 };
 
 async function main(): Promise<void> {
-  const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const args = process.argv.slice(2);
+  const wanted = args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--events');
   const unknown = wanted.filter((w) => !(w in benches));
   if (unknown.length) throw new Error(`unknown bench(es) ${unknown.join(', ')}; available: ${Object.keys(benches).join(', ')}`);
   const names = wanted.length ? wanted : Object.keys(benches);

@@ -7,14 +7,17 @@ import path from 'node:path';
 import { verifyEventLog } from './adapters/sqlite/verifyEventLog';
 import { exportEvents, parseOptions } from './audit/export';
 import { compactDataDir } from './audit/compact';
+import { runProjectCommand } from './analytics/projectCommand';
+import { DEFAULT_EXPORT_DIR, exportParquet, formatTable, runSql } from './analytics/parquet';
+import { toCsv } from './analytics/csv';
 
 /** A one-line progress bar on a terminal; silent when not a TTY. */
-export function progress(label: string, done: number, total: number): void {
+export function progress(label: string, done: number, total: number, suffix = ''): void {
   if (!process.stderr.isTTY) return;
   const width = 30;
   const frac = total > 0 ? Math.min(1, done / total) : 1;
   const bar = '#'.repeat(Math.round(frac * width)).padEnd(width, '.');
-  process.stderr.write(`\r${label} [${bar}] ${done}/${total}`);
+  process.stderr.write(`\r${label} [${bar}] ${done}/${total}${suffix}`);
   if (done >= total) process.stderr.write('\n');
 }
 
@@ -24,10 +27,17 @@ const USAGE = `Usage: npm run kb -- <command>
   verify                    check the event log's hash chain; exit code 1 at the first break
   export [--from position|time] [--workspace id] [--out file]
                             write the log as NDJSON (stdout by default)
+  export --format parquet [--workspace id] [--out dir]
+                            write the log as Parquet (events.parquet + types/<EventType>.parquet; dir: ./kb-export)
+  sql "<query>" [--csv] [--dir dir]
+                            SQL (DuckDB) over a Parquet export: views events and one per event type
+  project <file> [--workspace id] [--as-of time] [--format json|csv] [--out file]
+                            run an ad-hoc projection (initialState, evolve, result) over the log in a sandbox
   compact                   merge the search index, checkpoint and VACUUM the SQLite stores (server stopped)`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
+  if (command === 'sql') return sql(args);
   const config = loadConfig();
   const logger = createLogger(process.env.KB_LOG_LEVEL ?? 'warn');
   const { ctx, di } = await buildContainer(config, logger);
@@ -67,12 +77,25 @@ async function main(argv: string[]): Promise<number> {
         compactDataDir(ctx.config.dataDir, (l) => console.log(l));
         return 0;
       }
-            case 'export': {
+      case 'export': {
         const o = parseOptions(args);
+        if (o.format === 'parquet') {
+          const out = o.out ?? DEFAULT_EXPORT_DIR;
+          const r = await exportParquet(ctx.eventStore, { out, workspaceId: o.workspace, onProgress: (d, t) => progress('export', d, t) });
+          for (const f of r.files) console.error(`${path.join(out, f.file)}\t${f.rows} rows\t${f.bytes} bytes`);
+          console.error(`exported ${r.events} events to ${out} in ${r.seconds.toFixed(2)} s`);
+          return 0;
+        }
+        if (o.format !== undefined && o.format !== 'ndjson') {
+          console.error('--format must be ndjson or parquet');
+          return 2;
+        }
         const r = await exportEvents(ctx.eventStore, { from: o.from, workspaceId: o.workspace, out: o.out, onProgress: (d, t) => progress('export', d, t) });
         if (o.out) console.error(`exported ${r.written} events to ${o.out}`);
         return 0;
       }
+      case 'project':
+        return await runProjectCommand(ctx.eventStore, ctx.config.dataDir, args, progress);
       default:
         console.error(USAGE);
         return command ? 2 : 0;
@@ -80,6 +103,19 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     await closeContainer(di);
   }
+}
+
+/** `sql "<query>" [--csv] [--dir dir]`: needs no data dir, only the export. */
+async function sql(args: string[]): Promise<number> {
+  const query = args[0] && !args[0].startsWith('--') ? args[0] : undefined;
+  const o = parseOptions(args.slice(1));
+  if (!query) {
+    console.error('usage: sql "<query>" [--csv] [--dir dir]');
+    return 2;
+  }
+  const r = await runSql(o.dir ?? DEFAULT_EXPORT_DIR, query);
+  process.stdout.write(o.csv ? toCsv([r.columns, ...r.rows]) : formatTable(r));
+  return 0;
 }
 
 main(process.argv.slice(2))

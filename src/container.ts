@@ -44,6 +44,7 @@ import { documentProjection } from '../projections/document/documentProjection';
 import { searchIndexProjection } from '../projections/searchIndex/searchIndexProjection';
 import { instructionSetProjection } from '../projections/instructionSet/instructionSetProjection';
 import { searchLinkProjection } from '../projections/searchLink/searchLinkProjection';
+import { analyticsProjection } from '../projections/analytics/analyticsProjection';
 import { auditProjection } from '../projections/audit/auditProjection';
 import { documentProcessorService } from './processing/documentProcessor';
 import { instructionSetDocumentCleanup } from '../commands/instructionSet/documentCleanup';
@@ -80,6 +81,7 @@ const projectionFactories: ((di: DependencyContainer) => Projection)[] = [
   (di) => instructionSetProjection(di.resolve(READ_STORE)),
   (di) => searchLinkProjection(di.resolve(READ_STORE)),
   (di) => auditProjection(di.resolve(READ_STORE)),
+  (di) => analyticsProjection(di.resolve(READ_STORE)),
 ];
 
 /** Background services (process managers such as the document processor), given the context and their own extras. */

@@ -2,6 +2,7 @@ import { Projection, readModelProjection } from '../../src/core/projection';
 import { ReadStore } from '../../src/ports/readStore';
 import { AuthMethod } from '../../src/domain/event';
 import { subjectOf, summarize, workspaceOf } from '../../src/audit/summary';
+import { inAuditTrail } from '../../src/domain/eventCatalog';
 
 /** One event of a workspace as the audit trail shows it (never text, tokens or hashes). */
 export interface AuditEntryView {
@@ -21,12 +22,12 @@ export interface AuditEntryView {
 export const auditEntriesCollection = (s: ReadStore) =>
   s.collection<AuditEntryView>('audit_entries', [{ fields: ['workspaceId', 'position'] }, { fields: ['workspaceId', 'subjectId'] }]);
 
-/** Every event that belongs to a workspace becomes an audit entry. */
+/** Every event that belongs to a workspace becomes an audit entry, but telemetry (searches). */
 export function auditProjection(store: ReadStore): Projection {
   const entries = auditEntriesCollection(store);
   return readModelProjection('audit', store, ['audit_entries'], async (e) => {
     const workspaceId = workspaceOf(e);
-    if (!workspaceId) return;
+    if (!workspaceId || !inAuditTrail(e.type)) return;
     const subject = subjectOf(e);
     await entries.put({
       id: e.id,

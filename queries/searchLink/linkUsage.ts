@@ -154,3 +154,17 @@ export function queryHistorySweeper(ctx: AppContext): AppContext['services'][num
     },
   };
 }
+
+/**
+ * Query texts stored for a link (history mode was on when they were asked), in a time range,
+ * most asked first. Never older than the retention period, even before the sweep has run.
+ */
+export async function storedQueryCounts(ctx: AppContext, linkId: string, from: string, to: string, limit: number): Promise<{ query: string; count: number }[]> {
+  await flushLinkUsage();
+  const cutoff = new Date(ctx.now().getTime() - HISTORY_RETENTION_DAYS * 24 * 3600_000).toISOString();
+  const since = from > cutoff ? from : cutoff;
+  const rows = await history(ctx).find({ linkId, at: { $gte: since, $lt: to } }, { limit: ctx.config.analyticsMaxRows });
+  const counts = new Map<string, number>();
+  for (const r of rows) counts.set(r.query, (counts.get(r.query) ?? 0) + 1);
+  return [...counts].map(([query, count]) => ({ query, count })).sort((a, b) => b.count - a.count || a.query.localeCompare(b.query)).slice(0, limit);
+}

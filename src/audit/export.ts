@@ -36,9 +36,24 @@ function redact(value: unknown): unknown {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_FIELD.test(k) ? '[redacted]' : redact(v)]));
 }
 
+/** An event as it leaves the service (export, ad-hoc projections): credentials redacted, no hash. */
+export interface PublicEvent {
+  position: number;
+  id: string;
+  streamId: string;
+  revision: number;
+  type: string;
+  data: unknown;
+  metadata: RecordedEvent['metadata'];
+}
+
+export function publicEvent(e: RecordedEvent): PublicEvent {
+  return { position: e.position, id: e.id, streamId: e.streamId, revision: e.revision, type: e.type, data: redact(e.data), metadata: e.metadata };
+}
+
 /** One line of the export: the event as the log holds it, its text erased where its key is gone. */
 function toLine(e: RecordedEvent): string {
-  return `${JSON.stringify({ position: e.position, id: e.id, streamId: e.streamId, revision: e.revision, type: e.type, data: redact(e.data), metadata: e.metadata })}\n`;
+  return `${JSON.stringify(publicEvent(e))}\n`;
 }
 
 /**

@@ -47,6 +47,8 @@ const Env = t.partial({
   KB_UNKNOWN_TOKEN_PER_MINUTE: IntFromString,
   // Slow clients and upload abuse (issue 11).
   KB_HEADERS_TIMEOUT_MS: PositiveInt,
+  KB_SEARCH_EVENT_BACKLOG: PositiveInt,
+  KB_ANALYTICS_MAX_ROWS: PositiveInt,
   KB_BODY_TIMEOUT_MS: PositiveInt,
   KB_UPLOAD_TIMEOUT_MS: PositiveInt,
   KB_KEEP_ALIVE_TIMEOUT_MS: PositiveInt,
@@ -115,6 +117,10 @@ export interface Config {
   kafkaBrokers: string[];
   kafkaClientId: string;
   readYourWritesMs: number;
+  /** SearchPerformed events being written at once; past it a search is answered without its event (counted in a warning). */
+  searchEventBacklog: number;
+  /** Rows (searches, processing runs, documents) one analytics request may read; more: 400 ANALYTICS_RANGE_TOO_LARGE. */
+  analyticsMaxRows: number;
   /** GET /s/<linkId> searches like the token (decisions.md); off: only the token opens a link. */
   linkIdSearch: boolean;
   /** Failed look-ups of a public token or link id allowed per client IP per minute (all public channels together). */
@@ -218,6 +224,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaBrokers: (e.KB_KAFKA_BROKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     kafkaClientId: e.KB_KAFKA_CLIENT_ID ?? 'kb-service',
     readYourWritesMs: e.KB_READ_YOUR_WRITES_MS ?? 5000,
+    searchEventBacklog: e.KB_SEARCH_EVENT_BACKLOG ?? 1000,
+    analyticsMaxRows: e.KB_ANALYTICS_MAX_ROWS ?? 200000,
     linkIdSearch: (e.KB_LINK_ID_SEARCH ?? 'on') === 'on',
     unknownTokenPerMinute: e.KB_UNKNOWN_TOKEN_PER_MINUTE ?? 20,
     headersTimeoutMs: e.KB_HEADERS_TIMEOUT_MS ?? 20_000,

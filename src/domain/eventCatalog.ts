@@ -1,6 +1,7 @@
 import { documentEventTraits } from './document/events';
 import { instructionSetEventTraits } from './instructionSet/events';
 import { searchLinkEventTraits } from './searchLink/events';
+import { searchEventTraits } from './search/events';
 import { userEventTraits } from './user/events';
 import { workspaceEventTraits } from './workspace/events';
 
@@ -8,11 +9,12 @@ import { workspaceEventTraits } from './workspace/events';
 interface AnyTraits {
   readonly audit: readonly string[];
   readonly encrypted: readonly (readonly string[])[];
+  readonly trail?: false;
 }
 
 /** The traits of every event type in the log, by type. */
 export const EVENT_TRAITS: ReadonlyMap<string, AnyTraits> = new Map(
-  [documentEventTraits, workspaceEventTraits, instructionSetEventTraits, searchLinkEventTraits, userEventTraits].flatMap((catalog) =>
+  [documentEventTraits, workspaceEventTraits, instructionSetEventTraits, searchLinkEventTraits, userEventTraits, searchEventTraits].flatMap((catalog) =>
     Object.entries<AnyTraits>(catalog),
   ),
 );
@@ -25,4 +27,9 @@ export function encryptedPathsOf(type: string): readonly (readonly string[])[] {
 /** The `data` fields an audit entry may show for `type`, besides ids (none for an unknown type). */
 export function auditFieldsOf(type: string): readonly string[] {
   return EVENT_TRAITS.get(type)?.audit ?? [];
+}
+
+/** Whether events of `type` are entries of the workspace audit trail (searches are not). */
+export function inAuditTrail(type: string): boolean {
+  return EVENT_TRAITS.get(type)?.trail !== false;
 }

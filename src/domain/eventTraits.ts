@@ -12,6 +12,8 @@ export interface EventTraits<Data> {
    * array. The event store seals them with the document's own key: erasing the key erases them.
    */
   readonly encrypted: readonly (readonly [keyof Data & string, ...string[]])[];
+  /** false: operational telemetry (searches), not an entry of the workspace audit trail. Default true. */
+  readonly trail?: false;
 }
 
 /** One entry per event type of a union: a missing (or misspelt) type does not compile. */

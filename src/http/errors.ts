@@ -4,6 +4,7 @@ import { DomainError, ErrorCode } from '../domain/errors';
 /** Exhaustive: a code without a status (or a status for no code) does not compile. */
 const STATUS: Record<ErrorCode, number> = {
   VALIDATION_ERROR: 400,
+  ANALYTICS_RANGE_TOO_LARGE: 400,
   BAD_REQUEST: 400,
   QUERY_REQUIRED: 400,
   QUERY_TOO_LONG: 400,
@@ -66,6 +67,7 @@ const STATUS: Record<ErrorCode, number> = {
 };
 
 const SUGGESTIONS: Partial<Record<ErrorCode, string>> = {
+  ANALYTICS_RANGE_TOO_LARGE: 'Narrow from/to, or use a wider interval.',
   VALIDATION_ERROR: 'Check the request body against the API reference: field names, types and length limits.',
   SIZE_LIMIT_EXCEEDED: 'Remove a document from the set or add a smaller one; a set holds at most 102400 bytes of text.',
   DOCUMENT_LIMIT_EXCEEDED: 'A set holds at most 20 documents: remove one first or create another set.',

@@ -10,6 +10,7 @@ import { searchLinkRoutes } from './searchLinkRoutes';
 import { publicSearchRoutes } from './publicSearchRoutes';
 import { mcpRoutes } from './mcpRoutes';
 import { auditRoutes } from './auditRoutes';
+import { analyticsRoutes } from './analyticsRoutes';
 
 /** Every feature's routes, in mounting order (public set pages before search-link pages on /s/:id). */
 export const routeModules: RouteModuleFactory[] = [
@@ -21,6 +22,7 @@ export const routeModules: RouteModuleFactory[] = [
   instructionSetRoutes,
   searchLinkRoutes,
   auditRoutes,
+  analyticsRoutes,
   mcpRoutes,
   publicSetRoutes,
   publicSearchRoutes,

@@ -2,6 +2,8 @@ import express, { Request, Response } from 'express';
 import { AppContext } from '../../app/context';
 import { searchLinkByToken, scopeTags, SearchLinkView } from '../../../queries/searchLink/searchLinkQueries';
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
+import { recordSearch } from '../../../commands/search/recordSearch';
+import { randomUUID } from 'node:crypto';
 import { searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
 import { ACCEPTED_PROTOCOL_VERSIONS, classify, errorMessage, idOf, Incoming, parseJson, resultMessage, RPC, RpcError, RpcId } from '../../mcp/protocol';
 import { dispatch, McpLinkSession } from '../../mcp/server';
@@ -86,14 +88,18 @@ async function asRpc(res: Response, limited: Promise<void>): Promise<void> {
   }
 }
 
-function linkSession(ctx: AppContext, link: SearchLinkView): McpLinkSession {
+function linkSession(ctx: AppContext, link: SearchLinkView, onSearch: (hitDocumentIds: string[]) => void): McpLinkSession {
   let tags: Promise<{ id: string; name: string }[]> | undefined;
   const scope = () => (tags ??= scopeTags(ctx, link));
   return {
     scoped: link.allowedTags.length > 0,
     scopeTags: scope,
     // Arguments were validated against scopeTags, so a requested tag is inside the scope.
-    search: async (args) => (await searchThroughLink(ctx, link, args)).map((h) => ({ title: h.title, content: h.content, score: h.score })),
+    search: async (args) => {
+      const hits = await searchThroughLink(ctx, link, args);
+      onSearch(hits.map((h) => h.documentId));
+      return hits.map((h) => ({ title: h.title, content: h.content, score: h.score }));
+    },
   };
 }
 
@@ -158,7 +164,22 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
         const q = (msg.params.arguments as Record<string, unknown>).query;
         if (typeof q === 'string') query = q.trim();
       }
-      const result = await dispatch(msg, linkSession(ctx, link));
+      const searched = link;
+      const result = await dispatch(
+        msg,
+        linkSession(ctx, link, (hitDocumentIds) =>
+          recordSearch(ctx, {
+            workspaceId: searched.workspaceId,
+            channel: 'tool',
+            linkId: searched.id,
+            actorId: null,
+            authMethod: 'public_token',
+            correlationId: req.correlationId ?? randomUUID(),
+            latencyMs: Number(process.hrtime.bigint() - started) / 1e6,
+            hitDocumentIds,
+          }),
+        ),
+      );
       ok = true;
       send(res, 200, resultMessage(msg.id, result));
     } catch (err) {

@@ -4,6 +4,8 @@ import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
 import { LinkResolution, searchLinkById, searchLinkByToken } from '../../../queries/searchLink/searchLinkQueries';
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
+import { recordSearch } from '../../../commands/search/recordSearch';
+import { randomUUID } from 'node:crypto';
 import { LinkSearch, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
 import { decode, IntFromString, strict } from '../codecs';
 import { consumeRateLimit, guessingGuard } from '../rateLimit';
@@ -55,6 +57,16 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
       query = s.query;
       const results = await searchThroughLink(ctx, link, s);
       ok = true;
+      recordSearch(ctx, {
+        workspaceId: link.workspaceId,
+        channel: 'link',
+        linkId: link.id,
+        actorId: null,
+        authMethod: 'public_token',
+        correlationId: req.correlationId ?? randomUUID(),
+        latencyMs: Number(process.hrtime.bigint() - started) / 1e6,
+        hitDocumentIds: results.map((r) => r.documentId),
+      });
       res.json({ results, totalResults: results.length });
     } finally {
       void recordLinkUse(ctx, link, {

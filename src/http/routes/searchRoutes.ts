@@ -9,6 +9,8 @@ import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
 import { UuidList } from '../ids';
 import { UUID_PATTERN } from '../../domain/ids';
+import { recordSearch } from '../../../commands/search/recordSearch';
+import { commandContext } from '../exec';
 
 export const WORKSPACE_SEARCH_MAX_QUERY = 1000;
 export const WORKSPACE_SEARCH_MAX_LIMIT = 20;
@@ -72,6 +74,9 @@ export function searchRoutes(ctx: AppContext): RouteModule {
       ...(f.purpose ? { purpose: f.purpose } : {}),
       ...(f.documentIds ? { documentIds: f.documentIds } : {}),
     });
+    const latencyMs = Number(process.hrtime.bigint() - started) / 1e6;
+    const who = commandContext(ctx, req, workspaceId);
+    recordSearch(ctx, { ...who, workspaceId, channel: 'workspace', linkId: null, latencyMs, hitDocumentIds: hits.map((h) => h.documentId) });
     res.json({
       query,
       results: hits.map((h) => ({

@@ -1,0 +1,196 @@
+import { AppContext } from '../../src/app/context';
+import { DomainError } from '../../src/domain/errors';
+import { RecordedEvent } from '../../src/domain/event';
+import { ReadStore } from '../../src/ports/readStore';
+import { SearchChannel } from '../../src/domain/search/events';
+import {
+  ANALYTICS_PROJECTION,
+  analyticsDocumentsCollection,
+  analyticsProjection,
+  analyticsRunsCollection,
+  analyticsSearchesCollection,
+  AnalyticsSearchView,
+} from '../../projections/analytics/analyticsProjection';
+import { searchLinksCollection } from '../../projections/searchLink/searchLinkProjection';
+import { storedQueryCounts } from '../searchLink/linkUsage';
+
+export type Interval = 'hour' | 'day' | 'week';
+export const MAX_BUCKETS = 1000;
+const TOP = 10;
+const CHANNELS: SearchChannel[] = ['workspace', 'link', 'tool'];
+
+export interface AnalyticsRequest {
+  workspaceId: string;
+  from: Date;
+  to: Date;
+  interval: Interval;
+  asOf: Date | null;
+}
+
+/** Nearest-rank percentile of sorted numbers; null when there are none. */
+export function percentile(sorted: number[], p: number): number | null {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+const spread = (values: number[]) => {
+  const s = [...values].sort((a, b) => a - b);
+  return { count: s.length, p50: percentile(s, 50), p95: percentile(s, 95), max: s.length ? s[s.length - 1] : null };
+};
+
+/** Start of the bucket holding `t` (weeks start on Monday, UTC). */
+export function bucketStart(t: Date, interval: Interval): Date {
+  const d = new Date(t);
+  if (interval === 'hour') d.setUTCMinutes(0, 0, 0);
+  else {
+    d.setUTCHours(0, 0, 0, 0);
+    if (interval === 'week') d.setUTCDate(d.getUTCDate() - ((d.getUTCDay() + 6) % 7));
+  }
+  return d;
+}
+
+function nextBucket(t: Date, interval: Interval): Date {
+  const d = new Date(t);
+  if (interval === 'hour') d.setUTCHours(d.getUTCHours() + 1);
+  else d.setUTCDate(d.getUTCDate() + (interval === 'week' ? 7 : 1));
+  return d;
+}
+
+/** The buckets covering [from, to); throws when there would be more than MAX_BUCKETS. */
+export function buckets(from: Date, to: Date, interval: Interval): string[] {
+  const out: string[] = [];
+  for (let b = bucketStart(from, interval); b < to; b = nextBucket(b, interval)) {
+    out.push(b.toISOString());
+    if (out.length > MAX_BUCKETS) throw new DomainError('ANALYTICS_RANGE_TOO_LARGE', `The range holds more than ${MAX_BUCKETS} ${interval} intervals.`, { maxBuckets: MAX_BUCKETS });
+  }
+  return out;
+}
+
+const ms = (a: string, b: string) => Date.parse(b) - Date.parse(a);
+
+/**
+ * Analytics of one workspace over [from, to), read from the analytics projection, or,
+ * with `asOf`, from the log folded up to that time through the same projection.
+ */
+export async function workspaceAnalytics(ctx: AppContext, r: AnalyticsRequest) {
+  if (!r.asOf) {
+    // Whatever is in the log now (searches recorded a moment ago included) is counted.
+    await ctx.runner.waitFor(await ctx.eventStore.headPosition(), ctx.config.readYourWritesMs);
+    return compute(ctx, ctx.readStore, r);
+  }
+  const store = ctx.scratchReadStore();
+  try {
+    await foldWorkspaceUpTo(ctx, store, r.workspaceId, r.asOf.toISOString());
+    return await compute(ctx, store, r);
+  } finally {
+    await store.close();
+  }
+}
+
+async function foldWorkspaceUpTo(ctx: AppContext, store: ReadStore, workspaceId: string, asOf: string): Promise<void> {
+  const projection = analyticsProjection(store);
+  const head = await ctx.eventStore.headPosition();
+  let position = 0;
+  let budget = ctx.config.analyticsMaxRows;
+  for (;;) {
+    const batch = await ctx.eventStore.readAll(position, 1000);
+    if (batch.length === 0) break;
+    position = batch[batch.length - 1].position;
+    const mine: RecordedEvent[] = batch.filter((e) => e.metadata.occurredAt <= asOf && (e.data as { workspaceId?: unknown } | null)?.workspaceId === workspaceId);
+    budget -= mine.length;
+    if (budget < 0) throw new DomainError('ANALYTICS_RANGE_TOO_LARGE', `The workspace's history up to asOf holds more than ${ctx.config.analyticsMaxRows} events.`, { maxRows: ctx.config.analyticsMaxRows });
+    if (mine.length) await projection.apply(mine);
+    if (position >= head) break;
+  }
+}
+
+async function compute(ctx: AppContext, store: ReadStore, r: AnalyticsRequest) {
+  const from = r.from.toISOString();
+  const to = r.to.toISOString();
+  const series = buckets(r.from, r.to, r.interval);
+  const bucketOf = (iso: string) => bucketStart(new Date(iso), r.interval).toISOString();
+  const max = ctx.config.analyticsMaxRows;
+  const bounded = async <T>(what: string, rows: Promise<T[]>): Promise<T[]> => {
+    const got = await rows;
+    if (got.length > max) throw new DomainError('ANALYTICS_RANGE_TOO_LARGE', `The range holds more than ${max} ${what}; narrow from/to.`, { maxRows: max });
+    return got;
+  };
+  const ws = r.workspaceId;
+  const range = { $gte: from, $lt: to };
+  const [added, deleted, runs, searches] = await Promise.all([
+    bounded('documents', analyticsDocumentsCollection(store).find({ workspaceId: ws, uploadedAt: range }, { limit: max + 1 })),
+    bounded('documents', analyticsDocumentsCollection(store).find({ workspaceId: ws, deletedAt: range }, { limit: max + 1 })),
+    bounded('processing runs', analyticsRunsCollection(store).find({ workspaceId: ws, startedAt: range }, { limit: max + 1 })),
+    bounded('searches', analyticsSearchesCollection(store).find({ workspaceId: ws, at: range }, { sort: [{ field: 'at', direction: 'asc' }], limit: max + 1 })),
+  ]);
+
+  const perBucket = new Map(series.map((b) => [b, { start: b, documentsAdded: 0, documentsDeleted: 0, verified: 0, failed: 0, workspace: 0, link: 0, tool: 0 }]));
+  for (const d of added) perBucket.get(bucketOf(d.uploadedAt))!.documentsAdded += 1;
+  for (const d of deleted) perBucket.get(bucketOf(d.deletedAt!))!.documentsDeleted += 1;
+
+  const ended = runs.filter((x) => x.outcome !== null);
+  for (const x of ended) {
+    const b = perBucket.get(bucketOf(x.startedAt))!;
+    if (x.outcome === 'VERIFIED') b.verified += 1;
+    else b.failed += 1;
+  }
+  const failuresByCode = new Map<string, number>();
+  for (const x of ended) if (x.outcome === 'FAILED') failuresByCode.set(x.code ?? 'UNKNOWN', (failuresByCode.get(x.code ?? 'UNKNOWN') ?? 0) + 1);
+
+  for (const s of searches) perBucket.get(bucketOf(s.at))![s.channel] += 1;
+  const channelStats = (rows: AnalyticsSearchView[]) => ({
+    searches: rows.length,
+    zeroResults: rows.filter((s) => s.resultCount === 0).length,
+    latencyMs: (({ p50, p95, max: m }) => ({ p50, p95, max: m }))(spread(rows.map((s) => s.latencyMs))),
+  });
+  const hits = new Map<string, number>();
+  for (const s of searches) for (const id of s.hitDocumentIds) hits.set(id, (hits.get(id) ?? 0) + 1);
+  const byLink = new Map<string, AnalyticsSearchView[]>();
+  for (const s of searches) if (s.linkId) byLink.set(s.linkId, [...(byLink.get(s.linkId) ?? []), s]);
+  const linkViews = await searchLinksCollection(ctx.readStore).getMany([...byLink.keys()]);
+  const linkView = new Map(linkViews.map((l) => [l.id, l]));
+
+  const links = [];
+  for (const [linkId, rows] of byLink) {
+    const view = linkView.get(linkId);
+    // Query text: only what history mode stored (outside the log, deleted after 90 days), and only for a present-day answer.
+    const queries = !r.asOf && view?.historyMode ? await storedQueryCounts(ctx, linkId, from, to, TOP) : undefined;
+    links.push({
+      linkId,
+      name: view?.name ?? null,
+      historyMode: view?.historyMode ?? false,
+      ...channelStats(rows),
+      byChannel: { link: rows.filter((s) => s.channel === 'link').length, tool: rows.filter((s) => s.channel === 'tool').length },
+      ...(queries ? { topQueries: queries } : {}),
+    });
+  }
+  links.sort((a, b) => b.searches - a.searches || a.linkId.localeCompare(b.linkId));
+
+  return {
+    workspaceId: ws,
+    from,
+    to,
+    interval: r.interval,
+    asOf: r.asOf ? r.asOf.toISOString() : null,
+    documents: { added: added.length, deleted: deleted.length },
+    processing: {
+      runs: runs.length,
+      verified: ended.filter((x) => x.outcome === 'VERIFIED').length,
+      failed: ended.filter((x) => x.outcome === 'FAILED').length,
+      unfinished: runs.length - ended.length,
+      failuresByCode: [...failuresByCode].map(([code, count]) => ({ code, count })).sort((a, b) => b.count - a.count || a.code.localeCompare(b.code)),
+      /** Documents uploaded in the range that reached VERIFIED: upload → first VERIFIED. */
+      uploadToVerifiedMs: spread(added.filter((d) => d.firstVerifiedAt).map((d) => ms(d.uploadedAt, d.firstVerifiedAt!))),
+      runDurationMs: spread(ended.map((x) => ms(x.startedAt, x.endedAt!))),
+    },
+    searches: {
+      ...channelStats(searches),
+      byChannel: Object.fromEntries(CHANNELS.map((c) => [c, channelStats(searches.filter((s) => s.channel === c))])),
+    },
+    topDocuments: [...hits].map(([documentId, count]) => ({ documentId, hits: count })).sort((a, b) => b.hits - a.hits || a.documentId.localeCompare(b.documentId)).slice(0, TOP),
+    links,
+    series: [...perBucket.values()],
+  };
+}
+
+export { ANALYTICS_PROJECTION };

@@ -1,0 +1,53 @@
+import { Request } from 'express';
+import { RouteModule, router } from './module';
+import { AppContext } from '../../app/context';
+import { DomainError } from '../../domain/errors';
+import { requireAuth, requireWorkspaceRole } from '../auth';
+import { Interval, workspaceAnalytics } from '../../../queries/analytics/workspaceAnalytics';
+
+const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const PARAMS = new Set(['from', 'to', 'interval', 'asOf']);
+const INTERVALS: ReadonlySet<string> = new Set<Interval>(['hour', 'day', 'week']);
+const DEFAULT_DAYS = 30;
+const invalid = (field: string, message: string) => new DomainError('VALIDATION_ERROR', message, { fields: [{ field, problem: message }] });
+
+function single(req: Request, name: string): string | undefined {
+  const v = req.query[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw invalid(name, `${name} must be given once.`);
+  return v;
+}
+
+function time(req: Request, name: string): Date | undefined {
+  const v = single(req, name);
+  if (v === undefined) return undefined;
+  const t = Date.parse(v);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) throw invalid(name, `${name} must be an ISO 8601 time.`);
+  return new Date(t);
+}
+
+/**
+ * GET /v1/workspaces/:id/analytics?from&to&interval&asOf (ADMIN and OWNER): documents,
+ * processing, searches, most-hit documents and per-link usage over [from, to), bucketed by
+ * interval (hour, day or week; default day). Default range: the last 30 days. With asOf,
+ * the answer as the log stood then.
+ */
+export function analyticsRoutes(ctx: AppContext): RouteModule {
+  const v1 = router();
+  v1.get('/workspaces/:id/analytics', requireAuth(ctx), async (req, res) => {
+    const raw = String(req.params.id);
+    if (!ID.test(raw)) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
+    const workspaceId = raw.toLowerCase();
+    await requireWorkspaceRole(ctx, req, workspaceId, 'ADMIN');
+    const unknown = Object.keys(req.query).filter((k) => !PARAMS.has(k));
+    if (unknown.length) throw invalid(unknown[0], `Unknown parameter ${unknown[0]}; known: from, to, interval, asOf.`);
+    const interval = single(req, 'interval') ?? 'day';
+    if (!INTERVALS.has(interval)) throw invalid('interval', 'interval must be hour, day or week.');
+    const asOf = time(req, 'asOf') ?? null;
+    const to = time(req, 'to') ?? asOf ?? ctx.now();
+    const from = time(req, 'from') ?? new Date(to.getTime() - DEFAULT_DAYS * 24 * 3600_000);
+    if (from >= to) throw invalid('from', 'from must be before to.');
+    res.json(await workspaceAnalytics(ctx, { workspaceId, from, to, interval: interval as Interval, asOf }));
+  });
+  return { v1 };
+}
