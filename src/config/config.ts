@@ -26,7 +26,8 @@ const Env = t.partial({
   KB_READ_STORE: t.keyof({ sqlite: null, mongodb: null }),
   KB_SEARCH_INDEX: t.keyof({ embedded: null, elasticsearch: null }),
   KB_FEED: t.keyof({ none: null, kafka: null }),
-  KB_EMBEDDINGS: t.keyof({ local: null, openai: null }),
+  KB_EMBEDDINGS: t.keyof({ local: null, use: null, glove: null, 'use+glove': null, openai: null }),
+  KB_MODEL_CACHE_DIR: t.string,
   KB_EMBEDDING_THREADS: IntFromString,
   KB_CHUNK_TOKENS: IntFromString,
   KB_CHUNK_OVERLAP: IntFromString,
@@ -78,7 +79,9 @@ export interface Config {
   readStore: 'sqlite' | 'mongodb';
   searchIndex: 'embedded' | 'elasticsearch';
   feed: 'none' | 'kafka';
-  embeddings: 'local' | 'openai';
+  embeddings: 'local' | 'use' | 'glove' | 'use+glove' | 'openai';
+  /** Where converted local model files are cached (default `<repo>/.cache/models`, then `KB_DATA_DIR/models`). */
+  modelCacheDir?: string;
   embeddingThreads: number;
   chunkTokens: number;
   chunkOverlap: number;
@@ -162,6 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     searchIndex: e.KB_SEARCH_INDEX ?? 'embedded',
     feed: e.KB_FEED ?? 'none',
     embeddings: e.KB_EMBEDDINGS ?? 'local',
+    modelCacheDir: e.KB_MODEL_CACHE_DIR,
     embeddingThreads: e.KB_EMBEDDING_THREADS ?? 1,
     chunkTokens: e.KB_CHUNK_TOKENS ?? 200,
     chunkOverlap: e.KB_CHUNK_OVERLAP ?? 40,
