@@ -68,7 +68,7 @@ async function makePdf(pages: number, firstSeed = 1): Promise<Uint8Array> {
 }
 
 async function startServer(dataDir: string, threads?: number): Promise<{ url: string; stop: () => Promise<void> }> {
-  const proc = spawn(process.execPath, [path.join(repoRoot, 'dist/src/main.js')], {
+  const proc = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean), path.join(repoRoot, 'dist/src/main.js')], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', KB_DATA_DIR: dataDir, KB_ANNOUNCE_PORT: '1', KB_LOG_LEVEL: 'warn', KB_RATE_LIMITS: 'off', ...(threads ? { KB_EMBEDDING_THREADS: String(threads) } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -182,13 +182,22 @@ const pct = (xs: number[], p: number): number => {
 };
 
 /** Many documents, `inFlight` uploads at once; /healthz polled meanwhile. */
-async function manyDocuments(docs: number, inFlight: number): Promise<{ chunks: number; seconds: number; health: number[] }> {
+export async function manyDocuments(docs: number, inFlight: number): Promise<{ chunks: number; seconds: number; health: number[] }> {
   return withServer(undefined, async (s) => {
     // Warm the server once (and wait until it has nothing left to do).
     await verified(s, await upload(s, Buffer.from('# warm\n\nwarm up text'), 'warm.md'));
+    // Pseudo-random word order: repeated paragraphs would be dropped as boilerplate.
     const texts = Array.from({ length: docs }, (_, d) => {
-      let seed = 1_000_000 + d * 5_000;
-      return Array.from({ length: 40 }, () => Array.from({ length: 7 }, () => sentence(seed++)).join(' ')).join('\n\n');
+      let x = 0x9e3779b9 ^ (d + 1);
+      const rnd = (n: number): number => {
+        x ^= x << 13;
+        x ^= x >>> 17;
+        x ^= x << 5;
+        return (x >>> 0) % n;
+      };
+      return Array.from({ length: 40 }, () =>
+        Array.from({ length: 7 }, () => Array.from({ length: 8 + rnd(17) }, () => WORDS[rnd(WORDS.length)]).join(' ') + '.').join(' '),
+      ).join('\n\n');
     });
     const health: number[] = [];
     let done = false;
@@ -208,7 +217,8 @@ async function manyDocuments(docs: number, inFlight: number): Promise<{ chunks: 
         while (next < texts.length) {
           const i = next++;
           const id = await upload(s, Buffer.from(texts[i]), `doc-${i}.txt`);
-          chunks += await verified(s, id, 25);
+          const n = await verified(s, id, 25); // (not `chunks += await`: that reads `chunks` before waiting)
+          chunks += n;
         }
       }),
     );
@@ -226,7 +236,7 @@ export async function benchIngest(): Promise<void> {
   let seed = 1;
   const text = Array.from({ length: 600 }, () => Array.from({ length: 5 }, () => sentence(seed++)).join(' ')).join('\n\n');
   const chunks = chunkText([{ text }], { chunkTokens: 200, overlapTokens: 40 }).map((c) => c.content).slice(0, 512);
-  const embedders = (process.env.BENCH_EMBEDDERS ?? 'glove,use,use+glove').split(',') as LocalEmbedderName[];
+  const embedders = (process.env.BENCH_EMBEDDERS ?? 'glove,use,use+glove').split(',').filter(Boolean) as LocalEmbedderName[];
   console.log(`embedding: chunks of ~200 tokens, batches of ${EMBED_BATCH} (${os.cpus().length} CPUs, ${load()})`);
   for (const name of embedders) {
     // USE is slow: fewer chunks keep the bench short.

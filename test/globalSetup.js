@@ -11,8 +11,10 @@ module.exports = async function globalSetup() {
     // Type errors still emit JavaScript; `npm run typecheck` is the gate for them.
     if (!require('node:fs').existsSync(path.join(root, 'dist/src/main.js'))) throw err;
   }
-  // Convert the GloVe vectors once (into <repo>/.cache/models) before any server starts.
-  const { ensureGloveBinary } = require(path.join(root, 'dist/src/adapters/embeddings/gloveVectors.js'));
-  const { modelCacheDirs } = require(path.join(root, 'dist/src/adapters/embeddings/factory.js'));
-  await ensureGloveBinary(modelCacheDirs());
+  // Convert the GloVe vectors (and their SIF component) once, into <repo>/.cache/models,
+  // before any server starts.
+  const { createLocalEmbedder } = require(path.join(root, 'dist/src/adapters/embeddings/factory.js'));
+  const glove = createLocalEmbedder('glove');
+  await glove.warmup();
+  await glove.close();
 };

@@ -120,11 +120,13 @@ export interface Config {
 }
 
 /**
- * Default processing slots: one per core, at least 2 (so one workspace's long document never
- * holds the only slot) and at most 4 (each extraction worker may take its heap limit).
+ * Default processing slots: two per core, at least 4 (so one workspace's long document never
+ * holds the only slot, and runs waiting on fsync overlap) and at most 8 (each extraction
+ * worker may take its heap limit).
  */
 export function defaultProcessingConcurrency(cores: number = os.availableParallelism()): number {
-  return Math.min(4, Math.max(2, cores));
+  // With the GloVe embedder a run mostly waits on fsyncs (its appends): more runs at once share group commits.
+  return Math.min(8, Math.max(4, 2 * cores));
 }
 
 export class ConfigError extends Error {}

@@ -48,7 +48,7 @@ export interface SifModel {
  * and μ = Σ p(w)·x_w, computed over the 100k most frequent words; its top eigenvector
  * (power iteration) is the component.
  */
-export function buildSifModel(vectors: GloveVectors, a: number, removeComponent: boolean): SifModel {
+export function buildSifModel(vectors: GloveVectors, a: number, removeComponent: boolean, knownComponent?: Float32Array): SifModel {
   const { count, dims } = vectors.header;
   let harmonic = 0;
   for (let r = 1; r <= count; r++) harmonic += 1 / r;
@@ -58,6 +58,7 @@ export function buildSifModel(vectors: GloveVectors, a: number, removeComponent:
     weight[r] = a / (a + p);
   }
   if (!removeComponent) return { vectors, weight };
+  if (knownComponent && knownComponent.length === dims) return { vectors, weight, component: knownComponent };
   const n = Math.min(count, COMPONENT_VOCABULARY);
   const mu = new Float64Array(dims);
   const second = new Float64Array(dims * dims);
@@ -172,7 +173,17 @@ export class GloveSifEmbeddings implements EmbeddingProvider {
     this.model ??= (async () => {
       const file = await ensureGloveBinary(this.options.cacheDirs, this.options.log);
       const vectors = parseGloveBinary(await fs.readFile(file));
-      return buildSifModel(vectors, this.options.a ?? DEFAULT_A, this.options.removeComponent ?? true);
+      const a = this.options.a ?? DEFAULT_A;
+      // The component takes ~1 s of CPU to compute: kept beside the vectors, per `a`.
+      const componentFile = `${file}.sif-component-a${a}.json`;
+      const known = await fs.readFile(componentFile, 'utf8').then((t) => Float32Array.from(JSON.parse(t) as number[]), () => undefined);
+      const model = buildSifModel(vectors, a, this.options.removeComponent ?? true, known);
+      if (!known && model.component) {
+        const tmp = `${componentFile}.${process.pid}.tmp`;
+        await fs.writeFile(tmp, JSON.stringify(Array.from(model.component)));
+        await fs.rename(tmp, componentFile);
+      }
+      return model;
     })();
     this.model.catch(() => (this.model = undefined)); // a later call retries
     return this.model;

@@ -153,7 +153,7 @@ export function parseGloveBinary(bytes: Buffer): GloveVectors {
   const header = JSON.parse(bytes.toString('utf8', 12, 12 + hl)) as GloveHeader;
   let off = 12 + hl;
   const scales = new Float32Array(header.count);
-  for (let r = 0; r < header.count; r++) scales[r] = bytes.readFloatLE(off + r * 4);
+  new Uint8Array(scales.buffer).set(bytes.subarray(off, off + header.count * 4)); // little-endian hosts (x86, arm64)
   off += header.count * 4;
   const rows = new Int8Array(header.count * header.dims);
   rows.set(new Int8Array(bytes.buffer, bytes.byteOffset + off, header.count * header.dims));
