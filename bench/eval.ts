@@ -3,7 +3,7 @@
  * qrels.json). Documents go through the upload path minus extraction: chunker → local
  * embeddings → embedded index; queries are embedded with the same provider.
  *
- *   npm run eval -- --data ../shared/eval/cranfield [--threads 2] [--sweep] [--prf-sweep] [--no-cache]
+ *   npm run eval -- --data ../shared/eval/cranfield [--embedder use|glove|use+glove] [--threads 2] [--sweep] [--prf-sweep] [--no-cache]
  *     [--hybrid '{"prf":{"poolDepth":2}}'] [--only 'hybrid|hybrid\+prf'] [--k 30]
  *
  * Prints nDCG@10, Recall@10, Recall@100 and MRR@10 for BM25, dense and hybrid ranking,
@@ -15,7 +15,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { EmbeddedSearchIndex } from '../src/adapters/embedded/embeddedSearchIndex';
-import { LocalEmbeddings } from '../src/adapters/embeddings/localEmbeddings';
+import { ConcatEmbeddings } from '../src/adapters/embeddings/concatEmbeddings';
+import { createLocalEmbedder, LOCAL_EMBEDDERS, type LocalEmbedderName } from '../src/adapters/embeddings/factory';
 import type { EmbeddingProvider } from '../src/ports/embeddings';
 import type { IndexedChunk } from '../src/ports/searchIndex';
 import { chunkText, DEFAULT_CHUNK_OPTIONS } from '../src/processing/chunker';
@@ -38,10 +39,15 @@ async function embedCached(provider: EmbeddingProvider, texts: string[], cacheDi
   const cache: Record<string, number[]> = file && fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, number[]>) : {};
   const missing = [...new Set(texts.filter((t) => !cache[hash(t)]))];
   if (missing.length > 0) {
+    // Load the model first: the rate is of embedding, not of loading.
+    await (provider as { warmup?: () => Promise<void> }).warmup?.();
     const started = Date.now();
+    const cpu = process.cpuUsage();
     const vectors = await provider.embed(missing);
+    const used = process.cpuUsage(cpu);
+    const cpuSeconds = (used.user + used.system) / 1e6;
     missing.forEach((t, i) => (cache[hash(t)] = Array.from(vectors[i])));
-    console.error(`embedded ${missing.length} texts in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    console.error(`${provider.modelId}: embedded ${missing.length} texts in ${((Date.now() - started) / 1000).toFixed(1)} s, ${cpuSeconds.toFixed(1)} CPU-s = ${(missing.length / cpuSeconds).toFixed(0)} texts per CPU-second`);
     if (file) {
       fs.mkdirSync(path.dirname(file), { recursive: true });
       fs.writeFileSync(file, JSON.stringify(cache));
@@ -58,17 +64,22 @@ export interface Collection {
 }
 
 /** Loads, chunks, embeds and indexes a collection. */
-export async function buildCollection(dataDir: string, opts: { threads?: number; cacheDir?: string } = {}): Promise<Collection> {
+export async function buildCollection(dataDir: string, opts: { threads?: number; cacheDir?: string; embedder?: LocalEmbedderName; provider?: EmbeddingProvider } = {}): Promise<Collection> {
   const read = <T>(f: string): T => JSON.parse(fs.readFileSync(path.join(dataDir, f), 'utf8')) as T;
   const docs = read<EvalDoc[]>('documents.json');
   const rawQueries = read<EvalQuery[]>('queries.json');
   const rawQrels = read<Qrel[]>('qrels.json');
-  const provider = new LocalEmbeddings({ threads: opts.threads ?? 2 });
+  const provider = opts.provider ?? createLocalEmbedder(opts.embedder ?? 'use', { threads: opts.threads ?? 2, log: (m) => console.error(m) });
   try {
     const perDoc = docs.map((d) => ({ d, chunks: chunkText([{ text: d.body }], DEFAULT_CHUNK_OPTIONS) }));
     const allTexts = perDoc.flatMap((p) => p.chunks.map((c) => c.content));
-    const vectors = await embedCached(provider, allTexts, opts.cacheDir);
-    const queryVectors = await embedCached(provider, rawQueries.map((q) => q.text), opts.cacheDir);
+    // A concatenation is built from its parts' (cached) vectors.
+    const embedAll = async (texts: string[]): Promise<Float32Array[]> =>
+      provider instanceof ConcatEmbeddings
+        ? provider.combine(await Promise.all(provider.parts.map((p) => embedCached(p.provider, texts, opts.cacheDir))))
+        : embedCached(provider, texts, opts.cacheDir);
+    const vectors = await embedAll(allTexts);
+    const queryVectors = await embedAll(rawQueries.map((q) => q.text));
     const index = new EmbeddedSearchIndex(':memory:');
     let v = 0;
     for (const { d, chunks } of perDoc) {
@@ -172,8 +183,10 @@ async function main(): Promise<void> {
   const data = path.resolve(process.cwd(), arg('--data') ?? '../shared/eval/cranfield');
   const cacheDir = args.includes('--no-cache') ? undefined : path.join(repoRoot, '.tmp', 'eval-cache');
   const started = Date.now();
-  const c = await buildCollection(data, { threads: Number(arg('--threads') ?? 2), cacheDir });
-  console.log(`collection ${data}: ${c.queries.length} queries, ${c.chunks} chunks (built in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  const embedder = (arg('--embedder') ?? 'use') as LocalEmbedderName;
+  if (!LOCAL_EMBEDDERS.includes(embedder)) throw new Error(`--embedder: one of ${LOCAL_EMBEDDERS.join(', ')}`);
+  const c = await buildCollection(data, { threads: Number(arg('--threads') ?? 2), cacheDir, embedder });
+  console.log(`collection ${data}: ${c.queries.length} queries, ${c.chunks} chunks, embedder ${embedder} (built in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
   // --hybrid '{"prf":{"poolDepth":2}}' evaluates another configuration than the default.
   if (arg('--hybrid')) c.index.configure(JSON.parse(arg('--hybrid')!) as HybridOverrides);
   const cfg = c.index.hybridConfig;

@@ -8,7 +8,7 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { Logger } from 'pino';
 import { AppContext, APP_CONTEXT, CONFIG, LOGGER, RateLimiterFactory } from './app/context';
 import { COMPACT_SEARCH_INDEX, EXTRA_CLOSERS, MONGO_CLIENT, optional, QUERY_EMBEDDINGS, STORED_EVENT_STORE } from './app/tokens';
-import { connectOrFail, DEFAULT_CONNECT_TIMEOUT_MS } from './app/startup';
+import { connectOrFail, DEFAULT_CONNECT_TIMEOUT_MS, StartupError } from './app/startup';
 import { runsProjections } from './roles/plan';
 import { Config } from './config/config';
 import { ProjectionRunner } from './core/projectionRunner';
@@ -36,6 +36,7 @@ import { KafkaJobQueue } from './adapters/kafka/kafkaJobQueue';
 import { ReadStoreHandledJobs } from './adapters/jobRetry';
 import { createRateLimiter } from './adapters/rateLimiterFactory';
 import { createEmbeddingProvider } from './adapters/embeddings/factory';
+import { Warmup } from './app/warmup';
 import { EncryptingEventStore } from './adapters/encryption/encryptingEventStore';
 import { optimizeEmbeddedIndex } from './audit/compact';
 import { userProjection } from '../projections/user/userProjection';
@@ -180,8 +181,10 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   }
   opened.push(() => readStore.close());
 
-  const embeddings: EmbeddingProvider = createEmbeddingProvider(config);
+  const embeddings: EmbeddingProvider = createEmbeddingProvider(config, (msg) => logger.info(msg));
   opened.push(() => embeddings.close());
+  // Loaded in the background from the start, so the first upload is as fast as the tenth.
+  const warmup = new Warmup(async () => embeddings.warmup?.(), logger);
 
   let searchIndex: SearchIndex;
   if (config.searchIndex === 'elasticsearch') {
@@ -190,7 +193,18 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     await connectOrFail('Elasticsearch', 'KB_ELASTICSEARCH_URL', url, () => es.connect(), { timeoutMs, abandon: () => es.close() });
     searchIndex = es;
   } else {
-    searchIndex = new EmbeddedSearchIndex(path.join(config.dataDir, 'search.db'));
+    const embedded = new EmbeddedSearchIndex(path.join(config.dataDir, 'search.db'));
+    searchIndex = embedded;
+    // Vectors of another model (KB_EMBEDDINGS changed, or the default changed from USE-lite,
+    // 512 dims, to GloVe-SIF, 100): refuse to start rather than fail every search.
+    const stored = embedded.stats().dims;
+    if (stored > 0 && stored !== embeddings.dimensions) {
+      await embedded.close();
+      throw new StartupError(
+        `the search index in ${config.dataDir} holds ${stored}-dimension vectors but KB_EMBEDDINGS=${config.embeddings} gives ${embeddings.dimensions} (${embeddings.modelId}); ` +
+          `set KB_EMBEDDINGS back to the model that built it (use: 512, glove/local: 100, use+glove: 612); re-embedding in place is not built yet`,
+      );
+    }
   }
   opened.push(() => searchIndex.close());
 
@@ -266,6 +280,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     now: () => new Date(),
     projections,
     runner,
+    warmup,
     services: [],
   };
   ctx.services.push(...serviceFactories.map((f) => f(di, ctx)));

@@ -27,4 +27,10 @@ module.exports = async function globalSetup() {
   if (!fs.existsSync(builtIndex) || fs.statSync(builtIndex).mtimeMs < newestMtime(web)) {
     execFileSync(process.execPath, [path.join(root, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'web/vite.config.mjs'], { cwd: root, stdio: 'pipe' });
   }
+  // Convert the GloVe vectors (and their SIF component) once, into <repo>/.cache/models,
+  // before any server starts.
+  const { createLocalEmbedder } = require(path.join(root, 'dist/src/adapters/embeddings/factory.js'));
+  const glove = createLocalEmbedder('glove');
+  await glove.warmup();
+  await glove.close();
 };

@@ -8,6 +8,7 @@ import { SearchIndex } from '../ports/searchIndex';
 import { EmbeddingProvider } from '../ports/embeddings';
 import { BlobStore } from '../ports/blobStore';
 import { IdentityProvider } from '../ports/identityProvider';
+import { Warmup } from './warmup';
 
 /** Creates a rate limiter: `points` per `durationSeconds` per key. */
 export interface RateLimiterLike {
@@ -39,6 +40,8 @@ export interface AppContext {
   jwtSecret: string;
   /** The clock; only the edges read it. */
   now: () => Date;
+  /** The embedding model's background warm-up at start-up (reported on /readyz). */
+  warmup: Warmup;
   /** Background services (document processor ...) started with the app; stopped on close. */
   services: { name: string; start(): Promise<void>; stop(): Promise<void> }[];
 }

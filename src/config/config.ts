@@ -26,7 +26,8 @@ const Env = t.partial({
   KB_READ_STORE: t.keyof({ sqlite: null, mongodb: null }),
   KB_SEARCH_INDEX: t.keyof({ embedded: null, elasticsearch: null }),
   KB_FEED: t.keyof({ none: null, kafka: null }),
-  KB_EMBEDDINGS: t.keyof({ local: null, openai: null }),
+  KB_EMBEDDINGS: t.keyof({ local: null, use: null, glove: null, 'use+glove': null, openai: null }),
+  KB_MODEL_CACHE_DIR: t.string,
   KB_EMBEDDING_THREADS: IntFromString,
   KB_CHUNK_TOKENS: IntFromString,
   KB_CHUNK_OVERLAP: IntFromString,
@@ -102,7 +103,9 @@ export interface Config {
   readStore: 'sqlite' | 'mongodb';
   searchIndex: 'embedded' | 'elasticsearch';
   feed: 'none' | 'kafka';
-  embeddings: 'local' | 'openai';
+  embeddings: 'local' | 'use' | 'glove' | 'use+glove' | 'openai';
+  /** Where converted local model files are cached (default `<repo>/.cache/models`, then `KB_DATA_DIR/models`). */
+  modelCacheDir?: string;
   embeddingThreads: number;
   chunkTokens: number;
   chunkOverlap: number;
@@ -166,11 +169,13 @@ export interface Config {
 }
 
 /**
- * Default processing slots: one per core, at least 2 (so one workspace's long document never
- * holds the only slot) and at most 4 (each extraction worker may take its heap limit).
+ * Default processing slots: two per core, at least 4 (so one workspace's long document never
+ * holds the only slot, and runs waiting on fsync overlap) and at most 8 (each extraction
+ * worker may take its heap limit).
  */
 export function defaultProcessingConcurrency(cores: number = os.availableParallelism()): number {
-  return Math.min(4, Math.max(2, cores));
+  // With the GloVe embedder a run mostly waits on fsyncs (its appends): more runs at once share group commits.
+  return Math.min(8, Math.max(4, 2 * cores));
 }
 
 export class ConfigError extends Error {}
@@ -211,6 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     searchIndex: e.KB_SEARCH_INDEX ?? 'embedded',
     feed: e.KB_FEED ?? 'none',
     embeddings: e.KB_EMBEDDINGS ?? 'local',
+    modelCacheDir: e.KB_MODEL_CACHE_DIR,
     embeddingThreads: e.KB_EMBEDDING_THREADS ?? 1,
     chunkTokens: e.KB_CHUNK_TOKENS ?? 200,
     chunkOverlap: e.KB_CHUNK_OVERLAP ?? 40,

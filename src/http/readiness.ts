@@ -4,12 +4,25 @@ import { AppContext } from '../app/context';
 /** Events the projections may lag behind the head of the log and still be ready. */
 const READY_LAG = 1000;
 
-/** GET /readyz: 200 ready when the projections are within READY_LAG events of the head of the log, else 503 catching_up. */
+/**
+ * GET /readyz: 200 ready when the embedding model is loaded and the projections are within
+ * READY_LAG events of the head of the log; else 503 `warming` (model loading, or its load
+ * failed: `embeddings: "failed"`) or `catching_up`.
+ */
 export function readinessHandler(ctx: AppContext): RequestHandler {
   return async (_req, res) => {
     const head = await ctx.eventStore.headPosition();
     const low = ctx.runner.lowWatermark();
-    const ready = head - low <= READY_LAG;
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'catching_up', head, projected: low });
+    const caughtUp = head - low <= READY_LAG;
+    const embeddings = ctx.warmup.state;
+    const status = embeddings !== 'ready' ? 'warming' : caughtUp ? 'ready' : 'catching_up';
+    res.status(status === 'ready' ? 200 : 503).json({
+      status,
+      head,
+      projected: low,
+      embeddings,
+      ...(ctx.warmup.error ? { embeddingsError: ctx.warmup.error } : {}),
+      ...(ctx.warmup.ms !== undefined ? { embeddingsWarmupMs: ctx.warmup.ms } : {}),
+    });
   };
 }

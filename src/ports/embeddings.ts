@@ -4,6 +4,8 @@ export interface EmbeddingProvider {
   readonly modelId: string;
   readonly dimensions: number;
   embed(texts: string[]): Promise<Float32Array[]>;
+  /** Loads the model ahead of the first call (optional: remote providers have nothing to load). */
+  warmup?(): Promise<void>;
   close(): Promise<void>;
 }
 

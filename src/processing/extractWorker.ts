@@ -6,13 +6,19 @@
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import mammoth from 'mammoth';
-import { PasswordException, PDFParse } from 'pdf-parse';
-import WordExtractor from 'word-extractor';
+import type Mammoth from 'mammoth';
+import type * as PdfParse from 'pdf-parse';
+import type WordExtractorClass from 'word-extractor';
 import type { DocumentKind } from './detectType';
 import { DEFAULT_EXTRACTION_LIMITS, ExtractedSection, ExtractionError, ExtractionLimits, ExtractJob, ExtractWorkerMessage, textLimitError } from './extract';
 import { normalizeInline, normalizeText } from './normalize';
 import { openBoundedZip, ZipPackageError } from './zipPackage';
+
+// The parsers load on first use: a worker extracting a .txt or .md file (most uploads)
+// starts in a few milliseconds instead of ~300 ms spent loading pdf.js and mammoth.
+/* eslint-disable @typescript-eslint/no-require-imports */
+const pdfParse = (): typeof PdfParse => require('pdf-parse') as typeof PdfParse;
+const mammoth = (): typeof Mammoth => require('mammoth') as typeof Mammoth;
 
 /** Text files are read and handed on in pieces of about this many characters. */
 const PIECE_CHARS = 256 * 1024;
@@ -51,6 +57,7 @@ function limitError(message: string): ExtractionError {
 
 async function* pdfSections(filePath: string, limits: ExtractionLimits): AsyncGenerator<ExtractedSection> {
   const data = await readFile(filePath);
+  const { PDFParse, PasswordException } = pdfParse();
   const parser = new PDFParse({
     data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
     isEvalSupported: false, // never compile code from a hostile font
@@ -86,7 +93,7 @@ async function* pdfSections(filePath: string, limits: ExtractionLimits): AsyncGe
 // ---- .docx: mammoth's HTML, split at headings -----------------------------------------------
 
 /** Images are not text: never read them (mammoth would inline each one as base64). */
-const NO_IMAGES = mammoth.images.imgElement(() => Promise.resolve({ src: '' }));
+const noImages = (): ReturnType<typeof Mammoth.images.imgElement> => mammoth().images.imgElement(() => Promise.resolve({ src: '' }));
 
 async function* docxSections(filePath: string, limits: ExtractionLimits): AsyncGenerator<ExtractedSection> {
   let html: string;
@@ -102,8 +109,8 @@ async function* docxSections(filePath: string, limits: ExtractionLimits): AsyncG
           return encoding ? new TextDecoder(encoding).decode(data) : data;
         },
       };
-      const input = { file } as unknown as Parameters<typeof mammoth.convertToHtml>[0];
-      html = (await mammoth.convertToHtml(input, { ignoreEmptyParagraphs: true, convertImage: NO_IMAGES })).value;
+      const input = { file } as unknown as Parameters<typeof Mammoth.convertToHtml>[0];
+      html = (await mammoth().convertToHtml(input, { ignoreEmptyParagraphs: true, convertImage: noImages() })).value;
     } finally {
       await pkg.close();
     }
@@ -190,6 +197,7 @@ async function* docSections(filePath: string, limits: ExtractionLimits): AsyncGe
     throw limitError(`the Word 97-2003 document is ${size} bytes, more than the ${limits.maxExtractedBytes} allowed (KB_MAX_EXTRACTED_BYTES)`);
   }
   try {
+    const WordExtractor = require('word-extractor') as typeof WordExtractorClass;
     const doc = await new WordExtractor().extract(filePath);
     text = [doc.getBody(), doc.getFootnotes(), doc.getEndnotes()].join('\n\n');
   } catch (err) {

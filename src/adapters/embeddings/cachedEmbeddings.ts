@@ -18,7 +18,7 @@ export class CachedEmbeddings implements EmbeddingProvider {
   misses = 0;
 
   constructor(
-    private readonly inner: EmbeddingProvider,
+    readonly inner: EmbeddingProvider,
     options: CachedEmbeddingsOptions = {},
   ) {
     this.maxEntries = Math.max(1, Math.floor(options.maxEntries ?? 1000));
@@ -30,6 +30,10 @@ export class CachedEmbeddings implements EmbeddingProvider {
 
   get dimensions(): number {
     return this.inner.dimensions;
+  }
+
+  async warmup(): Promise<void> {
+    await this.inner.warmup?.();
   }
 
   private key(text: string): string {

@@ -1,17 +1,56 @@
+import path from 'node:path';
 import { Config } from '../../config/config';
 import { EmbeddingProvider } from '../../ports/embeddings';
+import { repoRoot } from '../../util/paths';
 import { LocalEmbeddings } from './localEmbeddings';
 import { OpenAIEmbeddings } from './openaiEmbeddings';
 import { CachedEmbeddings } from './cachedEmbeddings';
+import { GloveSifEmbeddings } from './gloveSifEmbeddings';
+import { ConcatEmbeddings } from './concatEmbeddings';
+
+/**
+ * Local embedders by name (`KB_EMBEDDINGS`). `local` (the default) is the recommended local
+ * embedder, `glove` today (chosen by measurement: README "Measured"); `use` is USE-lite, the
+ * default before.
+ */
+export const LOCAL_EMBEDDERS = ['use', 'glove', 'use+glove'] as const;
+export type LocalEmbedderName = (typeof LOCAL_EMBEDDERS)[number];
+
+export interface LocalEmbedderOptions {
+  /** Worker threads of the USE model. */
+  threads?: number;
+  /** Where the converted GloVe vectors are cached: the first writable directory. */
+  cacheDirs?: string[];
+  log?: (msg: string) => void;
+}
+
+/** Directories for converted model files: `<repo>/.cache/models` (shared by every data dir on the machine), then the data dir. */
+export function modelCacheDirs(dataDir?: string, configured?: string): string[] {
+  return [configured, path.join(repoRoot, '.cache', 'models'), dataDir ? path.join(dataDir, 'models') : undefined].filter((d): d is string => !!d);
+}
+
+export function createLocalEmbedder(name: LocalEmbedderName | 'local', options: LocalEmbedderOptions = {}): EmbeddingProvider {
+  const glove = (): GloveSifEmbeddings => new GloveSifEmbeddings({ cacheDirs: options.cacheDirs ?? modelCacheDirs(), log: options.log });
+  const use = (): LocalEmbeddings => new LocalEmbeddings({ threads: options.threads });
+  switch (name) {
+    case 'glove':
+    case 'local':
+      return glove();
+    case 'use+glove':
+      return new ConcatEmbeddings([{ provider: use(), weight: 1 }, { provider: glove(), weight: 1 }]);
+    case 'use':
+      return use();
+  }
+}
 
 /**
  * The configured embedding provider behind an LRU cache: repeated texts (above all,
  * repeated search queries) are embedded once.
  */
-export function createEmbeddingProvider(config: Config): EmbeddingProvider {
+export function createEmbeddingProvider(config: Config, log?: (msg: string) => void): EmbeddingProvider {
   const inner: EmbeddingProvider =
     config.embeddings === 'openai'
       ? new OpenAIEmbeddings({ apiKey: config.openai.apiKey ?? 'not-needed', baseURL: config.openai.baseUrl, model: config.openai.model, dimensions: config.openai.dimensions })
-      : new LocalEmbeddings({ threads: config.embeddingThreads });
+      : createLocalEmbedder(config.embeddings, { threads: config.embeddingThreads, cacheDirs: modelCacheDirs(config.dataDir, config.modelCacheDir), log });
   return new CachedEmbeddings(inner, { maxEntries: 1000 });
 }

