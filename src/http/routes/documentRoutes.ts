@@ -8,6 +8,9 @@ import { documentForUserAsOf, documentInAsOf } from '../../../queries/document/d
 import { setSizeBreach } from '../../../queries/instructionSet/instructionSetQueries';
 import { DocumentActor } from '../../../commands/document/documentCommand';
 import { uploadDocument } from '../../../commands/document/uploadDocument';
+import { createTextDocument } from '../../../commands/document/createTextDocument';
+import { documentFileForUser } from '../../../queries/document/documentFile';
+import { sendFile } from '../download';
 import { updateDocumentMetadata } from '../../../commands/document/updateDocumentMetadata';
 import { updateDocumentContent } from '../../../commands/document/updateDocumentContent';
 import { requestReprocess } from '../../../commands/document/requestReprocess';
@@ -27,9 +30,12 @@ const Title = DocumentTitle;
 const TagIds = t.array(Uuid);
 const UpdateBody = strict(t.partial({ title: Title, purpose: Purpose, tags: TagIds }));
 const ContentBody = strict(t.intersection([t.type({ content: DocumentContent }), t.partial({ expectedUpdatedAt: IsoDateString })]));
+const TextFormat = t.keyof({ markdown: null, text: null });
+/** A document from text: `POST /workspaces/:id/documents` with a JSON body instead of a multipart upload. */
+const TextDocumentBody = strict(t.intersection([t.type({ title: Title, content: DocumentContent, format: TextFormat }), t.partial({ purpose: Purpose, tags: TagIds })]));
 
 /** The JSON body codecs of these routes (property tests walk them). */
-export const documentBodies = { UpdateBody, ContentBody };
+export const documentBodies = { UpdateBody, ContentBody, TextDocumentBody };
 const Status = t.keyof({ PENDING: null, PROCESSING: null, VERIFIED: null, FAILED: null });
 const ListQuery = t.partial({
   page: t.refinement(IntFromString, (n) => n >= 1, 'page >= 1'),
@@ -88,8 +94,15 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   v1.post('/workspaces/:id/documents', uploadLimit, allowSlowBody(ctx.config.uploadTimeoutMs), async (req, res) => {
     const workspaceId = workspaceIdOf(req);
     await requireWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
-    const upload = await receiveDocumentUpload(req, ctx.blobStore, ctx.config.maxUploadBytes, (sha) => blobInUse(ctx, sha));
-    const d = await uploadDocument(ctx, { actor: actorOf(req, workspaceId), upload });
+    const actor = actorOf(req, workspaceId);
+    let d;
+    if (req.is(['application/json', 'application/*+json'])) {
+      const body = decode(TextDocumentBody, req.body);
+      d = await createTextDocument({ ...ctx, maxUploadBytes: ctx.config.maxUploadBytes }, { actor, text: { ...body, tags: body.tags ?? [] } });
+    } else {
+      const upload = await receiveDocumentUpload(req, ctx.blobStore, ctx.config.maxUploadBytes, (sha) => blobInUse(ctx, sha));
+      d = await uploadDocument(ctx, { actor, upload });
+    }
     res.status(201).json({
       id: d.id,
       title: d.title,
@@ -133,6 +146,11 @@ export function documentRoutes(ctx: AppContext): RouteModule {
     const asOf = asOfOf(req);
     // In the past, membership is checked today, in the workspace the document belonged to.
     res.json(asOf ? await documentForUserAsOf(ctx, authOf(req).userId, documentIdOf(req), asOf) : await documentDetailForUser(ctx, authOf(req).userId, documentIdOf(req)));
+  });
+
+  // The original file (the upload, or the text a document was created from), for members of its workspace.
+  v1.get('/documents/:docId/file', async (req, res) => {
+    await sendFile(res, await documentFileForUser(ctx, authOf(req).userId, documentIdOf(req)));
   });
 
   v1.put('/workspaces/:id/documents/:docId', async (req, res) => {
