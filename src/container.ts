@@ -36,6 +36,9 @@ import { KafkaJobQueue } from './adapters/kafka/kafkaJobQueue';
 import { ReadStoreHandledJobs } from './adapters/jobRetry';
 import { createRateLimiter } from './adapters/rateLimiterFactory';
 import { createEmbeddingProvider } from './adapters/embeddings/factory';
+import { prometheusMetrics } from './adapters/metrics/prometheusMetrics';
+import { METRICS, Metrics } from './ports/metrics';
+import { registerGauges } from './app/metricsGauges';
 import { EncryptingEventStore } from './adapters/encryption/encryptingEventStore';
 import { optimizeEmbeddedIndex } from './audit/compact';
 import { userProjection } from '../projections/user/userProjection';
@@ -124,6 +127,9 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   di.register(CONFIG, { useValue: config });
   di.register(LOGGER, { useValue: logger });
   const closers: (() => Promise<unknown>)[] = [];
+  // Each container has its own metrics registry (several containers in one process never mix).
+  di.register(METRICS, { useValue: prometheusMetrics() });
+  const metrics = di.resolve<Metrics>(METRICS);
 
   // One MongoClient for the read store, GridFS blobs, data keys and rate limits.
   let mongoClient: MongoClient | undefined;
@@ -153,7 +159,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
       return esdb;
     }, { timeoutMs, abandon: () => esdb?.close() });
   } else {
-    storedEventStore = new SqliteEventStore(path.join(config.dataDir, 'events.db'), { synchronous: config.durability });
+    storedEventStore = new SqliteEventStore(path.join(config.dataDir, 'events.db'), { synchronous: config.durability, metrics });
   }
   opened.push(() => storedEventStore.close());
   const eventStore: EventStore = new EncryptingEventStore(storedEventStore, keyStore);
@@ -238,6 +244,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     queryEmbeddings: di.resolve<EmbeddingProvider>(QUERY_EMBEDDINGS),
     scratchReadStore: () => new SqliteReadStore(':memory:'),
     rateLimiter,
+    metrics,
     jwtSecret: jwtSecret(config),
     now: () => new Date(),
     projections,
@@ -246,6 +253,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   };
   ctx.services.push(...serviceFactories.map((f) => f(di, ctx)));
   di.register(APP_CONTEXT, { useValue: ctx });
+  registerGauges(ctx);
   if (config.eventStore !== 'sqlite' || config.readStore !== 'sqlite' || config.searchIndex !== 'embedded' || config.feed !== 'none') {
     logger.info({ role: config.role, eventStore: config.eventStore, readStore: config.readStore, searchIndex: config.searchIndex, feed: config.feed, embeddings: config.embeddings }, 'adapters');
   }

@@ -7,6 +7,7 @@ import { ReadStore } from '../ports/readStore';
 import { SearchIndex } from '../ports/searchIndex';
 import { EmbeddingProvider } from '../ports/embeddings';
 import { BlobStore } from '../ports/blobStore';
+import { Metrics } from '../ports/metrics';
 
 /** Creates a rate limiter: `points` per `durationSeconds` per key. */
 export interface RateLimiterLike {
@@ -33,6 +34,8 @@ export interface AppContext {
   scratchReadStore: () => ReadStore;
   blobStore: BlobStore;
   rateLimiter: RateLimiterFactory;
+  /** Operational metrics (/metrics). */
+  metrics: Metrics;
   jwtSecret: string;
   /** The clock; only the edges read it. */
   now: () => Date;

@@ -1,5 +1,6 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
+import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { BooleanFromString, IntFromString } from '../util/stringCodecs';
@@ -56,6 +57,9 @@ const Env = t.partial({
   KB_EXTRACT_TIMEOUT_MS: PositiveInt,
   KB_PROCESSING_CONCURRENCY: PositiveInt,
   KB_PROCESSING_PER_WORKSPACE: PositiveInt,
+  // Operations (issue 15): /metrics behind a bearer token, optionally on its own port.
+  KB_METRICS_TOKEN: t.refinement(t.string, (s) => s.length >= 16, 'at least 16 characters'),
+  KB_METRICS_PORT: t.refinement(IntFromString, (n) => n >= 0 && n <= 65535, 'a port 0..65535'),
   KB_REPROCESS_PER_MINUTE: PositiveInt,
 });
 
@@ -114,6 +118,11 @@ export interface Config {
   processing: { concurrency: number; perWorkspace: number };
   /** Reprocess requests per workspace per minute. */
   reprocessPerMinute: number;
+  /**
+   * /metrics: `tokenSha256` (hex) of KB_METRICS_TOKEN, when set (the token itself is not kept);
+   * `port`: serve /metrics only on this separate listener (KB_METRICS_PORT).
+   */
+  metrics: { tokenSha256?: string; port?: number };
 }
 
 /**
@@ -134,7 +143,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (isLeft(decoded)) {
     const problems = decoded.left.map((e) => {
       const key = e.context.map((c) => c.key).filter(Boolean).join('.');
-      return `${key}=${JSON.stringify(raw[key] ?? '')} is not valid (${e.message ?? `expected ${e.context[e.context.length - 1]?.type.name}`})`;
+      // Secrets are never echoed, even when invalid.
+      const shown = /TOKEN|SECRET|KEY|PASSWORD/.test(key) ? '(hidden)' : JSON.stringify(raw[key] ?? '');
+      return `${key}=${shown} is not valid (${e.message ?? `expected ${e.context[e.context.length - 1]?.type.name}`})`;
     });
     throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
   }
@@ -190,6 +201,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     processing: { concurrency: 0, perWorkspace: 0 },
     reprocessPerMinute: e.KB_REPROCESS_PER_MINUTE ?? 10,
+    metrics: {
+      tokenSha256: e.KB_METRICS_TOKEN === undefined ? undefined : createHash('sha256').update(e.KB_METRICS_TOKEN, 'utf8').digest('hex'),
+      port: e.KB_METRICS_PORT,
+    },
   };
   const concurrency = e.KB_PROCESSING_CONCURRENCY ?? defaultProcessingConcurrency();
   // By default one slot always stays free for the other workspaces.

@@ -6,6 +6,7 @@ import { DomainError, ErrorCode } from '../domain/errors';
 import { bodyDeadline } from './bodyDeadline';
 import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
+import { metricsHandler, mountedAt, requestMetrics } from './metrics';
 import { routeModules } from './routes';
 import './types';
 
@@ -67,11 +68,14 @@ export function createApp(ctx: AppContext): express.Express {
     });
     next();
   });
+  app.use(requestMetrics(ctx));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', readinessHandler(ctx));
+  // Prometheus metrics; with KB_METRICS_PORT they are served on that listener only (main.ts).
+  if (ctx.config.metrics.port === undefined) app.get('/metrics', metricsHandler(ctx));
 
   // A body must arrive within KB_BODY_TIMEOUT_MS (uploads lengthen their own limit): 408 in the route's envelope.
   app.use(bodyDeadline(ctx.config.bodyTimeoutMs));
@@ -83,14 +87,14 @@ export function createApp(ctx: AppContext): express.Express {
   const modules = routeModules.map((f) => f(ctx));
   for (const m of modules) {
     if (m.v1) {
-      app.use('/v1', m.v1);
-      app.use('/api/v1', m.v1);
+      app.use('/v1', mountedAt('/v1'), m.v1);
+      app.use('/api/v1', mountedAt('/api/v1'), m.v1);
     }
   }
-  for (const m of modules) if (m.api) app.use('/api', m.api);
-  for (const m of modules) if (m.root) app.use('/', m.root);
+  for (const m of modules) if (m.api) app.use('/api', mountedAt('/api'), m.api);
+  for (const m of modules) if (m.root) app.use('/', mountedAt('/'), m.root);
   // A self-hosted base URL ends in /api/v1: public search, set pages and the tool endpoint answer there too.
-  for (const m of modules) if (m.root) app.use('/api/v1', m.root);
+  for (const m of modules) if (m.root) app.use('/api/v1', mountedAt('/api/v1'), m.root);
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new HttpError(404, 'NOT_FOUND', `No route for ${req.method} ${redactUrl(req.path)}.`));

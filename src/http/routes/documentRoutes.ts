@@ -171,7 +171,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
 
   v1.post('/workspaces/:id/documents/:docId/process', async (req, res) => {
     const { actor, actorRole, documentId } = await scoped(req);
-    await consumeRateLimit(ctx, reprocessLimiter, ctx.config.reprocessPerMinute, actor.workspaceId, res);
+    await consumeRateLimit(ctx, reprocessLimiter, ctx.config.reprocessPerMinute, actor.workspaceId, res, 'reprocess');
     await requestReprocess(ctx, { actor, actorRole, documentId });
     res.json({ id: documentId, processingStatus: 'PROCESSING', message: 'Document queued for reprocessing' });
   });

@@ -69,7 +69,7 @@ function originAllowed(ctx: AppContext, req: Request): boolean {
 }
 
 async function limit(ctx: AppContext, res: Response, limiter: ReturnType<AppContext['rateLimiter']>, perMinute: number, key: string): Promise<void> {
-  return asRpc(res, consumeRateLimit(ctx, limiter, perMinute, key, res));
+  return asRpc(res, consumeRateLimit(ctx, limiter, perMinute, key, res, 'mcp'));
 }
 
 /** A 429 of the HTTP rate limiters as the JSON-RPC rate-limit error (-32000, data.retryAfter). */

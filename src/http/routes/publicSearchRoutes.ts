@@ -45,7 +45,7 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
       await guard.failed(req, res);
       throw new DomainError('NOT_FOUND', 'Not found: the address is unknown, revoked, or no longer public.');
     }
-    await consumeRateLimit(ctx, limiter, PUBLIC_PER_MINUTE, resolved.link.id, res);
+    await consumeRateLimit(ctx, limiter, PUBLIC_PER_MINUTE, resolved.link.id, res, 'public-search');
     if (resolved.status === 'expired') throw new DomainError('EXPIRED', 'This search link has expired.');
     const link = resolved.link;
     let ok = false;

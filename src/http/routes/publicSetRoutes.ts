@@ -24,7 +24,7 @@ export function publicSetRoutes(ctx: AppContext): RouteModule {
   root.get('/s/:id', async (req: Request, res: Response, next: NextFunction) => {
     const content = await contentOf(String(req.params.id));
     if (!content) return next();
-    await consumeRateLimit(ctx, htmlLimiter, 60, byIp(req), res);
+    await consumeRateLimit(ctx, htmlLimiter, 60, byIp(req), res, 'public-set-html');
     const { set, parts } = content;
     const html = renderInstructionSetPage({
       id: set.id,
@@ -43,7 +43,7 @@ export function publicSetRoutes(ctx: AppContext): RouteModule {
   });
 
   root.get('/s/:id/raw', async (req: Request, res: Response) => {
-    await consumeRateLimit(ctx, rawLimiter, 30, byIp(req), res);
+    await consumeRateLimit(ctx, rawLimiter, 30, byIp(req), res, 'public-set-raw');
     const content = await contentOf(String(req.params.id));
     if (!content) throw notFound();
     res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
