@@ -59,6 +59,7 @@ const Env = t.partial({
   KB_PROCESSING_PER_WORKSPACE: PositiveInt,
   // Operations (issue 15): /metrics behind a bearer token, optionally on its own port.
   KB_METRICS_TOKEN: t.refinement(t.string, (s) => s.length >= 16, 'at least 16 characters'),
+  KB_MCP_FETCH_MAX_CHARS: PositiveInt,
   KB_METRICS_PORT: t.refinement(IntFromString, (n) => n >= 0 && n <= 65535, 'a port 0..65535'),
   KB_REPROCESS_PER_MINUTE: PositiveInt,
 });
@@ -123,6 +124,8 @@ export interface Config {
    * `port`: serve /metrics only on this separate listener (KB_METRICS_PORT).
    */
   metrics: { tokenSha256?: string; port?: number };
+  /** The `fetch` tool (chatgpt profile) answers at most this many characters of a document's text. */
+  mcpFetchMaxChars: number;
 }
 
 /**
@@ -205,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tokenSha256: e.KB_METRICS_TOKEN === undefined ? undefined : createHash('sha256').update(e.KB_METRICS_TOKEN, 'utf8').digest('hex'),
       port: e.KB_METRICS_PORT,
     },
+    mcpFetchMaxChars: e.KB_MCP_FETCH_MAX_CHARS ?? 200_000,
   };
   const concurrency = e.KB_PROCESSING_CONCURRENCY ?? defaultProcessingConcurrency();
   // By default one slot always stays free for the other workspaces.

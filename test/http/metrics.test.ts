@@ -36,7 +36,7 @@ describe('/metrics', () => {
     expect((await metrics(`Basic ${TOKEN}`)).status).toBe(401);
     const refused = await metrics('Bearer wrong');
     expect(refused.status).toBe(401);
-    expect((await refused.json()).error).toBe('UNAUTHORIZED'); // the envelope of the root-level routes
+    expect(((await refused.json()) as { error: unknown }).error).toBe('UNAUTHORIZED'); // the envelope of the root-level routes
 
     const owner = await signUp(server.url, 'Metrics');
     const ws = (await owner.api.post('/v1/workspaces', { name: 'Metrics' })).body.id as string;

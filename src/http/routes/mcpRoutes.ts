@@ -2,7 +2,10 @@ import express, { Request, Response } from 'express';
 import { AppContext } from '../../app/context';
 import { searchLinkByToken, scopeTags, SearchLinkView } from '../../../queries/searchLink/searchLinkQueries';
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
-import { searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
+import { fetchThroughLink, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
+import { CHATGPT_SEARCH_RESULTS } from '../../mcp/chatgptTools';
+import { LIMIT_MAX } from '../../mcp/searchTool';
+import { DomainError } from '../../domain/errors';
 import { ACCEPTED_PROTOCOL_VERSIONS, classify, errorMessage, idOf, Incoming, parseJson, resultMessage, RPC, RpcError, RpcId } from '../../mcp/protocol';
 import { dispatch, McpLinkSession } from '../../mcp/server';
 import { consumeRateLimit, guessingGuard } from '../rateLimit';
@@ -87,6 +90,7 @@ async function asRpc(res: Response, limited: Promise<void>): Promise<void> {
 }
 
 function linkSession(ctx: AppContext, link: SearchLinkView): McpLinkSession {
+  const documentUrl = (id: string) => `${ctx.config.baseUrl}/v1/documents/${id}`;
   let tags: Promise<{ id: string; name: string }[]> | undefined;
   const scope = () => (tags ??= scopeTags(ctx, link));
   return {
@@ -94,6 +98,30 @@ function linkSession(ctx: AppContext, link: SearchLinkView): McpLinkSession {
     scopeTags: scope,
     // Arguments were validated against scopeTags, so a requested tag is inside the scope.
     search: async (args) => (await searchThroughLink(ctx, link, args)).map((h) => ({ title: h.title, content: h.content, score: h.score })),
+    profile: link.toolProfile ?? 'default',
+    // The chatgpt profile: documents (not passages), each once, best first; the citation URL is
+    // the document's own API address (members only), never the link's token.
+    searchDocuments: async (query) => {
+      const hits = await searchThroughLink(ctx, link, { query, limit: LIMIT_MAX });
+      const seen = new Set<string>();
+      const out = [];
+      for (const h of hits) {
+        if (seen.has(h.documentId)) continue;
+        seen.add(h.documentId);
+        out.push({ id: h.documentId, title: h.title, url: documentUrl(h.documentId) });
+        if (out.length === CHATGPT_SEARCH_RESULTS) break;
+      }
+      return out;
+    },
+    fetchDocument: async (id) => {
+      try {
+        const d = await fetchThroughLink(ctx, link, id, ctx.config.mcpFetchMaxChars);
+        return { id: d.documentId, title: d.title, text: d.text, url: documentUrl(d.documentId), metadata: { mimeType: d.mimeType, updatedAt: d.updatedAt, truncated: d.truncated, tags: d.tags } };
+      } catch (err) {
+        if (err instanceof DomainError && err.code === 'DOCUMENT_NOT_FOUND') return null;
+        throw err;
+      }
+    },
   };
 }
 

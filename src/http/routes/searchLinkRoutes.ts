@@ -29,6 +29,8 @@ const Fields = {
   allowedTags: t.union([t.null, Tags]),
   expiresAt: t.union([t.null, IsoDateString]),
   historyMode: HistoryMode,
+  /** The tools of the link's tool endpoint: `default` (service_search) or `chatgpt` (search + fetch). */
+  toolProfile: t.keyof({ default: null, chatgpt: null }),
 };
 const CreateBody = strict(t.partial(Fields));
 const PatchBody = strict(t.partial(Fields));
