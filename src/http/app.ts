@@ -7,6 +7,7 @@ import { bodyDeadline } from './bodyDeadline';
 import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
 import { metricsHandler, mountedAt, requestMetrics } from './metrics';
+import { apiDocsRoutes } from './apiDocs';
 import { routeModules } from './routes';
 import './types';
 
@@ -85,6 +86,8 @@ export function createApp(ctx: AppContext): express.Express {
   app.use((req, res, next) => (/^(\/api\/v1)?\/mcp\//.test(req.path) ? next() : json(req, res, next)));
 
   const modules = routeModules.map((f) => f(ctx));
+  // The API description (generated from the codecs the routes validate with) and its reference page.
+  apiDocsRoutes(app, ctx, modules);
   for (const m of modules) {
     if (m.v1) {
       app.use('/v1', mountedAt('/v1'), m.v1);

@@ -11,12 +11,15 @@ declare module 'express-serve-static-core' {
 }
 
 /** Middleware placed before a mounted router: remembers the mount path (static) for the route label. */
-export const mountedAt =
-  (path: string): RequestHandler =>
-  (req: Request, _res: Response, next: NextFunction) => {
-    req.mountTemplate = path;
-    next();
-  };
+export const mountedAt = (path: string): RequestHandler & { mountPath: string } =>
+  Object.assign(
+    (req: Request, _res: Response, next: NextFunction) => {
+      req.mountTemplate = path;
+      next();
+    },
+    // Read by the test that walks the app's router stack against the API description.
+    { mountPath: path },
+  );
 
 /**
  * The route template of a request (`/v1/documents/:docId/file`): the matched route's path

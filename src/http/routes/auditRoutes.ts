@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { Request } from 'express';
 import { RouteModule, router } from './module';
 import { AppContext } from '../../app/context';
@@ -6,6 +7,11 @@ import { requireAuth, requireWorkspaceRole } from '../auth';
 import { decodeCursor, listAuditEntries } from '../../audit/auditQueries';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The API description of these routes. */
+export const auditDocs: RouteDocs = {
+  'GET /workspaces/:id/audit': { summary: 'The audit trail of a workspace (ADMIN)', description: 'Query: `subject`, `action`, `actor`, `from`, `to` (ISO 8601), `page`, `limit`.' },
+};
 const invalid = (field: string, message: string) => new DomainError('VALIDATION_ERROR', message, { field });
 
 function single(req: Request, name: string): string | undefined {
@@ -51,5 +57,5 @@ export function auditRoutes(ctx: AppContext): RouteModule {
     });
     res.json(page);
   });
-  return { v1 };
+  return { v1, docs: auditDocs };
 }

@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
 import { createApiKey, login, logout, refresh, registerUser, revokeApiKey } from '../../../commands/user/userCommands';
@@ -16,6 +17,18 @@ const ApiKeyBody = strict(t.type({ name: HumanName(100) }));
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const authBodies = { RegisterBody, LoginBody, RefreshBody, ApiKeyBody };
+
+/** The API description of these routes (schemas from the codecs above). */
+export const authDocs: RouteDocs = {
+  'POST /auth/register': { summary: 'Create an account', body: RegisterBody, auth: false, status: 201, example: { email: 'ada@example.com', password: 'correct horse battery', name: 'Ada' } },
+  'POST /auth/login': { summary: 'Sign in: an access token (JWT) and a refresh token', body: LoginBody, auth: false, example: { email: 'ada@example.com', password: 'correct horse battery' } },
+  'POST /auth/refresh': { summary: 'A new access token for a refresh token (rotated)', body: RefreshBody, auth: false },
+  'POST /auth/logout': { summary: 'End the session', body: RefreshBody, auth: false, status: 204, produces: 'none' },
+  'GET /auth/me': { summary: 'The signed-in user' },
+  'POST /api-keys': { summary: 'Create an API key (shown once)', body: ApiKeyBody, status: 201, example: { name: 'CI' } },
+  'GET /api-keys': { summary: 'List your API keys' },
+  'DELETE /api-keys/:id': { summary: 'Revoke an API key', status: 204, produces: 'none' },
+};
 
 export function authRoutes(ctx: AppContext): RouteModule {
   const v1 = router();
@@ -80,5 +93,5 @@ export function authRoutes(ctx: AppContext): RouteModule {
     res.status(204).end();
   });
 
-  return { v1 };
+  return { v1, docs: authDocs };
 }

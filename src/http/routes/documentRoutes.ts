@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { Request } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
@@ -36,6 +37,7 @@ const TextDocumentBody = strict(t.intersection([t.type({ title: Title, content: 
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const documentBodies = { UpdateBody, ContentBody, TextDocumentBody };
+
 const Status = t.keyof({ PENDING: null, PROCESSING: null, VERIFIED: null, FAILED: null });
 const ListQuery = t.partial({
   page: t.refinement(IntFromString, (n) => n >= 1, 'page >= 1'),
@@ -45,6 +47,26 @@ const ListQuery = t.partial({
   tags: t.string,
   search: QueryText,
 });
+
+/** The API description of these routes (schemas from the codecs above). */
+export const documentDocs: RouteDocs = {
+  'POST /workspaces/:id/documents': {
+    summary: 'Upload a document (multipart) or create one from text (JSON)',
+    description: 'multipart/form-data with a `file` (pdf, docx, doc, txt, md), or a JSON body `{title, content, format: markdown|text, purpose?, tags?}`. Either way: the same events, limits (KB_MAX_UPLOAD_BYTES, and the 1 MB JSON body limit) and processing.',
+    body: TextDocumentBody,
+    multipart: true,
+    status: 201,
+    example: { title: 'Refund policy', content: '# Refunds\n\nRefunds are paid within five business days.', format: 'markdown', tags: [] },
+  },
+  'GET /workspaces/:id/documents': { summary: 'List documents (paged, filtered)', query: ListQuery },
+  'GET /workspaces/:id/documents/:docId': { summary: 'One document (`asOf` for its metadata in the past)' },
+  'GET /documents/:docId': { summary: 'One document, in any workspace you are a member of' },
+  'GET /documents/:docId/file': { summary: 'The original file (the upload, or the text it was created from), as an attachment', produces: 'application/octet-stream' },
+  'PUT /workspaces/:id/documents/:docId': { summary: "Change a document's title, purpose or tags", body: UpdateBody, example: { title: 'Refunds', purpose: 'KNOWLEDGE' } },
+  'PATCH /workspaces/:id/documents/:docId': { summary: 'Save new text content of a .txt or .md document (auto-save)', body: ContentBody },
+  'POST /workspaces/:id/documents/:docId/process': { summary: 'Process a document again (rate limited per workspace)' },
+  'DELETE /workspaces/:id/documents/:docId': { summary: 'Delete a document (its text is erased)', status: 204, produces: 'none' },
+};
 
 function workspaceIdOf(req: Request): string {
   const id = String(req.params.id);
@@ -182,5 +204,5 @@ export function documentRoutes(ctx: AppContext): RouteModule {
     res.status(204).end();
   });
 
-  return { v1 };
+  return { v1, docs: documentDocs };
 }

@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import express, { Request, Response } from 'express';
 import { AppContext } from '../../app/context';
 import { searchLinkByToken, scopeTags, SearchLinkView } from '../../../queries/searchLink/searchLinkQueries';
@@ -13,6 +14,14 @@ import { clientErrorStatus, HttpError } from '../errors';
 import { RouteModule, router } from './module';
 
 export const MCP_BODY_LIMIT = 1024 * 1024;
+
+/** The API description of these routes. */
+export const mcpDocs: RouteDocs = {
+  'POST /mcp/:token': {
+    summary: 'The tool endpoint of a public link (MCP, Streamable HTTP, stateless JSON-RPC)',
+    description: 'One JSON-RPC message per POST (initialize, ping, tools/list, tools/call). Tools by the link\'s toolProfile: `default` → service_search; `chatgpt` → search and fetch. OPTIONS answers the allowed methods.',
+  },
+};
 const ALLOW = 'POST, OPTIONS';
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -211,5 +220,5 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
     }
   });
 
-  return { root };
+  return { root, docs: mcpDocs };
 }

@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { Request, Response } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
@@ -21,7 +22,15 @@ const PostBody = strict(t.partial({ query: t.unknown, limit: limitCodec(PUBLIC_L
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const publicSearchBodies = { PostBody };
+
 const ShortQuery = t.partial({ q: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX) });
+
+/** The API description of these routes (schemas from the codecs above). */
+export const publicSearchDocs: RouteDocs = {
+  'GET /public/:token/search': { summary: 'Search through a public link (`q`)', query: GetQuery },
+  'POST /public/:token/search': { summary: 'Search through a public link', body: PostBody, example: { query: 'refund policy', limit: 5 } },
+  'GET /s/:linkId': { summary: 'Search through a public link by its id (`q`; KB_LINK_ID_SEARCH)', query: ShortQuery },
+};
 
 function tagList(v: string | string[] | null | undefined): string[] | undefined {
   if (v === undefined || v === null) return undefined;
@@ -98,5 +107,5 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
     });
   });
 
-  return { root };
+  return { root, docs: publicSearchDocs };
 }

@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { NextFunction, Request, Response } from 'express';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
@@ -7,6 +8,12 @@ import { byIp, consumeRateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The API description of these routes. */
+export const publicSetDocs: RouteDocs = {
+  'GET /s/:id': { summary: 'A public instruction set as a page', produces: 'text/html' },
+  'GET /s/:id/raw': { summary: 'A public instruction set as text', produces: 'text/plain' },
+};
 const notFound = () => new DomainError('NOT_FOUND', 'Instruction set not found or not public.');
 
 /**
@@ -52,5 +59,5 @@ export function publicSetRoutes(ctx: AppContext): RouteModule {
     res.type('text/plain; charset=utf-8').send(joinRaw(content.parts.map((p) => p.text)));
   });
 
-  return { root };
+  return { root, docs: publicSetDocs };
 }

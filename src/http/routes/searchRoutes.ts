@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { Request } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
@@ -24,6 +25,11 @@ const Body = strict(
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const searchBodies = { Body };
+
+/** The API description of these routes (schemas from the codecs above). */
+export const searchDocs: RouteDocs = {
+  'POST /workspaces/:id/search': { summary: "Search a workspace's VERIFIED documents (hybrid: BM25 + vectors)", body: Body, example: { query: 'how fast are refunds paid', limit: 5 } },
+};
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -85,5 +91,5 @@ export function searchRoutes(ctx: AppContext): RouteModule {
     });
   });
 
-  return { v1 };
+  return { v1, docs: searchDocs };
 }
