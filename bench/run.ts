@@ -1,11 +1,12 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
- * `npm run bench -- core search`. Available: core, search, extract, ingest.
+ * `npm run bench -- core search`. Available: core, search, extract, ingest, metrics.
  */
 import { benchCore } from './core';
 import { benchSearch } from './search';
 import { benchExtract } from './ingest-extract';
 import { benchIngest } from './ingest';
+import { benchMetrics } from './metrics';
 import os from 'node:os';
 
 const benches: Record<string, () => Promise<void>> = {
@@ -13,6 +14,7 @@ const benches: Record<string, () => Promise<void>> = {
   search: () => benchSearch(),
   extract: () => benchExtract(),
   ingest: benchIngest,
+  metrics: benchMetrics,
 };
 
 async function main(): Promise<void> {
