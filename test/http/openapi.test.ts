@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { execFile } from 'node:child_process';
-import { startServer, TestServer } from '../support/server';
+import Ajv2020 from 'ajv/dist/2020';
+import { client, startServer, TestServer } from '../support/server';
 
 const root = path.resolve(__dirname, '..', '..');
 
@@ -87,6 +88,38 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
   it('every request example decodes with the codec it documents', () => {
     expect(walked.examples.length).toBeGreaterThan(10);
     expect(walked.examples.filter((e) => e.problem !== null)).toEqual([]);
+  });
+
+  it('real answers validate against the response schemas where they are described', async () => {
+    // ajv (2020-12 drafts, as OpenAPI 3.1 uses) comes with swagger-parser's dependencies.
+    const ajv = new Ajv2020({ strict: false, validateFormats: false });
+    const check = (method: string, p: string, status: number, body: unknown) => {
+      const schema = doc.paths[p][method].responses[String(status)].content['application/json'].schema;
+      expect(schema.type).toBe('object');
+      const ok = ajv.validate(schema, body);
+      expect([p, ok ? null : ajv.errorsText()]).toEqual([p, null]);
+      // The schema can fail: a field of the wrong type is refused.
+      expect(ajv.validate(schema, { ...(body as object), [Object.keys(schema.properties)[0]]: { wrong: true } })).toBe(false);
+    };
+    const anon = client(server.url);
+    const email = `openapi-${Date.now()}@example.com`;
+    const reg = await anon.post('/v1/auth/register', { email, password: 'correct horse battery', name: 'Open' });
+    check('post', '/v1/auth/register', 201, reg.body);
+    const login = await anon.post('/v1/auth/login', { email, password: 'correct horse battery' });
+    check('post', '/v1/auth/login', 200, login.body);
+    const api = client(server.url, login.body.accessToken);
+    const ws = (await api.post('/v1/workspaces', { name: 'OpenAPI' })).body.id;
+    const created = await api.post(`/v1/workspaces/${ws}/documents`, { title: 'Refunds', content: 'Refunds are paid within five business days.', format: 'text' });
+    check('post', '/v1/workspaces/{id}/documents', 201, created.body);
+    for (let i = 0; i < 300; i++) {
+      const d = await api.get(`/v1/workspaces/${ws}/documents/${created.body.id}`);
+      if (d.body.processingStatus === 'VERIFIED') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    check('get', '/v1/workspaces/{id}/documents', 200, (await api.get(`/v1/workspaces/${ws}/documents`)).body);
+    const found = await api.post(`/v1/workspaces/${ws}/search`, { query: 'how fast are refunds paid' });
+    expect(found.body.results.length).toBeGreaterThan(0);
+    check('post', '/v1/workspaces/{id}/search', 200, found.body);
   });
 
   it('/docs is served from this process: the page, its assets, an external init script, a CSP without inline scripts', async () => {

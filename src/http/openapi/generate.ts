@@ -105,7 +105,10 @@ function operation(method: string, fullPath: string, doc: RouteDoc, family: Moun
   const status = doc.status ?? 200;
   const produces = doc.produces ?? 'application/json';
   const responses: Record<string, unknown> = {
-    [String(status)]: produces === 'none' ? { description: 'Done (no content)' } : { description: 'Success', content: { [produces]: { schema: produces === 'application/json' ? { type: 'object' } : { type: 'string' } } } },
+    [String(status)]:
+      produces === 'none'
+        ? { description: 'Done (no content)' }
+        : { description: 'Success', content: { [produces]: { schema: doc.response ? toJsonSchema(doc.response) : produces === 'application/json' ? { type: 'object' } : { type: 'string' } } } },
   };
   const statuses = env === 'mcp' ? [400, 403, 413, 429, 500] : [...byStatus.keys()].filter((s) => auth || s !== 401);
   for (const s of statuses.sort()) responses[String(s)] = { $ref: `#/components/responses/${env}_${s}` };

@@ -14,6 +14,8 @@ export interface RouteDoc {
   query?: t.Mixed;
   /** Signed in (bearer JWT or API key); default: true under /v1 and /api, false at the root. */
   auth?: boolean;
+  /** The success response's body codec, when described (a test checks real answers against it). */
+  response?: t.Mixed;
   /** Success status (default 200). */
   status?: number;
   /** Success content type (default application/json; `none` for an empty answer). */

@@ -18,11 +18,14 @@ const ApiKeyBody = strict(t.type({ name: HumanName(100) }));
 /** The JSON body codecs of these routes (property tests walk them). */
 export const authBodies = { RegisterBody, LoginBody, RefreshBody, ApiKeyBody };
 
+const Tokens = t.type({ accessToken: t.string, refreshToken: t.string, expiresIn: t.number });
+const Registered = t.type({ id: t.string, email: t.string, name: t.string, createdAt: t.string });
+
 /** The API description of these routes (schemas from the codecs above). */
 export const authDocs: RouteDocs = {
-  'POST /auth/register': { summary: 'Create an account', body: RegisterBody, auth: false, status: 201, example: { email: 'ada@example.com', password: 'correct horse battery', name: 'Ada' } },
-  'POST /auth/login': { summary: 'Sign in: an access token (JWT) and a refresh token', body: LoginBody, auth: false, example: { email: 'ada@example.com', password: 'correct horse battery' } },
-  'POST /auth/refresh': { summary: 'A new access token for a refresh token (rotated)', body: RefreshBody, auth: false },
+  'POST /auth/register': { summary: 'Create an account', body: RegisterBody, auth: false, status: 201, response: Registered, example: { email: 'ada@example.com', password: 'correct horse battery', name: 'Ada' } },
+  'POST /auth/login': { summary: 'Sign in: an access token (JWT) and a refresh token', body: LoginBody, auth: false, response: Tokens, example: { email: 'ada@example.com', password: 'correct horse battery' } },
+  'POST /auth/refresh': { summary: 'A new access token for a refresh token (rotated)', body: RefreshBody, auth: false, response: Tokens },
   'POST /auth/logout': { summary: 'End the session', body: RefreshBody, auth: false, status: 204, produces: 'none' },
   'GET /auth/me': { summary: 'The signed-in user' },
   'POST /api-keys': { summary: 'Create an API key (shown once)', body: ApiKeyBody, status: 201, example: { name: 'CI' } },

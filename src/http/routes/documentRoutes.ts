@@ -48,6 +48,25 @@ const ListQuery = t.partial({
   search: QueryText,
 });
 
+const ProcessingStatus = t.keyof({ PENDING: null, PROCESSING: null, VERIFIED: null, FAILED: null });
+const CreatedDocument = t.type({
+  id: Uuid,
+  title: t.string,
+  filename: t.string,
+  mimeType: t.string,
+  size: t.number,
+  purpose: Purpose,
+  uploadStatus: t.literal('COMPLETED'),
+  processingStatus: ProcessingStatus,
+  tags: t.array(t.string),
+  createdAt: IsoDateString,
+  updatedAt: IsoDateString,
+});
+const DocumentPage = t.type({
+  data: t.array(t.type({ id: Uuid, title: t.string, purpose: Purpose, processingStatus: ProcessingStatus, tags: t.array(t.string), createdAt: IsoDateString, updatedAt: IsoDateString })),
+  pagination: t.type({ page: t.number, limit: t.number, total: t.number, pages: t.number }),
+});
+
 /** The API description of these routes (schemas from the codecs above). */
 export const documentDocs: RouteDocs = {
   'POST /workspaces/:id/documents': {
@@ -56,9 +75,10 @@ export const documentDocs: RouteDocs = {
     body: TextDocumentBody,
     multipart: true,
     status: 201,
+    response: CreatedDocument,
     example: { title: 'Refund policy', content: '# Refunds\n\nRefunds are paid within five business days.', format: 'markdown', tags: [] },
   },
-  'GET /workspaces/:id/documents': { summary: 'List documents (paged, filtered)', query: ListQuery },
+  'GET /workspaces/:id/documents': { summary: 'List documents (paged, filtered)', query: ListQuery, response: DocumentPage },
   'GET /workspaces/:id/documents/:docId': { summary: 'One document (`asOf` for its metadata in the past)' },
   'GET /documents/:docId': { summary: 'One document, in any workspace you are a member of' },
   'GET /documents/:docId/file': { summary: 'The original file (the upload, or the text it was created from), as an attachment', produces: 'application/octet-stream' },

@@ -8,7 +8,7 @@ import { requireAuth, requireWorkspaceRole } from '../auth';
 import { codePointLength, decode, Purpose, strict, textProblem } from '../codecs';
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
-import { UuidList } from '../ids';
+import { Uuid, UuidList } from '../ids';
 
 export const WORKSPACE_SEARCH_MAX_QUERY = 1000;
 export const WORKSPACE_SEARCH_MAX_LIMIT = 20;
@@ -26,9 +26,15 @@ const Body = strict(
 /** The JSON body codecs of these routes (property tests walk them). */
 export const searchBodies = { Body };
 
+const SearchAnswer = t.type({
+  query: t.string,
+  results: t.array(t.type({ documentId: Uuid, documentTitle: t.string, content: t.string, score: t.number, chunkIndex: t.number, metadata: t.partial({ page: t.number, section: t.string }) })),
+  processingTime: t.number,
+});
+
 /** The API description of these routes (schemas from the codecs above). */
 export const searchDocs: RouteDocs = {
-  'POST /workspaces/:id/search': { summary: "Search a workspace's VERIFIED documents (hybrid: BM25 + vectors)", body: Body, example: { query: 'how fast are refunds paid', limit: 5 } },
+  'POST /workspaces/:id/search': { summary: "Search a workspace's VERIFIED documents (hybrid: BM25 + vectors)", body: Body, response: SearchAnswer, example: { query: 'how fast are refunds paid', limit: 5 } },
 };
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
