@@ -1,12 +1,13 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
- * `npm run bench -- core search`. Available: core, search, extract, ingest, analytics (`--events N`).
+ * `npm run bench -- core search`. Available: core, search, extract, ingest, analytics (`--events N`), metrics.
  */
 import { benchCore } from './core';
 import { benchSearch } from './search';
 import { benchExtract } from './ingest-extract';
 import { benchIngest } from './ingest';
 import { benchAnalytics } from './analytics';
+import { benchMetrics } from './metrics';
 import os from 'node:os';
 
 const benches: Record<string, () => Promise<void>> = {
@@ -15,6 +16,7 @@ const benches: Record<string, () => Promise<void>> = {
   extract: () => benchExtract(),
   ingest: benchIngest,
   analytics: benchAnalytics,
+  metrics: benchMetrics,
 };
 
 async function main(): Promise<void> {

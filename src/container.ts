@@ -37,6 +37,9 @@ import { ReadStoreHandledJobs } from './adapters/jobRetry';
 import { createRateLimiter } from './adapters/rateLimiterFactory';
 import { createEmbeddingProvider } from './adapters/embeddings/factory';
 import { Warmup } from './app/warmup';
+import { prometheusMetrics } from './adapters/metrics/prometheusMetrics';
+import { METRICS, Metrics } from './ports/metrics';
+import { registerGauges } from './app/metricsGauges';
 import { EncryptingEventStore } from './adapters/encryption/encryptingEventStore';
 import { optimizeEmbeddedIndex } from './audit/compact';
 import { userProjection } from '../projections/user/userProjection';
@@ -135,6 +138,9 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   di.register(CONFIG, { useValue: config });
   di.register(LOGGER, { useValue: logger });
   const closers: (() => Promise<unknown>)[] = [];
+  // Each container has its own metrics registry (several containers in one process never mix).
+  di.register(METRICS, { useValue: prometheusMetrics() });
+  const metrics = di.resolve<Metrics>(METRICS);
 
   // One MongoClient for the read store, GridFS blobs, data keys and rate limits.
   let mongoClient: MongoClient | undefined;
@@ -164,7 +170,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
       return esdb;
     }, { timeoutMs, abandon: () => esdb?.close() });
   } else {
-    storedEventStore = new SqliteEventStore(path.join(config.dataDir, 'events.db'), { synchronous: config.durability });
+    storedEventStore = new SqliteEventStore(path.join(config.dataDir, 'events.db'), { synchronous: config.durability, metrics });
   }
   opened.push(() => storedEventStore.close());
   const eventStore: EventStore = new EncryptingEventStore(storedEventStore, keyStore);
@@ -276,6 +282,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     scratchReadStore: () => new SqliteReadStore(':memory:'),
     rateLimiter,
     ...(optional<IdentityProvider>(di, IDENTITY_PROVIDER) ? { identityProvider: optional<IdentityProvider>(di, IDENTITY_PROVIDER) } : {}),
+    metrics,
     jwtSecret: jwtSecret(config),
     now: () => new Date(),
     projections,
@@ -285,6 +292,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   };
   ctx.services.push(...serviceFactories.map((f) => f(di, ctx)));
   di.register(APP_CONTEXT, { useValue: ctx });
+  registerGauges(ctx);
   if (config.eventStore !== 'sqlite' || config.readStore !== 'sqlite' || config.searchIndex !== 'embedded' || config.feed !== 'none') {
     logger.info({ role: config.role, eventStore: config.eventStore, readStore: config.readStore, searchIndex: config.searchIndex, feed: config.feed, embeddings: config.embeddings }, 'adapters');
   }

@@ -1,5 +1,9 @@
 import 'reflect-metadata';
 import http from 'node:http';
+import express from 'express';
+import { DomainError } from './domain/errors';
+import { metricsHandler } from './http/metrics';
+import { sendError } from './http/errors';
 import { loadConfig, ConfigError } from './config/config';
 import { createLogger } from './app/logger';
 import { StartupError } from './app/startup';
@@ -58,12 +62,35 @@ async function main(): Promise<void> {
   // A machine-readable line for tests and scripts that start the server on port 0.
   if (process.env.KB_ANNOUNCE_PORT === '1') process.stdout.write(`KB_LISTENING ${port}\n`);
 
+  // KB_METRICS_PORT: /metrics on a listener of its own (kept off the public port).
+  let metricsServer: http.Server | undefined;
+  if (config.metrics.port !== undefined) {
+    const metricsApp = express();
+    metricsApp.disable('x-powered-by');
+    metricsApp.get('/metrics', metricsHandler(ctx));
+    metricsApp.use((_req, res) => {
+      res.status(404).json({ error: { code: 'NOT_FOUND', message: 'This port serves only /metrics.' } });
+    });
+    metricsApp.use((err: unknown, req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      if (err instanceof DomainError) sendError(req, res, err);
+      else res.status(500).json({ error: { code: 'INTERNAL_ERROR', message: 'Something went wrong on our side.' } });
+    });
+    const ms = http.createServer({ headersTimeout: config.headersTimeoutMs, requestTimeout: config.headersTimeoutMs + config.bodyTimeoutMs }, metricsApp);
+    metricsServer = ms;
+    await new Promise<void>((resolve) => ms.listen(config.metrics.port, config.host, resolve));
+    const a = ms.address();
+    const metricsPort = typeof a === 'object' && a ? a.port : config.metrics.port;
+    logger.info({ port: metricsPort, host: config.host }, 'metrics listening');
+    if (process.env.KB_ANNOUNCE_PORT === '1') process.stdout.write(`KB_METRICS_LISTENING ${metricsPort}\n`);
+  }
+
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
     closing = true;
     logger.info({ signal }, 'shutting down');
     server.close();
+    metricsServer?.close();
     role
       .stop()
       .then(() => closeContainer(di))

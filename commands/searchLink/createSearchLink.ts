@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CommandContext } from '../../src/core/commandHandler';
 import { DomainError } from '../../src/domain/errors';
+import { ToolProfile } from '../../src/domain/searchLink/events';
 import { sha256Hex } from '../../src/util/crypto';
 import { tokenVault } from '../../src/security/tokenVault';
 import { workspaceLinkFacts } from '../../queries/workspace/workspaceQueries';
@@ -12,6 +13,7 @@ export interface SearchLinkInput {
   allowedTags?: string[] | null;
   expiresAt?: string | null;
   historyMode?: boolean;
+  toolProfile?: ToolProfile;
 }
 
 /**
@@ -37,6 +39,7 @@ export async function createSearchLink(deps: SearchLinkDeps, cc: CommandContext,
     allowedTags: body.allowedTags ?? [],
     expiresAt: body.expiresAt ?? null,
     historyMode: body.historyMode ?? false,
+    toolProfile: body.toolProfile ?? 'default',
     ...facts,
     now: cc.now,
   });

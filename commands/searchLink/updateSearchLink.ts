@@ -5,7 +5,7 @@ import { SearchLinkInput } from './createSearchLink';
 import { runSearchLinkCommand, SearchLinkDeps } from './runSearchLinkCommand';
 
 /**
- * Change a link's name, scope, expiry or history mode (fields left out stay). An unknown link
+ * Change a link's name, scope, expiry, history mode or tool profile (fields left out stay). An unknown link
  * is NOT_FOUND before `input` is decoded. Returns the link as changed.
  */
 export async function updateSearchLink(deps: SearchLinkDeps, cc: CommandContext, workspaceId: string, linkId: string, input: () => SearchLinkInput): Promise<SearchLinkView> {
@@ -19,6 +19,7 @@ export async function updateSearchLink(deps: SearchLinkDeps, cc: CommandContext,
     ...(body.allowedTags !== undefined ? { allowedTags: body.allowedTags ?? [] } : {}),
     ...(body.expiresAt !== undefined ? { expiresAt: body.expiresAt } : {}),
     ...(body.historyMode !== undefined ? { historyMode: body.historyMode } : {}),
+    ...(body.toolProfile !== undefined ? { toolProfile: body.toolProfile } : {}),
     ...facts,
     now: cc.now,
   });

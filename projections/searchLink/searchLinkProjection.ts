@@ -1,6 +1,6 @@
 import { Projection, readModelProjection } from '../../src/core/projection';
 import { ReadStore } from '../../src/ports/readStore';
-import { SearchLinkEvent } from '../../src/domain/searchLink/events';
+import { SearchLinkEvent, ToolProfile } from '../../src/domain/searchLink/events';
 import { WorkspaceEvent } from '../../src/domain/workspace/events';
 
 export interface SearchLinkView {
@@ -15,6 +15,8 @@ export interface SearchLinkView {
   allowedTags: string[];
   expiresAt: string | null;
   historyMode: boolean;
+  /** Absent in rows projected before tool profiles existed: `default`. */
+  toolProfile?: ToolProfile;
   revoked: boolean;
   createdAt: string;
   updatedAt: string;
@@ -44,6 +46,7 @@ export function searchLinkProjection(store: ReadStore): Projection {
           allowedTags: e.data.allowedTags,
           expiresAt: e.data.expiresAt,
           historyMode: e.data.historyMode,
+          toolProfile: e.data.toolProfile ?? 'default',
           revoked: false,
           createdAt: e.data.createdAt,
           updatedAt: e.data.createdAt,
@@ -59,6 +62,7 @@ export function searchLinkProjection(store: ReadStore): Projection {
           allowedTags: e.data.allowedTags ?? l.allowedTags,
           expiresAt: e.data.expiresAt !== undefined ? e.data.expiresAt : l.expiresAt,
           historyMode: e.data.historyMode ?? l.historyMode,
+          toolProfile: e.data.toolProfile ?? l.toolProfile ?? 'default',
           updatedAt: e.data.updatedAt,
         });
         // Turning history off forgets what was kept (it is not part of the log).

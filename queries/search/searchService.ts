@@ -19,6 +19,15 @@ export interface WorkspaceSearch {
  * a document whose tags changed after it was indexed never leaks out of a tag scope.
  */
 export async function searchWorkspace(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHit[]> {
+  const started = process.hrtime.bigint();
+  try {
+    return await searchHits(ctx, s);
+  } finally {
+    ctx.metrics.search({ mode: 'hybrid', seconds: Number(process.hrtime.bigint() - started) / 1e9 });
+  }
+}
+
+async function searchHits(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHit[]> {
   if (s.limit <= 0 || (s.tags !== undefined && s.tags.length === 0) || (s.documentIds !== undefined && s.documentIds.length === 0)) return [];
   const [vector] = await ctx.queryEmbeddings.embed([s.query]);
   const filters = { workspaceId: s.workspaceId, ...(s.tags ? { tags: s.tags } : {}), ...(s.purpose ? { purpose: s.purpose } : {}), ...(s.documentIds ? { documentIds: s.documentIds } : {}) };

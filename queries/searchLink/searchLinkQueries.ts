@@ -38,6 +38,8 @@ export async function searchLinkView(ctx: AppContext, link: SearchLinkView, know
     allowedTags: link.allowedTags,
     expiresAt: link.expiresAt,
     historyMode: link.historyMode,
+    // Shown when not `default` (absent: the default service_search tool).
+    ...(link.toolProfile !== undefined && link.toolProfile !== 'default' ? { toolProfile: link.toolProfile } : {}),
     isActive: !link.revoked && !isExpired(link, ctx.now()),
     isExpired: isExpired(link, ctx.now()),
     createdAt: link.createdAt,

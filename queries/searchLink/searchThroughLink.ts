@@ -1,5 +1,6 @@
 import { DomainError } from '../../src/domain/errors';
 import { SearchLinkView } from '../../projections/searchLink/searchLinkProjection';
+import { documentsCollection, documentTextsCollection } from '../../projections/document/documentProjection';
 import { searchWorkspace } from '../search/searchService';
 
 /** What searching through a link needs: the workspace search's dependencies. */
@@ -45,4 +46,59 @@ export async function searchThroughLink(deps: LinkSearchDeps, link: LinkScope, s
     score: h.score,
     tags: scoped ? h.tags.filter((x) => link.allowedTags.includes(x)) : h.tags,
   }));
+}
+
+export interface LinkDocument {
+  documentId: string;
+  title: string;
+  /** The document's latest extracted text, cut to `maxChars` code points. */
+  text: string;
+  truncated: boolean;
+  mimeType: string;
+  updatedAt: string;
+  /** The document's tags, cut to the link's scope when the link has one. */
+  tags: string[];
+}
+
+/**
+ * One whole document through a link (the `fetch` tool): only a VERIFIED document of the
+ * link's workspace, and, for a link with allowedTags, only one having one of them. Anything
+ * else (another workspace, outside the scope, not VERIFIED, deleted, not an id) is
+ * DOCUMENT_NOT_FOUND, so a link reveals nothing beyond what its search can reach.
+ */
+export async function fetchThroughLink(deps: LinkSearchDeps, link: LinkScope, documentId: string, maxChars: number): Promise<LinkDocument> {
+  const notFound = () => new DomainError('DOCUMENT_NOT_FOUND', 'Document not found.');
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(documentId)) throw notFound();
+  const d = await documentsCollection(deps.readStore).get(documentId);
+  if (!d || d.workspaceId !== link.workspaceId || d.processingStatus !== 'VERIFIED') throw notFound();
+  const scoped = link.allowedTags.length > 0;
+  if (scoped && !d.tags.some((t) => link.allowedTags.includes(t))) throw notFound();
+  // VERIFIED means searchable: the same bounded wait as every reader of VERIFIED documents.
+  await deps.runner.waitFor(d.verifiedPosition ?? 0, deps.config.readYourWritesMs);
+  const stored = await documentTextsCollection(deps.readStore).get(documentId);
+  if (!stored || stored.workspaceId !== link.workspaceId) throw notFound();
+  const cut = codePointPrefix(stored.text, maxChars);
+  const truncated = cut.length < stored.text.length;
+  return {
+    documentId,
+    title: d.title,
+    text: cut,
+    truncated,
+    mimeType: d.mimeType,
+    updatedAt: d.updatedAt,
+    tags: scoped ? d.tags.filter((t) => link.allowedTags.includes(t)) : d.tags,
+  };
+}
+
+/** The first `max` code points of `s` (without copying the rest). */
+function codePointPrefix(s: string, max: number): string {
+  if (s.length <= max) return s;
+  let count = 0;
+  let i = 0;
+  while (i < s.length && count < max) {
+    const c = s.charCodeAt(i);
+    i += c >= 0xd800 && c <= 0xdbff && i + 1 < s.length ? 2 : 1;
+    count += 1;
+  }
+  return s.slice(0, i);
 }

@@ -9,6 +9,7 @@ import { EmbeddingProvider } from '../ports/embeddings';
 import { BlobStore } from '../ports/blobStore';
 import { IdentityProvider } from '../ports/identityProvider';
 import { Warmup } from './warmup';
+import { Metrics } from '../ports/metrics';
 
 /** Creates a rate limiter: `points` per `durationSeconds` per key. */
 export interface RateLimiterLike {
@@ -37,6 +38,8 @@ export interface AppContext {
   rateLimiter: RateLimiterFactory;
   /** The organisation's OpenID provider (KB_OIDC_ISSUER), when configured. */
   identityProvider?: IdentityProvider;
+  /** Operational metrics (/metrics). */
+  metrics: Metrics;
   jwtSecret: string;
   /** The clock; only the edges read it. */
   now: () => Date;

@@ -1,5 +1,6 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
+import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { BooleanFromString, IntFromString } from '../util/stringCodecs';
@@ -61,6 +62,10 @@ const Env = t.partial({
   KB_EXTRACT_TIMEOUT_MS: PositiveInt,
   KB_PROCESSING_CONCURRENCY: PositiveInt,
   KB_PROCESSING_PER_WORKSPACE: PositiveInt,
+  // Operations (issue 15): /metrics behind a bearer token, optionally on its own port.
+  KB_METRICS_TOKEN: t.refinement(t.string, (s) => s.length >= 16, 'at least 16 characters'),
+  KB_MCP_FETCH_MAX_CHARS: PositiveInt,
+  KB_METRICS_PORT: t.refinement(IntFromString, (n) => n >= 0 && n <= 65535, 'a port 0..65535'),
   KB_REPROCESS_PER_MINUTE: PositiveInt,
   // Identity: mail, e-mailed links, second factor (issue 16).
   KB_SMTP_URL: t.string,
@@ -166,6 +171,13 @@ export interface Config {
   };
   /** OpenID Connect single sign-on; absent when KB_OIDC_ISSUER is unset. `allowedDomains` empty: any. */
   oidc?: { issuer: string; clientId: string; clientSecret: string; allowedDomains: string[]; redirectUri: string; timeoutMs: number };
+  /**
+   * /metrics: `tokenSha256` (hex) of KB_METRICS_TOKEN, when set (the token itself is not kept);
+   * `port`: serve /metrics only on this separate listener (KB_METRICS_PORT).
+   */
+  metrics: { tokenSha256?: string; port?: number };
+  /** The `fetch` tool (chatgpt profile) answers at most this many characters of a document's text. */
+  mcpFetchMaxChars: number;
 }
 
 /**
@@ -188,7 +200,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (isLeft(decoded)) {
     const problems = decoded.left.map((e) => {
       const key = e.context.map((c) => c.key).filter(Boolean).join('.');
-      return `${key}=${JSON.stringify(raw[key] ?? '')} is not valid (${e.message ?? `expected ${e.context[e.context.length - 1]?.type.name}`})`;
+      // Secrets are never echoed, even when invalid.
+      const shown = /TOKEN|SECRET|KEY|PASSWORD/.test(key) ? '(hidden)' : JSON.stringify(raw[key] ?? '');
+      return `${key}=${shown} is not valid (${e.message ?? `expected ${e.context[e.context.length - 1]?.type.name}`})`;
     });
     throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
   }
@@ -276,6 +290,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           timeoutMs: e.KB_OIDC_TIMEOUT_MS ?? 10_000,
         }
       : undefined,
+    metrics: {
+      tokenSha256: e.KB_METRICS_TOKEN === undefined ? undefined : createHash('sha256').update(e.KB_METRICS_TOKEN, 'utf8').digest('hex'),
+      port: e.KB_METRICS_PORT,
+    },
+    mcpFetchMaxChars: e.KB_MCP_FETCH_MAX_CHARS ?? 200_000,
   };
   const concurrency = e.KB_PROCESSING_CONCURRENCY ?? defaultProcessingConcurrency();
   // By default one slot always stays free for the other workspaces.

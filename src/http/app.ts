@@ -8,6 +8,8 @@ import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
 import { writeRateLimit } from './rateLimit';
 import { consoleRouter } from './console';
+import { metricsHandler, mountedAt, requestMetrics } from './metrics';
+import { apiDocsRoutes } from './apiDocs';
 import { routeModules } from './routes';
 import './types';
 
@@ -75,6 +77,7 @@ export function createApp(ctx: AppContext): express.Express {
     res.setHeader('Referrer-Policy', 'no-referrer');
     next();
   });
+  app.use(requestMetrics(ctx));
 
   // No CORS (the service answers its own origin only): OPTIONS is refused in the envelope
   // rather than answered by express's automatic, unauthenticated "Allow". The tool endpoint is
@@ -93,6 +96,8 @@ export function createApp(ctx: AppContext): express.Express {
   // The web console (README "Web console"): static files and history fallback under /app.
   app.get('/', (_req, res) => res.redirect(302, '/app/'));
   app.use('/app', consoleRouter());
+  // Prometheus metrics; with KB_METRICS_PORT they are served on that listener only (main.ts).
+  if (ctx.config.metrics.port === undefined) app.get('/metrics', metricsHandler(ctx));
 
   // A body must arrive within KB_BODY_TIMEOUT_MS (uploads lengthen their own limit): 408 in the route's envelope.
   app.use(bodyDeadline(ctx.config.bodyTimeoutMs));
@@ -102,16 +107,18 @@ export function createApp(ctx: AppContext): express.Express {
   app.use((req, res, next) => (/^(\/api\/v1)?\/mcp\//.test(req.path) ? next() : json(req, res, next)));
 
   const modules = routeModules.map((f) => f(ctx));
+  // The API description (generated from the codecs the routes validate with) and its reference page.
+  apiDocsRoutes(app, ctx, modules);
   for (const m of modules) {
     if (m.v1) {
-      app.use('/v1', m.v1);
-      app.use('/api/v1', m.v1);
+      app.use('/v1', mountedAt('/v1'), m.v1);
+      app.use('/api/v1', mountedAt('/api/v1'), m.v1);
     }
   }
-  for (const m of modules) if (m.api) app.use('/api', m.api);
-  for (const m of modules) if (m.root) app.use('/', m.root);
+  for (const m of modules) if (m.api) app.use('/api', mountedAt('/api'), m.api);
+  for (const m of modules) if (m.root) app.use('/', mountedAt('/'), m.root);
   // A self-hosted base URL ends in /api/v1: public search, set pages and the tool endpoint answer there too.
-  for (const m of modules) if (m.root) app.use('/api/v1', m.root);
+  for (const m of modules) if (m.root) app.use('/api/v1', mountedAt('/api/v1'), m.root);
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new HttpError(404, 'NOT_FOUND', `No route for ${req.method} ${redactUrl(req.path)}.`));

@@ -68,6 +68,15 @@ function declaredKeys(codec: t.Mixed): string[] {
  */
 export function strict<C extends t.Mixed>(codec: C): t.Type<t.TypeOf<C>, t.OutputOf<C>, unknown> {
   const allowed = new Set(declaredKeys(codec));
+  const type = strictType(codec, allowed);
+  strictCodecs.set(type, codec);
+  return type;
+}
+
+/** The object codec each strict codec wraps (the OpenAPI generator reads it: additionalProperties false). */
+export const strictCodecs = new WeakMap<t.Mixed, t.Mixed>();
+
+function strictType<C extends t.Mixed>(codec: C, allowed: Set<string>): t.Type<t.TypeOf<C>, t.OutputOf<C>, unknown> {
   return new t.Type<t.TypeOf<C>, t.OutputOf<C>, unknown>(
     `Strict<${codec.name}>`,
     codec.is,

@@ -1,6 +1,9 @@
 import { Request, Response } from 'express';
 import { DomainError, ErrorCode } from '../domain/errors';
 
+/** Every error code with its HTTP status (the OpenAPI document lists them). */
+export const errorStatuses = (): [ErrorCode, number][] => Object.entries(STATUS) as [ErrorCode, number][];
+
 /** Exhaustive: a code without a status (or a status for no code) does not compile. */
 const STATUS: Record<ErrorCode, number> = {
   VALIDATION_ERROR: 400,

@@ -8,7 +8,7 @@ function isRejection(x: unknown): x is { msBeforeNext: number; remainingPoints: 
 }
 
 /** Consume one point for `key`; sets X-RateLimit-* headers; throws 429 RATE_LIMITED over the limit. */
-export async function consumeRateLimit(ctx: AppContext, limiter: RateLimiterLike, limit: number, key: string, res: Response): Promise<void> {
+export async function consumeRateLimit(ctx: AppContext, limiter: RateLimiterLike, limit: number, key: string, res: Response, name = 'other'): Promise<void> {
   if (!ctx.config.rateLimits) return;
   try {
     const r = await limiter.consume(key);
@@ -17,6 +17,7 @@ export async function consumeRateLimit(ctx: AppContext, limiter: RateLimiterLike
     res.setHeader('X-RateLimit-Reset', String(Math.ceil((Date.now() + r.msBeforeNext) / 1000)));
   } catch (err) {
     if (!isRejection(err)) throw err;
+    ctx.metrics.rateLimited(name);
     throw rateLimited(limit, err.msBeforeNext);
   }
 }
@@ -61,9 +62,12 @@ function createGuessingGuard(ctx: AppContext): GuessingGuard {
     before: async (req) => {
       if (!ctx.config.rateLimits) return;
       const state = await limiter.get(byIp(req));
-      if (state && state.remainingPoints <= 0) throw rateLimited(perMinute, state.msBeforeNext);
+      if (state && state.remainingPoints <= 0) {
+        ctx.metrics.rateLimited('unknown-credential');
+        throw rateLimited(perMinute, state.msBeforeNext);
+      }
     },
-    failed: (req, res) => consumeRateLimit(ctx, limiter, perMinute, byIp(req), res),
+    failed: (req, res) => consumeRateLimit(ctx, limiter, perMinute, byIp(req), res, 'unknown-credential'),
   };
 }
 
@@ -71,7 +75,7 @@ function createGuessingGuard(ctx: AppContext): GuessingGuard {
 export function rateLimit(ctx: AppContext, name: string, perMinute: number, keyOf: (req: Request) => string): RequestHandler {
   const limiter = ctx.rateLimiter({ keyPrefix: name, points: perMinute, durationSeconds: 60 });
   return (req: Request, res: Response, next: NextFunction) => {
-    consumeRateLimit(ctx, limiter, perMinute, keyOf(req), res).then(() => next(), next);
+    consumeRateLimit(ctx, limiter, perMinute, keyOf(req), res, name).then(() => next(), next);
   };
 }
 

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Incoming, PROTOCOL_VERSION, RPC, RpcError, withTimeout } from './protocol';
 import { ScopeTag, SearchArguments, TOOL_NAME, toolDefinition, validateSearchArguments } from './searchTool';
+import { CHATGPT_FETCH, CHATGPT_SEARCH, ChatgptDocument, ChatgptSearchResult, chatgptToolDefinitions, jsonToolResult, validateChatgptFetch, validateChatgptSearch } from './chatgptTools';
 
 export const SERVER_NAME = 'knowledge-base-service';
 export const TOOL_TIMEOUT_MS = 30_000;
@@ -33,7 +34,37 @@ export interface McpLinkSession {
   /** True when the link is limited to allowedTags (false: the whole workspace). */
   scoped: boolean;
   search(args: SearchArguments): Promise<ToolResultItem[]>;
+  /** The link's tools: `default` (service_search) or `chatgpt` (search + fetch). */
+  profile?: 'default' | 'chatgpt';
+  /** `chatgpt` search: matching documents, best first. */
+  searchDocuments?(query: string): Promise<ChatgptSearchResult[]>;
+  /** `chatgpt` fetch: one document whole, or null when the link cannot reach it. */
+  fetchDocument?(id: string): Promise<ChatgptDocument | null>;
   toolTimeoutMs?: number;
+}
+
+/** tools/list and tools/call of the `chatgpt` profile. */
+async function dispatchChatgpt(method: 'tools/list' | 'tools/call', p: Record<string, unknown>, session: McpLinkSession): Promise<unknown> {
+  if (method === 'tools/list') {
+    const tags = session.scoped ? await session.scopeTags() : [];
+    const note = tags.length ? `Limited to documents tagged ${tags.slice(0, 50).map((t) => `"${t.name}"`).join(', ')}.` : '';
+    return { tools: chatgptToolDefinitions(note) };
+  }
+  if (typeof p.name !== 'string') throw new RpcError(RPC.INVALID_PARAMS, 'Invalid params: "name" (string) is required.', { field: 'name' });
+  const timeout = session.toolTimeoutMs ?? TOOL_TIMEOUT_MS;
+  if (p.name === CHATGPT_SEARCH && session.searchDocuments) {
+    const { query } = validateChatgptSearch(p.arguments);
+    const results = await withTimeout(session.searchDocuments(query), timeout, 'the search');
+    return jsonToolResult({ results });
+  }
+  if (p.name === CHATGPT_FETCH && session.fetchDocument) {
+    const { id } = validateChatgptFetch(p.arguments);
+    const doc = await withTimeout(session.fetchDocument(id), timeout, 'the fetch');
+    // A tool-level failure the model can read (MCP: isError), not a protocol error.
+    if (!doc) return { content: [{ type: 'text', text: `No document with id ${JSON.stringify(id.slice(0, 100))} can be fetched through this link.` }], isError: true };
+    return jsonToolResult(doc);
+  }
+  throw new RpcError(RPC.INVALID_PARAMS, `Invalid params: unknown tool ${JSON.stringify(p.name.slice(0, 100))}; the tools are ${CHATGPT_SEARCH} and ${CHATGPT_FETCH}.`, { field: 'name' });
 }
 
 /** Answer one JSON-RPC request (notifications and responses never reach here). */
@@ -47,8 +78,10 @@ export async function dispatch(msg: Extract<Incoming, { kind: 'request' }>, sess
     case 'ping':
       return {};
     case 'tools/list':
+      if (session.profile === 'chatgpt') return dispatchChatgpt('tools/list', p, session);
       return { tools: [toolDefinition(await session.scopeTags(), session.scoped)] };
     case 'tools/call': {
+      if (session.profile === 'chatgpt') return dispatchChatgpt('tools/call', p, session);
       if (typeof p.name !== 'string') throw new RpcError(RPC.INVALID_PARAMS, 'Invalid params: "name" (string) is required.', { field: 'name' });
       if (p.name !== TOOL_NAME) throw new RpcError(RPC.INVALID_PARAMS, `Invalid params: unknown tool ${JSON.stringify(p.name.slice(0, 100))}; the only tool is ${TOOL_NAME}.`, { field: 'name' });
       const args = validateSearchArguments(p.arguments, await session.scopeTags());

@@ -258,7 +258,16 @@ export class DocumentProcessor {
   }
 
   private async pipeline(run: Run, processingId: string, events: RecordedEvent[], signal: AbortSignal): Promise<void> {
-    const sections = await this.extract(run.state, events, signal);
+    const extractStarted = process.hrtime.bigint();
+    const seconds = (since: bigint) => Number(process.hrtime.bigint() - since) / 1e9;
+    let sections: ExtractedSectionData[];
+    try {
+      sections = await this.extract(run.state, events, signal);
+      this.app.metrics.extraction({ kind: run.state.kind, outcome: 'ok', seconds: seconds(extractStarted) });
+    } catch (err) {
+      this.app.metrics.extraction({ kind: run.state.kind, outcome: 'error', seconds: seconds(extractStarted) });
+      throw err;
+    }
     const text = sections.map((s) => s.text).join('\n\n');
     const tokenCount = sections.reduce((n, s) => n + countTokens(s.text), 0);
     if (sections.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
@@ -286,7 +295,9 @@ export class DocumentProcessor {
     for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
       if (this.stopping || signal.aborted) throw new RunAbandoned('stopping or superseded');
       const batch = chunks.slice(i, i + EMBED_BATCH);
+      const embedStarted = process.hrtime.bigint();
       const vectors = await embedWithRetry(embeddings, batch.map((c) => c.content));
+      this.app.metrics.embedding({ chunks: batch.length, seconds: seconds(embedStarted) });
       const dimensions = vectors[0]?.length ?? embeddings.dimensions;
       for (const part of vectorBatches(batch.map((c, j) => ({ index: c.index, vector: encodeVector(vectors[j]) })))) {
         await this.append(run, { type: 'RecordEmbeddings', processingId, modelId: embeddings.modelId, dimensions, vectors: part });

@@ -1,6 +1,7 @@
 import express from 'express';
 import { AppContext } from '../app/context';
 import { readinessHandler } from '../http/readiness';
+import { metricsHandler } from '../http/metrics';
 
 /**
  * The HTTP surface of the projector and worker roles: /healthz (the process is up) and, for
@@ -12,6 +13,7 @@ export function healthApp(ctx: AppContext, options: { readiness: boolean }): exp
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok', role: ctx.config.role });
   });
+  if (ctx.config.metrics.port === undefined) app.get('/metrics', metricsHandler(ctx));
   if (options.readiness) {
     app.get('/readyz', readinessHandler(ctx));
   }

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { chainHash, GENESIS_HASH } from '../../core/hashChain';
 import { EventEmitter } from 'node:events';
+import { Metrics, noMetrics } from '../../ports/metrics';
 import { NewEvent, RecordedEvent, EventMetadata } from '../../domain/event';
 import {
   AppendResult,
@@ -29,6 +30,8 @@ interface PendingAppend {
   expected: ExpectedRevision;
   resolve: (r: AppendResult) => void;
   reject: (e: unknown) => void;
+  /** process.hrtime.bigint() when append was called. */
+  startedAt: bigint;
 }
 
 export interface SqliteEventStoreOptions {
@@ -38,6 +41,8 @@ export interface SqliteEventStoreOptions {
    * not power loss). Default `full`.
    */
   synchronous?: 'full' | 'normal';
+  /** Append latency and group-commit sizes (default: not recorded). */
+  metrics?: Pick<Metrics, 'eventStoreAppend' | 'groupCommit'>;
 }
 
 /**
@@ -53,6 +58,7 @@ export class SqliteEventStore implements EventStore {
   private lastHash: string;
   private lastPosition: number;
   private closed = false;
+  private readonly metrics: Pick<Metrics, 'eventStoreAppend' | 'groupCommit'>;
   private readonly stmts: {
     streamHead: Database.Statement<[string], { revision: number }>;
     byId: Database.Statement<[string], { stream_id: string; revision: number; position: number }>;
@@ -64,6 +70,7 @@ export class SqliteEventStore implements EventStore {
 
   constructor(file: string, options: SqliteEventStoreOptions = {}) {
     this.db = new Database(file);
+    this.metrics = options.metrics ?? noMetrics;
     this.db.pragma('journal_mode = WAL');
     this.db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
     this.db.pragma('busy_timeout = 5000');
@@ -106,7 +113,7 @@ export class SqliteEventStore implements EventStore {
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new Error('event store is closed'));
     return new Promise((resolve, reject) => {
-      this.pending.push({ streamId, events, expected, resolve, reject });
+      this.pending.push({ streamId, events, expected, resolve, reject, startedAt: process.hrtime.bigint() });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         setImmediate(() => this.flush());
@@ -152,7 +159,10 @@ export class SqliteEventStore implements EventStore {
     }
     this.lastPosition = position;
     this.lastHash = hash;
+    this.metrics.groupCommit(batch.length);
+    const now = process.hrtime.bigint();
     batch.forEach((p, i) => {
+      this.metrics.eventStoreAppend(Number(now - p.startedAt) / 1e9);
       const o = outcomes[i];
       if (o.ok) p.resolve(o.result);
       else p.reject(o.error);

@@ -1,5 +1,5 @@
 import { domainError } from '../errors';
-import { SearchLinkEvent } from './events';
+import { SearchLinkEvent, TOOL_PROFILES, ToolProfile } from './events';
 
 export interface SearchLinkState {
   status: 'none' | 'active' | 'revoked';
@@ -9,6 +9,7 @@ export interface SearchLinkState {
   allowedTags: string[];
   expiresAt: string | null;
   historyMode: boolean;
+  toolProfile: ToolProfile;
 }
 
 /**
@@ -28,6 +29,8 @@ export type SearchLinkCommand =
       allowedTags: string[];
       expiresAt: string | null;
       historyMode: boolean;
+      /** Absent: `default`. */
+      toolProfile?: ToolProfile;
       linksEnabled: boolean;
       workspaceTags: string[];
       now: Date;
@@ -39,6 +42,7 @@ export type SearchLinkCommand =
       allowedTags?: string[];
       expiresAt?: string | null;
       historyMode?: boolean;
+      toolProfile?: ToolProfile;
       linksEnabled: boolean;
       workspaceTags: string[];
       now: Date;
@@ -49,7 +53,7 @@ export const NAME_MAX = 200;
 export const ALLOWED_TAGS_MAX = 100;
 
 function initialState(): SearchLinkState {
-  return { status: 'none', linkId: '', workspaceId: '', name: '', allowedTags: [], expiresAt: null, historyMode: false };
+  return { status: 'none', linkId: '', workspaceId: '', name: '', allowedTags: [], expiresAt: null, historyMode: false, toolProfile: 'default' };
 }
 
 function evolve(s: SearchLinkState, e: SearchLinkEvent): SearchLinkState {
@@ -63,6 +67,7 @@ function evolve(s: SearchLinkState, e: SearchLinkEvent): SearchLinkState {
         allowedTags: e.data.allowedTags,
         expiresAt: e.data.expiresAt,
         historyMode: e.data.historyMode,
+        toolProfile: e.data.toolProfile ?? 'default',
       };
     case 'SearchLinkUpdated':
       return {
@@ -71,6 +76,7 @@ function evolve(s: SearchLinkState, e: SearchLinkEvent): SearchLinkState {
         allowedTags: e.data.allowedTags ?? s.allowedTags,
         expiresAt: e.data.expiresAt !== undefined ? e.data.expiresAt : s.expiresAt,
         historyMode: e.data.historyMode ?? s.historyMode,
+        toolProfile: e.data.toolProfile ?? s.toolProfile,
       };
     case 'LinkRevoked':
       return { ...s, status: 'revoked' };
@@ -95,6 +101,10 @@ function checkExpiry(expiresAt: string | null | undefined, now: Date): void {
   if (Date.parse(expiresAt) <= now.getTime()) throw domainError('VALIDATION_ERROR', 'expiresAt must be in the future.', { fields: [{ field: 'expiresAt', problem: 'must be in the future' }] });
 }
 
+function checkToolProfile(profile: ToolProfile | undefined): void {
+  if (profile !== undefined && !TOOL_PROFILES.includes(profile)) throw domainError('VALIDATION_ERROR', `toolProfile: one of ${TOOL_PROFILES.join(', ')}.`);
+}
+
 function checkName(name: string | undefined): void {
   if (name !== undefined && name.length > NAME_MAX) throw domainError('VALIDATION_ERROR', `name: at most ${NAME_MAX} characters.`);
 }
@@ -110,6 +120,7 @@ function decide(c: SearchLinkCommand, s: SearchLinkState): SearchLinkEvent[] {
       if (!/^v1:[A-Za-z0-9_-]+$/.test(c.tokenCiphertext)) throw new Error('tokenCiphertext must be a sealed token (v1:...)');
       checkName(c.name);
       checkExpiry(c.expiresAt, c.now);
+      checkToolProfile(c.toolProfile);
       const allowedTags = checkTags(c.allowedTags, c.workspaceTags);
       return [
         {
@@ -124,6 +135,8 @@ function decide(c: SearchLinkCommand, s: SearchLinkState): SearchLinkEvent[] {
             allowedTags,
             expiresAt: c.expiresAt ? new Date(c.expiresAt).toISOString() : null,
             historyMode: c.historyMode,
+            // Recorded only when not the default, as links created before profiles existed read.
+            ...(c.toolProfile !== undefined && c.toolProfile !== 'default' ? { toolProfile: c.toolProfile } : {}),
             createdAt: c.now.toISOString(),
           },
         },
@@ -134,7 +147,8 @@ function decide(c: SearchLinkCommand, s: SearchLinkState): SearchLinkEvent[] {
       if (!c.linksEnabled) throw domainError('PUBLIC_LINKS_DISABLED', 'Public search links are disabled for this workspace.');
       checkName(c.name);
       checkExpiry(c.expiresAt, c.now);
-      const changes: { name?: string; allowedTags?: string[]; expiresAt?: string | null; historyMode?: boolean } = {};
+      checkToolProfile(c.toolProfile);
+      const changes: { name?: string; allowedTags?: string[]; expiresAt?: string | null; historyMode?: boolean; toolProfile?: ToolProfile } = {};
       if (c.name !== undefined && c.name !== s.name) changes.name = c.name;
       if (c.allowedTags !== undefined) {
         const tags = checkTags(c.allowedTags, c.workspaceTags);
@@ -145,6 +159,7 @@ function decide(c: SearchLinkCommand, s: SearchLinkState): SearchLinkEvent[] {
         if (next !== s.expiresAt) changes.expiresAt = next;
       }
       if (c.historyMode !== undefined && c.historyMode !== s.historyMode) changes.historyMode = c.historyMode;
+      if (c.toolProfile !== undefined && c.toolProfile !== s.toolProfile) changes.toolProfile = c.toolProfile;
       if (Object.keys(changes).length === 0) return [];
       return [{ type: 'SearchLinkUpdated', data: { linkId: s.linkId, workspaceId: s.workspaceId, ...changes, updatedAt: c.now.toISOString() } }];
     }

@@ -1,6 +1,13 @@
 import { DomainEvent } from '../event';
 import { EventCatalog } from '../eventTraits';
 
+/**
+ * The tools a link's tool endpoint offers: `default`, the spec's `service_search`; `chatgpt`,
+ * the `search` and `fetch` pair that ChatGPT connectors and deep research require.
+ */
+export type ToolProfile = 'default' | 'chatgpt';
+export const TOOL_PROFILES: readonly ToolProfile[] = ['default', 'chatgpt'];
+
 type L<T extends string, D> = DomainEvent<T, { linkId: string; workspaceId: string } & D>;
 
 /**
@@ -19,10 +26,12 @@ export type SearchLinkCreated = L<
     allowedTags: string[];
     expiresAt: string | null;
     historyMode: boolean;
+    /** Absent in links created before tool profiles: `default`. */
+    toolProfile?: ToolProfile;
     createdAt: string;
   }
 >;
-export type SearchLinkUpdated = L<'SearchLinkUpdated', { name?: string; allowedTags?: string[]; expiresAt?: string | null; historyMode?: boolean; updatedAt: string }>;
+export type SearchLinkUpdated = L<'SearchLinkUpdated', { name?: string; allowedTags?: string[]; expiresAt?: string | null; historyMode?: boolean; toolProfile?: ToolProfile; updatedAt: string }>;
 export type LinkRevoked = L<'LinkRevoked', { revokedAt: string }>;
 
 export type SearchLinkEvent = SearchLinkCreated | SearchLinkUpdated | LinkRevoked;
@@ -31,7 +40,7 @@ export const searchLinkStream = (linkId: string): string => `searchlink-${linkId
 
 /** Audit and encryption traits of every search-link event (see EventTraits). */
 export const searchLinkEventTraits: EventCatalog<SearchLinkEvent> = {
-  SearchLinkCreated: { audit: ['name', 'allowedTags', 'expiresAt', 'historyMode'], encrypted: [] },
-  SearchLinkUpdated: { audit: ['name', 'allowedTags', 'expiresAt', 'historyMode'], encrypted: [] },
+  SearchLinkCreated: { audit: ['name', 'allowedTags', 'expiresAt', 'historyMode', 'toolProfile'], encrypted: [] },
+  SearchLinkUpdated: { audit: ['name', 'allowedTags', 'expiresAt', 'historyMode', 'toolProfile'], encrypted: [] },
   LinkRevoked: { audit: [], encrypted: [] },
 };

@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { Request } from 'express';
 import { RouteModule, router } from './module';
 import { AppContext } from '../../app/context';
@@ -7,6 +8,11 @@ import { decodeCursor, listAuditEntries } from '../../audit/auditQueries';
 import { UUID_PATTERN } from '../../domain/ids';
 
 const ID = UUID_PATTERN;
+
+/** The API description of these routes. */
+export const auditDocs: RouteDocs = {
+  'GET /workspaces/:id/audit': { summary: 'The audit trail of a workspace (ADMIN)', description: 'Query: `subject`, `action`, `actor`, `from`, `to` (ISO 8601), `page`, `limit`.' },
+};
 const invalid = (field: string, message: string) => new DomainError('VALIDATION_ERROR', message, { field });
 
 function single(req: Request, name: string): string | undefined {
@@ -52,5 +58,5 @@ export function auditRoutes(ctx: AppContext): RouteModule {
     });
     res.json(page);
   });
-  return { v1 };
+  return { v1, docs: auditDocs };
 }

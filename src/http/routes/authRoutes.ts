@@ -1,4 +1,5 @@
 import { NextFunction, Request, Response } from 'express';
+import { RouteDocs } from '../openapi/routeDocs';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
 import { createApiKey, login, logout, refresh, registerUser, revokeApiKey, SessionOrigin } from '../../../commands/user/userCommands';
@@ -39,6 +40,21 @@ const cookieOf = (req: Request, name: string): string | undefined => {
     if (k === name) return v.join('=');
   }
   return undefined;
+};
+
+const Tokens = t.type({ accessToken: t.string, refreshToken: t.string, expiresIn: t.number });
+const Registered = t.type({ id: t.string, email: t.string, name: t.string, createdAt: t.string });
+
+/** The API description of these routes (schemas from the codecs above). */
+export const authDocs: RouteDocs = {
+  'POST /auth/register': { summary: 'Create an account', body: RegisterBody, auth: false, status: 201, response: Registered, example: { email: 'ada@example.com', password: 'correct horse battery', name: 'Ada' } },
+  'POST /auth/login': { summary: 'Sign in: an access token (JWT) and a refresh token', body: LoginBody, auth: false, response: Tokens, example: { email: 'ada@example.com', password: 'correct horse battery' } },
+  'POST /auth/refresh': { summary: 'A new access token for a refresh token (rotated)', body: RefreshBody, auth: false, response: Tokens },
+  'POST /auth/logout': { summary: 'End the session', body: RefreshBody, auth: false, status: 204, produces: 'none' },
+  'GET /auth/me': { summary: 'The signed-in user' },
+  'POST /api-keys': { summary: 'Create an API key (shown once)', body: ApiKeyBody, status: 201, example: { name: 'CI' } },
+  'GET /api-keys': { summary: 'List your API keys' },
+  'DELETE /api-keys/:id': { summary: 'Revoke an API key', status: 204, produces: 'none' },
 };
 
 export function authRoutes(ctx: AppContext): RouteModule {
@@ -228,5 +244,5 @@ export function authRoutes(ctx: AppContext): RouteModule {
     res.status(204).end();
   });
 
-  return { v1 };
+  return { v1, docs: authDocs };
 }

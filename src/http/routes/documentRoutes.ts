@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { Request } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
@@ -8,6 +9,9 @@ import { documentForUserAsOf, documentInAsOf } from '../../../queries/document/d
 import { setSizeBreach } from '../../../queries/instructionSet/instructionSetQueries';
 import { DocumentActor } from '../../../commands/document/documentCommand';
 import { uploadDocument } from '../../../commands/document/uploadDocument';
+import { createTextDocument } from '../../../commands/document/createTextDocument';
+import { documentFileForUser } from '../../../queries/document/documentFile';
+import { sendFile } from '../download';
 import { updateDocumentMetadata } from '../../../commands/document/updateDocumentMetadata';
 import { updateDocumentContent } from '../../../commands/document/updateDocumentContent';
 import { requestReprocess } from '../../../commands/document/requestReprocess';
@@ -28,9 +32,13 @@ const Title = DocumentTitle;
 const TagIds = t.array(Uuid);
 const UpdateBody = strict(t.partial({ title: Title, purpose: Purpose, tags: TagIds }));
 const ContentBody = strict(t.intersection([t.type({ content: DocumentContent }), t.partial({ expectedUpdatedAt: IsoDateString })]));
+const TextFormat = t.keyof({ markdown: null, text: null });
+/** A document from text: `POST /workspaces/:id/documents` with a JSON body instead of a multipart upload. */
+const TextDocumentBody = strict(t.intersection([t.type({ title: Title, content: DocumentContent, format: TextFormat }), t.partial({ purpose: Purpose, tags: TagIds })]));
 
 /** The JSON body codecs of these routes (property tests walk them). */
-export const documentBodies = { UpdateBody, ContentBody };
+export const documentBodies = { UpdateBody, ContentBody, TextDocumentBody };
+
 const Status = t.keyof({ PENDING: null, PROCESSING: null, VERIFIED: null, FAILED: null });
 const ListQuery = t.partial({
   page: t.refinement(IntFromString, (n) => n >= 1, 'page >= 1'),
@@ -40,6 +48,46 @@ const ListQuery = t.partial({
   tags: t.string,
   search: t.refinement(QueryText, (q) => [...q].length <= 200, 'at most 200 characters'),
 });
+
+const ProcessingStatus = t.keyof({ PENDING: null, PROCESSING: null, VERIFIED: null, FAILED: null });
+const CreatedDocument = t.type({
+  id: Uuid,
+  title: t.string,
+  filename: t.string,
+  mimeType: t.string,
+  size: t.number,
+  purpose: Purpose,
+  uploadStatus: t.literal('COMPLETED'),
+  processingStatus: ProcessingStatus,
+  tags: t.array(t.string),
+  createdAt: IsoDateString,
+  updatedAt: IsoDateString,
+});
+const DocumentPage = t.type({
+  data: t.array(t.type({ id: Uuid, title: t.string, purpose: Purpose, processingStatus: ProcessingStatus, tags: t.array(t.string), createdAt: IsoDateString, updatedAt: IsoDateString })),
+  pagination: t.type({ page: t.number, limit: t.number, total: t.number, pages: t.number }),
+});
+
+/** The API description of these routes (schemas from the codecs above). */
+export const documentDocs: RouteDocs = {
+  'POST /workspaces/:id/documents': {
+    summary: 'Upload a document (multipart) or create one from text (JSON)',
+    description: 'multipart/form-data with a `file` (pdf, docx, doc, txt, md), or a JSON body `{title, content, format: markdown|text, purpose?, tags?}`. Either way: the same events, limits (KB_MAX_UPLOAD_BYTES, and the 1 MB JSON body limit) and processing.',
+    body: TextDocumentBody,
+    multipart: true,
+    status: 201,
+    response: CreatedDocument,
+    example: { title: 'Refund policy', content: '# Refunds\n\nRefunds are paid within five business days.', format: 'markdown', tags: [] },
+  },
+  'GET /workspaces/:id/documents': { summary: 'List documents (paged, filtered)', query: ListQuery, response: DocumentPage },
+  'GET /workspaces/:id/documents/:docId': { summary: 'One document (`asOf` for its metadata in the past)' },
+  'GET /documents/:docId': { summary: 'One document, in any workspace you are a member of' },
+  'GET /documents/:docId/file': { summary: 'The original file (the upload, or the text it was created from), as an attachment', produces: 'application/octet-stream' },
+  'PUT /workspaces/:id/documents/:docId': { summary: "Change a document's title, purpose or tags", body: UpdateBody, example: { title: 'Refunds', purpose: 'KNOWLEDGE' } },
+  'PATCH /workspaces/:id/documents/:docId': { summary: 'Save new text content of a .txt or .md document (auto-save)', body: ContentBody },
+  'POST /workspaces/:id/documents/:docId/process': { summary: 'Process a document again (rate limited per workspace)' },
+  'DELETE /workspaces/:id/documents/:docId': { summary: 'Delete a document (its text is erased)', status: 204, produces: 'none' },
+};
 
 function workspaceIdOf(req: Request): string {
   const id = String(req.params.id);
@@ -89,8 +137,15 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   v1.post('/workspaces/:id/documents', uploadLimit, allowSlowBody(ctx.config.uploadTimeoutMs), async (req, res) => {
     const workspaceId = workspaceIdOf(req);
     await requireWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
-    const upload = await receiveDocumentUpload(req, ctx.blobStore, ctx.config.maxUploadBytes, (sha) => blobInUse(ctx, sha));
-    const d = await uploadDocument(ctx, { actor: actorOf(req, workspaceId), upload });
+    const actor = actorOf(req, workspaceId);
+    let d;
+    if (req.is(['application/json', 'application/*+json'])) {
+      const body = decode(TextDocumentBody, req.body);
+      d = await createTextDocument({ ...ctx, maxUploadBytes: ctx.config.maxUploadBytes }, { actor, text: { ...body, tags: body.tags ?? [] } });
+    } else {
+      const upload = await receiveDocumentUpload(req, ctx.blobStore, ctx.config.maxUploadBytes, (sha) => blobInUse(ctx, sha));
+      d = await uploadDocument(ctx, { actor, upload });
+    }
     res.status(201).json({
       id: d.id,
       title: d.title,
@@ -136,6 +191,11 @@ export function documentRoutes(ctx: AppContext): RouteModule {
     res.json(asOf ? await documentForUserAsOf(ctx, authOf(req).userId, documentIdOf(req), asOf) : await documentDetailForUser(ctx, authOf(req).userId, documentIdOf(req)));
   });
 
+  // The original file (the upload, or the text a document was created from), for members of its workspace.
+  v1.get('/documents/:docId/file', async (req, res) => {
+    await sendFile(res, await documentFileForUser(ctx, authOf(req).userId, documentIdOf(req)));
+  });
+
   v1.put('/workspaces/:id/documents/:docId', async (req, res) => {
     const { actor, actorRole, documentId } = await scoped(req);
     const body = decode(UpdateBody, req.body);
@@ -154,7 +214,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
 
   v1.post('/workspaces/:id/documents/:docId/process', async (req, res) => {
     const { actor, actorRole, documentId } = await scoped(req);
-    await consumeRateLimit(ctx, reprocessLimiter, ctx.config.reprocessPerMinute, actor.workspaceId, res);
+    await consumeRateLimit(ctx, reprocessLimiter, ctx.config.reprocessPerMinute, actor.workspaceId, res, 'reprocess');
     await requestReprocess(ctx, { actor, actorRole, documentId });
     res.json({ id: documentId, processingStatus: 'PROCESSING', message: 'Document queued for reprocessing' });
   });
@@ -165,5 +225,5 @@ export function documentRoutes(ctx: AppContext): RouteModule {
     res.status(204).end();
   });
 
-  return { v1 };
+  return { v1, docs: documentDocs };
 }

@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { Request } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
@@ -26,6 +27,18 @@ const ReorderBody = strict(t.type({ documentIds: t.array(Uuid) }));
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const instructionSetBodies = { CreateBody, UpdateBody, AddDocumentBody, ReorderBody };
+
+/** The API description of these routes (schemas from the codecs above). */
+export const instructionSetDocs: RouteDocs = {
+  'GET /workspaces/:workspaceId/instruction-sets': { summary: 'Instruction sets of a workspace' },
+  'POST /workspaces/:workspaceId/instruction-sets': { summary: 'Create an instruction set', body: CreateBody, status: 201, example: { name: 'Support tone', isPublic: false } },
+  'GET /instruction-sets/:id': { summary: 'One instruction set with its documents' },
+  'PATCH /instruction-sets/:id': { summary: 'Change an instruction set', body: UpdateBody },
+  'DELETE /instruction-sets/:id': { summary: 'Delete an instruction set', status: 204, produces: 'none' },
+  'POST /instruction-sets/:id/documents': { summary: 'Add a document to a set', body: AddDocumentBody, status: 201 },
+  'PATCH /instruction-sets/:id/documents/reorder': { summary: 'Reorder the documents of a set', body: ReorderBody },
+  'DELETE /instruction-sets/:id/documents/:documentId': { summary: 'Remove a document from a set', status: 204, produces: 'none' },
+};
 
 const UUID = UUID_PATTERN;
 
@@ -127,5 +140,5 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
     res.status(204).end();
   });
 
-  return { api };
+  return { api, docs: instructionSetDocs };
 }

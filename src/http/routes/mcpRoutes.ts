@@ -1,10 +1,14 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import express, { Request, Response } from 'express';
 import { AppContext } from '../../app/context';
 import { searchLinkByToken, scopeTags, SearchLinkView } from '../../../queries/searchLink/searchLinkQueries';
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
 import { recordSearch } from '../../../commands/search/recordSearch';
 import { randomUUID } from 'node:crypto';
-import { searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
+import { fetchThroughLink, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
+import { CHATGPT_SEARCH_RESULTS } from '../../mcp/chatgptTools';
+import { LIMIT_MAX } from '../../mcp/searchTool';
+import { DomainError } from '../../domain/errors';
 import { ACCEPTED_PROTOCOL_VERSIONS, classify, errorMessage, idOf, Incoming, parseJson, resultMessage, RPC, RpcError, RpcId } from '../../mcp/protocol';
 import { dispatch, McpLinkSession } from '../../mcp/server';
 import { consumeRateLimit, guessingGuard } from '../rateLimit';
@@ -12,6 +16,14 @@ import { clientErrorStatus, HttpError } from '../errors';
 import { RouteModule, router } from './module';
 
 export const MCP_BODY_LIMIT = 1024 * 1024;
+
+/** The API description of these routes. */
+export const mcpDocs: RouteDocs = {
+  'POST /mcp/:token': {
+    summary: 'The tool endpoint of a public link (MCP, Streamable HTTP, stateless JSON-RPC)',
+    description: 'One JSON-RPC message per POST (initialize, ping, tools/list, tools/call). Tools by the link\'s toolProfile: `default` → service_search; `chatgpt` → search and fetch. OPTIONS answers the allowed methods.',
+  },
+};
 const ALLOW = 'POST, OPTIONS';
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -71,7 +83,7 @@ function originAllowed(ctx: AppContext, req: Request): boolean {
 }
 
 async function limit(ctx: AppContext, res: Response, limiter: ReturnType<AppContext['rateLimiter']>, perMinute: number, key: string): Promise<void> {
-  return asRpc(res, consumeRateLimit(ctx, limiter, perMinute, key, res));
+  return asRpc(res, consumeRateLimit(ctx, limiter, perMinute, key, res, 'mcp'));
 }
 
 /** A 429 of the HTTP rate limiters as the JSON-RPC rate-limit error (-32000, data.retryAfter). */
@@ -89,6 +101,7 @@ async function asRpc(res: Response, limited: Promise<void>): Promise<void> {
 }
 
 function linkSession(ctx: AppContext, link: SearchLinkView, onSearch: (hitDocumentIds: string[]) => void): McpLinkSession {
+  const documentUrl = (id: string) => `${ctx.config.baseUrl}/v1/documents/${id}`;
   let tags: Promise<{ id: string; name: string }[]> | undefined;
   const scope = () => (tags ??= scopeTags(ctx, link));
   return {
@@ -99,6 +112,31 @@ function linkSession(ctx: AppContext, link: SearchLinkView, onSearch: (hitDocume
       const hits = await searchThroughLink(ctx, link, args);
       onSearch(hits.map((h) => h.documentId));
       return hits.map((h) => ({ title: h.title, content: h.content, score: h.score }));
+    },
+    profile: link.toolProfile ?? 'default',
+    // The chatgpt profile: documents (not passages), each once, best first; the citation URL is
+    // the document's own API address (members only), never the link's token.
+    searchDocuments: async (query) => {
+      const hits = await searchThroughLink(ctx, link, { query, limit: LIMIT_MAX });
+      onSearch(hits.map((h) => h.documentId));
+      const seen = new Set<string>();
+      const out = [];
+      for (const h of hits) {
+        if (seen.has(h.documentId)) continue;
+        seen.add(h.documentId);
+        out.push({ id: h.documentId, title: h.title, url: documentUrl(h.documentId) });
+        if (out.length === CHATGPT_SEARCH_RESULTS) break;
+      }
+      return out;
+    },
+    fetchDocument: async (id) => {
+      try {
+        const d = await fetchThroughLink(ctx, link, id, ctx.config.mcpFetchMaxChars);
+        return { id: d.documentId, title: d.title, text: d.text, url: documentUrl(d.documentId), metadata: { mimeType: d.mimeType, updatedAt: d.updatedAt, truncated: d.truncated, tags: d.tags } };
+      } catch (err) {
+        if (err instanceof DomainError && err.code === 'DOCUMENT_NOT_FOUND') return null;
+        throw err;
+      }
     },
   };
 }
@@ -204,5 +242,5 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
     }
   });
 
-  return { root };
+  return { root, docs: mcpDocs };
 }

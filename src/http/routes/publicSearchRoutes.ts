@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { Request, Response } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
@@ -23,7 +24,15 @@ const PostBody = strict(t.partial({ query: t.unknown, limit: limitCodec(PUBLIC_L
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const publicSearchBodies = { PostBody };
+
 const ShortQuery = t.partial({ q: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX) });
+
+/** The API description of these routes (schemas from the codecs above). */
+export const publicSearchDocs: RouteDocs = {
+  'GET /public/:token/search': { summary: 'Search through a public link (`q`)', query: GetQuery },
+  'POST /public/:token/search': { summary: 'Search through a public link', body: PostBody, example: { query: 'refund policy', limit: 5 } },
+  'GET /s/:linkId': { summary: 'Search through a public link by its id (`q`; KB_LINK_ID_SEARCH)', query: ShortQuery },
+};
 
 function tagList(v: string | string[] | null | undefined): string[] | undefined {
   if (v === undefined || v === null) return undefined;
@@ -47,7 +56,7 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
       await guard.failed(req, res);
       throw new DomainError('NOT_FOUND', 'Not found: the address is unknown, revoked, or no longer public.');
     }
-    await consumeRateLimit(ctx, limiter, PUBLIC_PER_MINUTE, resolved.link.id, res);
+    await consumeRateLimit(ctx, limiter, PUBLIC_PER_MINUTE, resolved.link.id, res, 'public-search');
     if (resolved.status === 'expired') throw new DomainError('EXPIRED', 'This search link has expired.');
     const link = resolved.link;
     let ok = false;
@@ -110,5 +119,5 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
     });
   });
 
-  return { root };
+  return { root, docs: publicSearchDocs };
 }

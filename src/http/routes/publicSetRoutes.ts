@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { NextFunction, Request, Response } from 'express';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
@@ -8,6 +9,12 @@ import { RouteModule, router } from './module';
 import { UUID_PATTERN } from '../../domain/ids';
 
 const UUID = UUID_PATTERN;
+
+/** The API description of these routes. */
+export const publicSetDocs: RouteDocs = {
+  'GET /s/:id': { summary: 'A public instruction set as a page', produces: 'text/html' },
+  'GET /s/:id/raw': { summary: 'A public instruction set as text', produces: 'text/plain' },
+};
 const notFound = () => new DomainError('NOT_FOUND', 'Instruction set not found or not public.');
 
 /**
@@ -25,7 +32,7 @@ export function publicSetRoutes(ctx: AppContext): RouteModule {
   root.get('/s/:id', async (req: Request, res: Response, next: NextFunction) => {
     const content = await contentOf(String(req.params.id));
     if (!content) return next();
-    await consumeRateLimit(ctx, htmlLimiter, 60, byIp(req), res);
+    await consumeRateLimit(ctx, htmlLimiter, 60, byIp(req), res, 'public-set-html');
     // The page links its raw text relatively (./<id>/raw): one canonical address, without a trailing slash.
     const pathOnly = req.originalUrl.split('?')[0];
     if (pathOnly.endsWith('/')) return res.redirect(308, pathOnly.replace(/\/+$/, ''));
@@ -47,7 +54,7 @@ export function publicSetRoutes(ctx: AppContext): RouteModule {
   });
 
   root.get('/s/:id/raw', async (req: Request, res: Response) => {
-    await consumeRateLimit(ctx, rawLimiter, 30, byIp(req), res);
+    await consumeRateLimit(ctx, rawLimiter, 30, byIp(req), res, 'public-set-raw');
     const content = await contentOf(String(req.params.id));
     if (!content) throw notFound();
     res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
@@ -56,5 +63,5 @@ export function publicSetRoutes(ctx: AppContext): RouteModule {
     res.type('text/plain; charset=utf-8').send(joinRaw(content.parts.map((p) => p.text)));
   });
 
-  return { root };
+  return { root, docs: publicSetDocs };
 }

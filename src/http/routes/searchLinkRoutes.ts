@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { Request } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
@@ -30,13 +31,32 @@ const Fields = {
   allowedTags: t.union([t.null, Tags]),
   expiresAt: t.union([t.null, IsoDateString]),
   historyMode: HistoryMode,
+  /** The tools of the link's tool endpoint: `default` (service_search) or `chatgpt` (search + fetch). */
+  toolProfile: t.keyof({ default: null, chatgpt: null }),
 };
 const CreateBody = strict(t.partial(Fields));
 const PatchBody = strict(t.partial(Fields));
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const searchLinkBodies = { CreateBody, PatchBody };
+
 const UsageQuery = t.partial({ hours: t.refinement(IntFromString, (n) => n >= 1 && n <= 24 * 90, 'hours 1..2160') });
+
+/** The API description of these routes (schemas from the codecs above). */
+export const searchLinkDocs: RouteDocs = {
+  'POST /workspaces/:workspaceId/public-links': {
+    summary: 'Create a public search link (ADMIN); its token is its credential',
+    description: '`toolProfile`: the tools of the link\'s tool endpoint (/mcp/<token>): `default` (service_search) or `chatgpt` (search + fetch, as ChatGPT connectors and deep research require).',
+    body: CreateBody,
+    status: 201,
+    example: { name: 'Billing bot', allowedTags: [], historyMode: false, toolProfile: 'chatgpt' },
+  },
+  'GET /workspaces/:workspaceId/public-links': { summary: 'Public search links of a workspace (ADMIN)' },
+  'GET /workspaces/:workspaceId/public-links/:id': { summary: 'One public search link (ADMIN)' },
+  'PATCH /workspaces/:workspaceId/public-links/:id': { summary: "Change a link's name, scope, expiry, history mode or tool profile (ADMIN)", body: PatchBody, example: { toolProfile: 'default' } },
+  'DELETE /workspaces/:workspaceId/public-links/:id': { summary: 'Revoke a link (ADMIN)', status: 204, produces: 'none' },
+  'GET /workspaces/:workspaceId/public-links/:id/usage': { summary: "A link's usage (ADMIN)", query: UsageQuery },
+};
 
 function pathId(req: Request, name: string, code: ErrorCode, what: string): string {
   const id = String(req.params[name]);
@@ -93,5 +113,5 @@ export function searchLinkRoutes(ctx: AppContext): RouteModule {
     res.json(await linkUsageReport(ctx, link, q.hours ?? 24));
   });
 
-  return { api };
+  return { api, docs: searchLinkDocs };
 }

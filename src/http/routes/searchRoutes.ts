@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { Request } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
@@ -7,7 +8,7 @@ import { requireAuth, requireWorkspaceRole } from '../auth';
 import { codePointLength, decode, Purpose, strict, textProblem } from '../codecs';
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
-import { UuidList } from '../ids';
+import { Uuid, UuidList } from '../ids';
 import { UUID_PATTERN } from '../../domain/ids';
 import { recordSearch } from '../../../commands/search/recordSearch';
 import { commandContext } from '../exec';
@@ -27,6 +28,17 @@ const Body = strict(
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const searchBodies = { Body };
+
+const SearchAnswer = t.type({
+  query: t.string,
+  results: t.array(t.type({ documentId: Uuid, documentTitle: t.string, content: t.string, score: t.number, chunkIndex: t.number, metadata: t.partial({ page: t.number, section: t.string }) })),
+  processingTime: t.number,
+});
+
+/** The API description of these routes (schemas from the codecs above). */
+export const searchDocs: RouteDocs = {
+  'POST /workspaces/:id/search': { summary: "Search a workspace's VERIFIED documents (hybrid: BM25 + vectors)", body: Body, response: SearchAnswer, example: { query: 'how fast are refunds paid', limit: 5 } },
+};
 
 const ID = UUID_PATTERN;
 
@@ -91,5 +103,5 @@ export function searchRoutes(ctx: AppContext): RouteModule {
     });
   });
 
-  return { v1 };
+  return { v1, docs: searchDocs };
 }

@@ -1,3 +1,4 @@
+import { RouteDocs } from '../openapi/routeDocs';
 import { Request } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
@@ -29,6 +30,25 @@ const TagPatch = strict(t.partial({ name: TagName, color: HexColor }));
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const workspaceBodies = { CreateBody, UpdateBody, AddMemberBody, RoleBody, InviteBody, TagBody, TagPatch };
+
+/** The API description of these routes (schemas from the codecs above). */
+export const workspaceDocs: RouteDocs = {
+  'POST /workspaces': { summary: 'Create a workspace (you are its OWNER)', body: CreateBody, status: 201, example: { name: 'Support' } },
+  'GET /workspaces': { summary: 'Your workspaces' },
+  'GET /workspaces/:id': { summary: 'One workspace' },
+  'PUT /workspaces/:id': { summary: 'Rename a workspace or change its settings (ADMIN)', body: UpdateBody, example: { settings: { allowPublicSearchLinks: false } } },
+  'DELETE /workspaces/:id': { summary: 'Delete a workspace (OWNER)', status: 204, produces: 'none' },
+  'GET /workspaces/:id/members': { summary: 'Members of a workspace' },
+  'POST /workspaces/:id/members': { summary: 'Add a member (ADMIN)', body: AddMemberBody, status: 201 },
+  'PATCH /workspaces/:id/members/:userId': { summary: "Change a member's role (ADMIN)", body: RoleBody, example: { role: 'ADMIN' } },
+  'DELETE /workspaces/:id/members/:userId': { summary: 'Remove a member (ADMIN)', status: 204, produces: 'none' },
+  'POST /workspaces/:id/invite': { summary: 'Invite someone by e-mail (ADMIN)', body: InviteBody, status: 201, example: { email: 'bob@example.com', role: 'MEMBER' } },
+  'POST /invitations/:invitationId/accept': { summary: 'Accept an invitation' },
+  'GET /workspaces/:id/tags': { summary: 'Tags of a workspace' },
+  'POST /workspaces/:id/tags': { summary: 'Create a tag (ADMIN)', body: TagBody, status: 201, example: { name: 'Billing', color: '#112233' } },
+  'PUT /workspaces/:id/tags/:tagId': { summary: 'Rename or recolour a tag (ADMIN)', body: TagPatch },
+  'DELETE /workspaces/:id/tags/:tagId': { summary: 'Delete a tag (ADMIN)', status: 204, produces: 'none' },
+};
 
 const ID = UUID_PATTERN;
 
@@ -133,5 +153,5 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
     res.status(204).end();
   });
 
-  return { v1 };
+  return { v1, docs: workspaceDocs };
 }

@@ -1,0 +1,27 @@
+import { Readable } from 'node:stream';
+import { AppContext } from '../../src/app/context';
+import { DomainError } from '../../src/domain/errors';
+import { documentForUser } from './documentQueries';
+
+export interface DocumentFile {
+  filename: string;
+  mimeType: string;
+  stream: Readable;
+}
+
+/**
+ * The file a document was created from (the original upload, or the text it was created
+ * from), for a member of its workspace. 404 DOCUMENT_NOT_FOUND when the user may not read
+ * the document, it is deleted, or its file is gone (erased).
+ */
+export async function documentFileForUser(ctx: AppContext, userId: string, documentId: string): Promise<DocumentFile> {
+  const d = await documentForUser(ctx, userId, documentId);
+  let stream: Readable;
+  try {
+    stream = await ctx.blobStore.get(d.blobSha256);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'BLOB_NOT_FOUND') throw new DomainError('DOCUMENT_NOT_FOUND', 'Document not found.');
+    throw err;
+  }
+  return { filename: d.filename, mimeType: d.mimeType, stream };
+}

@@ -1,0 +1,36 @@
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { Response } from 'express';
+
+/**
+ * A Content-Disposition value for a download (RFC 6266): `filename` an ASCII fallback with
+ * quotes, backslashes, controls and non-ASCII replaced, `filename*` the exact UTF-8 name
+ * percent-encoded (RFC 8187), so no name can break out of the header or the quotes.
+ */
+export function contentDisposition(filename: string, type: 'attachment' | 'inline' = 'attachment'): string {
+  const fallback = filename.replace(/[^\x20-\x7e]|["\\%]/g, '_').trim() || 'download';
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `${type}; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}
+
+/** Text types are served as UTF-8; anything else with its own type, never sniffed. */
+function contentTypeOf(mimeType: string): string {
+  return /^text\//.test(mimeType) ? `${mimeType}; charset=utf-8` : mimeType;
+}
+
+/** Streams a stored file as an attachment (never rendered by the browser in our origin). */
+export async function sendFile(res: Response, file: { filename: string; mimeType: string; stream: Readable }): Promise<void> {
+  res.status(200);
+  res.setHeader('Content-Type', contentTypeOf(file.mimeType));
+  res.setHeader('Content-Disposition', contentDisposition(file.filename));
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
+  res.setHeader('Cache-Control', 'private, no-store');
+  try {
+    await pipeline(file.stream, res);
+  } catch {
+    // The client left, or the file could not be read mid-way: the answer is cut short.
+    file.stream.destroy();
+    res.destroy();
+  }
+}

@@ -1,0 +1,26 @@
+import * as t from 'io-ts';
+
+/** What the API description says of one route; the schemas come from the codecs that validate it. */
+export interface RouteDoc {
+  summary: string;
+  description?: string;
+  /** The JSON body codec (the one the handler decodes with). */
+  body?: t.Mixed;
+  /** A request body example (validated against `body` by the tests). */
+  example?: unknown;
+  /** The route also takes a multipart/form-data upload (`file` + fields). */
+  multipart?: boolean;
+  /** The query-string codec. */
+  query?: t.Mixed;
+  /** Signed in (bearer JWT or API key); default: true under /v1 and /api, false at the root. */
+  auth?: boolean;
+  /** The success response's body codec, when described (a test checks real answers against it). */
+  response?: t.Mixed;
+  /** Success status (default 200). */
+  status?: number;
+  /** Success content type (default application/json; `none` for an empty answer). */
+  produces?: string;
+}
+
+/** One module's routes, keyed `METHOD /path` as the router registers them (`POST /workspaces/:id/documents`). */
+export type RouteDocs = Readonly<Record<string, RouteDoc>>;
