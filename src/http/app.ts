@@ -95,7 +95,7 @@ export function createApp(ctx: AppContext): express.Express {
   app.get('/readyz', readinessHandler(ctx));
   // The web console (README "Web console"): static files and history fallback under /app.
   app.get('/', (_req, res) => res.redirect(302, '/app/'));
-  app.use('/app', consoleRouter());
+  app.use('/app', mountedAt('/app'), consoleRouter());
   // Prometheus metrics; with KB_METRICS_PORT they are served on that listener only (main.ts).
   if (ctx.config.metrics.port === undefined) app.get('/metrics', metricsHandler(ctx));
 

@@ -14,6 +14,9 @@ const { createApp } = require(path.join(dist, 'http', 'app'));
 const { routeModules } = require(path.join(dist, 'http', 'routes'));
 const { decode } = require(path.join(dist, 'http', 'codecs'));
 
+// The web console's pages (/app, and / redirecting there) are HTML for people, not the API.
+const CONSOLE = new Set(['/app']);
+
 function registered(stack) {
   const out = new Set();
   let prefix;
@@ -24,9 +27,14 @@ function registered(stack) {
     }
     const methods = (route) => Object.keys(route.methods).map((m) => (m === '_all' ? 'POST' : m.toUpperCase()));
     if (layer.route) {
+      if (layer.route.path === '/') continue; // the redirect to the console
       for (const m of methods(layer.route)) out.add(`${m} ${layer.route.path}`);
     } else if (layer.name === 'router' && layer.handle.stack) {
       if (prefix === undefined) throw new Error('a router mounted without mountedAt');
+      if (CONSOLE.has(prefix)) {
+        prefix = undefined;
+        continue;
+      }
       for (const r of layer.handle.stack) if (r.route) for (const m of methods(r.route)) out.add(`${m} ${prefix}${r.route.path}`);
       prefix = undefined;
     }

@@ -4,6 +4,7 @@ import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
 import { requireAuth, requireWorkspaceRole } from '../auth';
 import { Interval, workspaceAnalytics } from '../../../queries/analytics/workspaceAnalytics';
+import { RouteDocs } from '../openapi/routeDocs';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PARAMS = new Set(['from', 'to', 'interval', 'asOf']);
@@ -32,6 +33,11 @@ function time(req: Request, name: string): Date | undefined {
  * interval (hour, day or week; default day). Default range: the last 30 days. With asOf,
  * the answer as the log stood then.
  */
+/** The API description of these routes. */
+export const analyticsDocs: RouteDocs = {
+  'GET /workspaces/:id/analytics': { summary: 'Workspace analytics from the log (ADMIN)', description: 'Query: `from`, `to`, `asOf` (ISO 8601), `interval` (hour, day, week).' },
+};
+
 export function analyticsRoutes(ctx: AppContext): RouteModule {
   const v1 = router();
   v1.get('/workspaces/:id/analytics', requireAuth(ctx), async (req, res) => {
@@ -49,5 +55,5 @@ export function analyticsRoutes(ctx: AppContext): RouteModule {
     if (from >= to) throw invalid('from', 'from must be before to.');
     res.json(await workspaceAnalytics(ctx, { workspaceId, from, to, interval: interval as Interval, asOf }));
   });
-  return { v1 };
+  return { v1, docs: analyticsDocs };
 }

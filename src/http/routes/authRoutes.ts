@@ -55,6 +55,21 @@ export const authDocs: RouteDocs = {
   'POST /api-keys': { summary: 'Create an API key (shown once)', body: ApiKeyBody, status: 201, example: { name: 'CI' } },
   'GET /api-keys': { summary: 'List your API keys' },
   'DELETE /api-keys/:id': { summary: 'Revoke an API key', status: 204, produces: 'none' },
+  'POST /auth/login/mfa': { summary: 'Finish a sign-in that answered MFA_REQUIRED with a TOTP or recovery code', body: MfaLoginBody, auth: false, response: Tokens },
+  'POST /auth/verify-email': { summary: 'Verify the e-mail address with the token from the mailed link', body: TokenBody, auth: false },
+  'POST /auth/resend-verification': { summary: 'Mail the verification link again (rate-limited)', body: EmptyBody, status: 202 },
+  'POST /auth/forgot-password': { summary: 'Mail a password-reset link (the same answer whether or not the address has an account)', body: ForgotBody, auth: false, status: 202, example: { email: 'ada@example.com' } },
+  'POST /auth/reset-password': { summary: 'Set a new password with the mailed token; revokes every session', body: ResetBody, auth: false },
+  'POST /auth/accept-invitation': { summary: 'Accept a mailed invitation as a newcomer: account, membership and session in one step', body: InvitationSignupBody, auth: false, status: 201 },
+  'GET /auth/oidc/start': { summary: "Start single sign-on with the organisation's OpenID provider (redirect)", auth: false, produces: 'none', status: 302 },
+  'GET /auth/oidc/callback': { summary: "The OpenID provider's callback (authorization code with PKCE)", auth: false },
+  'GET /auth/sessions': { summary: "The account's sessions" },
+  'DELETE /auth/sessions': { summary: 'Revoke every session but this one' },
+  'DELETE /auth/sessions/:sessionId': { summary: 'Revoke one session', status: 204, produces: 'none' },
+  'GET /auth/security-events': { summary: "The account's security trail (verification, resets, MFA, SSO, sessions)" },
+  'POST /auth/mfa/totp': { summary: 'Start TOTP enrolment: the secret, shown once, as an otpauth URI', body: EmptyBody, status: 201 },
+  'POST /auth/mfa/totp/confirm': { summary: 'Confirm TOTP enrolment with a code; answers the recovery codes, shown once', body: CodeBody },
+  'POST /auth/mfa/totp/disable': { summary: 'Turn TOTP off with a code', body: CodeBody },
 };
 
 export function authRoutes(ctx: AppContext): RouteModule {

@@ -7,6 +7,7 @@ import { boundedString, decode, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { byIp, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
+import { RouteDocs } from '../openapi/routeDocs';
 
 /**
  * The web console's session (README "Web console"). The refresh token never reaches page
@@ -23,6 +24,13 @@ const SessionBody = strict(t.type({ email: boundedString(1, 254), password: boun
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const consoleAuthBodies = { SessionBody };
+
+/** The API description of these routes (the web console's cookie session; each needs `X-KB-Console: 1`). */
+export const consoleAuthDocs: RouteDocs = {
+  'POST /auth/console/session': { summary: 'Console sign-in: sets the httpOnly refresh cookie, answers an access token', body: SessionBody, auth: false },
+  'POST /auth/console/renew': { summary: 'Console: a new access token from the refresh cookie (rotated)', auth: false },
+  'POST /auth/console/logout': { summary: 'Console: end the session and clear the cookie', auth: false, status: 204, produces: 'none' },
+};
 
 /** The value of one cookie of the request (the header is parsed here: no cookie middleware). */
 export function cookieOf(req: Request, name: string): string | undefined {
@@ -110,5 +118,5 @@ export function consoleAuthRoutes(ctx: AppContext): RouteModule {
     res.status(204).end();
   });
 
-  return { v1 };
+  return { v1, docs: consoleAuthDocs };
 }
