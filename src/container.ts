@@ -98,6 +98,12 @@ const serviceFactories: ((di: DependencyContainer, ctx: AppContext) => AppContex
   (di, ctx) => identityMailer(ctx, di.resolve<MailSender>(MAIL_SENDER)),
 ];
 
+/** The local model that makes vectors of each size (to read an existing index with the model that built it). */
+const LOCAL_MODEL_BY_DIMENSIONS: ReadonlyMap<number, 'use' | 'use+glove'> = new Map([
+  [512, 'use'],
+  [612, 'use+glove'],
+]);
+
 export interface BuildOptions {
   /** Bound on each start-up connection to a production server (default 15 s). */
   connectTimeoutMs?: number;
@@ -187,32 +193,36 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   }
   opened.push(() => readStore.close());
 
-  const embeddings: EmbeddingProvider = createEmbeddingProvider(config, (msg) => logger.info(msg));
+  // The embedded index is opened first: `local` (the default) means GloVe-SIF for a new index,
+  // and whichever local model built an existing one (data dirs from before the default changed
+  // hold USE-lite's 512-dimension vectors), so an upgrade keeps working without re-embedding.
+  const embedded = config.searchIndex === 'elasticsearch' ? undefined : new EmbeddedSearchIndex(path.join(config.dataDir, 'search.db'));
+  if (embedded) opened.push(() => embedded.close());
+  const stored = embedded?.stats().dims ?? 0;
+  const builtBy = config.embeddings === 'local' ? LOCAL_MODEL_BY_DIMENSIONS.get(stored) : undefined;
+  if (builtBy) logger.warn({ dimensions: stored, model: builtBy }, `the search index was built with KB_EMBEDDINGS=${builtBy}: using it (set KB_EMBEDDINGS to choose)`);
+  const embeddings: EmbeddingProvider = createEmbeddingProvider(builtBy ? { ...config, embeddings: builtBy } : config, (msg) => logger.info(msg));
   opened.push(() => embeddings.close());
   // Loaded in the background from the start, so the first upload is as fast as the tenth.
   const warmup = new Warmup(async () => embeddings.warmup?.(), logger);
 
   let searchIndex: SearchIndex;
-  if (config.searchIndex === 'elasticsearch') {
+  if (!embedded) {
     const url = config.elasticsearchUrl ?? '';
     const es = new ElasticsearchSearchIndex({ node: url, name: config.elasticsearchIndex, dimensions: embeddings.dimensions, replicas: config.elasticsearchReplicas });
     await connectOrFail('Elasticsearch', 'KB_ELASTICSEARCH_URL', url, () => es.connect(), { timeoutMs, abandon: () => es.close() });
     searchIndex = es;
   } else {
-    const embedded = new EmbeddedSearchIndex(path.join(config.dataDir, 'search.db'));
     searchIndex = embedded;
-    // Vectors of another model (KB_EMBEDDINGS changed, or the default changed from USE-lite,
-    // 512 dims, to GloVe-SIF, 100): refuse to start rather than fail every search.
-    const stored = embedded.stats().dims;
+    // Vectors of another model than the one chosen explicitly: refuse to start rather than fail every search.
     if (stored > 0 && stored !== embeddings.dimensions) {
-      await embedded.close();
       throw new StartupError(
         `the search index in ${config.dataDir} holds ${stored}-dimension vectors but KB_EMBEDDINGS=${config.embeddings} gives ${embeddings.dimensions} (${embeddings.modelId}); ` +
           `set KB_EMBEDDINGS back to the model that built it (use: 512, glove/local: 100, use+glove: 612); re-embedding in place is not built yet`,
       );
     }
   }
-  opened.push(() => searchIndex.close());
+  if (!embedded) opened.push(() => searchIndex.close());
 
   let jobQueue: JobQueue | undefined;
   let eventFeed: EventFeed | undefined;

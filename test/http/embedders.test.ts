@@ -44,4 +44,28 @@ describe('embedding model at start-up', () => {
     // Same data dir, USE-lite (512 dimensions) instead of GloVe-SIF (100).
     await expect(startServer({ KB_EMBEDDINGS: 'use' }, dataDir)).rejects.toThrow(/holds 100-dimension vectors but KB_EMBEDDINGS=use gives 512/);
   });
+
+  it('an index built by the previous default (USE-lite) keeps working after an upgrade: the default reads it with the model that built it', async () => {
+    server = await startServer({ KB_EMBEDDINGS: 'use' });
+    const dataDir = server.dataDir;
+    const u = await signUp(server.url);
+    const ws = await u.api.post('/v1/workspaces', { name: 'Before' });
+    const fd = new FormData();
+    fd.append('file', new Blob(['# Rudders\n\nThe rudder turns the aircraft about its vertical axis, the yaw.']), 'rudders.md');
+    const doc = await u.api.post(`/v1/workspaces/${ws.body.id}/documents`, fd);
+    expect(doc.status).toBe(201);
+    for (let i = 0; i < 300; i++) {
+      if ((await u.api.get(`/v1/documents/${doc.body.id}`)).body.processingStatus === 'VERIFIED') break;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    await server.stop();
+    server = await startServer({}, dataDir); // KB_EMBEDDINGS unset: the default
+    expect(server.output()).toMatch(/built with KB_EMBEDDINGS=use/);
+    const again = client(server.url);
+    const login = await again.post('/v1/auth/login', { email: u.email, password: 'correct horse battery' });
+    const api = client(server.url, login.body.accessToken);
+    const hits = await api.post(`/v1/workspaces/${ws.body.id}/search`, { query: 'what turns the aircraft about its vertical axis' });
+    expect(hits.status).toBe(200);
+    expect(hits.body.results[0]?.documentId).toBe(doc.body.id);
+  });
 });
