@@ -40,7 +40,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'sql') return sql(args);
   const config = loadConfig();
   const logger = createLogger(process.env.KB_LOG_LEVEL ?? 'warn');
-  const { ctx, di } = await buildContainer(config, logger);
+  const { ctx, di } = await buildContainer(config, logger, { logOnly: true });
   try {
     switch (command) {
       case 'rebuild': {

@@ -107,6 +107,11 @@ const LOCAL_MODEL_BY_DIMENSIONS: ReadonlyMap<number, 'use' | 'use+glove'> = new 
 export interface BuildOptions {
   /** Bound on each start-up connection to a production server (default 15 s). */
   connectTimeoutMs?: number;
+  /**
+   * The caller reads and replays the log only (the CLI: export, verify, rebuild, project): it
+   * embeds no query, so an index built by another embedding model does not stop it.
+   */
+  logOnly?: boolean;
 }
 
 /** What buildContainer opened so far: released in reverse order when a later step fails. */
@@ -132,14 +137,14 @@ export async function buildContainer(config: Config, logger: Logger, options: Bu
   const timeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const opened: Opened = [];
   try {
-    return await assemble(config, logger, timeoutMs, opened);
+    return await assemble(config, logger, timeoutMs, opened, options.logOnly === true);
   } catch (err) {
     await releaseAll(opened);
     throw err;
   }
 }
 
-async function assemble(config: Config, logger: Logger, timeoutMs: number, opened: Opened): Promise<{ di: DependencyContainer; ctx: AppContext }> {
+async function assemble(config: Config, logger: Logger, timeoutMs: number, opened: Opened, logOnly: boolean): Promise<{ di: DependencyContainer; ctx: AppContext }> {
   const di = container.createChildContainer();
   di.register(CONFIG, { useValue: config });
   di.register(LOGGER, { useValue: logger });
@@ -215,7 +220,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   } else {
     searchIndex = embedded;
     // Vectors of another model than the one chosen explicitly: refuse to start rather than fail every search.
-    if (stored > 0 && stored !== embeddings.dimensions) {
+    if (stored > 0 && stored !== embeddings.dimensions && !logOnly) {
       throw new StartupError(
         `the search index in ${config.dataDir} holds ${stored}-dimension vectors but KB_EMBEDDINGS=${config.embeddings} gives ${embeddings.dimensions} (${embeddings.modelId}); ` +
           `set KB_EMBEDDINGS back to the model that built it (use: 512, glove/local: 100, use+glove: 612); re-embedding in place is not built yet`,

@@ -179,6 +179,11 @@ export declare namespace InstructionSet {
 
 /** From src/domain/searchLink/events.ts. */
 export declare namespace SearchLink {
+  /**
+   * The tools a link's tool endpoint offers: `default`, the spec's `service_search`; `chatgpt`,
+   * the `search` and `fetch` pair that ChatGPT connectors and deep research require.
+   */
+  export type ToolProfile = 'default' | 'chatgpt';
   export type L<T extends string, D> = DomainEvent<T, { linkId: string; workspaceId: string } & D>;
   /**
    * The public token itself is never in the log: its SHA-256 (for look-up), a short prefix to
@@ -196,10 +201,12 @@ export declare namespace SearchLink {
       allowedTags: string[];
       expiresAt: string | null;
       historyMode: boolean;
+      /** Absent in links created before tool profiles: `default`. */
+      toolProfile?: ToolProfile;
       createdAt: string;
     }
   >;
-  export type SearchLinkUpdated = L<'SearchLinkUpdated', { name?: string; allowedTags?: string[]; expiresAt?: string | null; historyMode?: boolean; updatedAt: string }>;
+  export type SearchLinkUpdated = L<'SearchLinkUpdated', { name?: string; allowedTags?: string[]; expiresAt?: string | null; historyMode?: boolean; toolProfile?: ToolProfile; updatedAt: string }>;
   export type LinkRevoked = L<'LinkRevoked', { revokedAt: string }>;
   export type SearchLinkEvent = SearchLinkCreated | SearchLinkUpdated | LinkRevoked;
 }

@@ -1,14 +1,14 @@
 import path from 'node:path';
 import { Browser, BrowserContext, Page } from 'playwright-core';
 import { startServer, TestServer } from '../support/server';
-import { launchChromium } from './browser';
+import { BROWSER_AVAILABLE, launchChromium } from './browser';
 
 /**
  * The web console in a real browser (Debian's Chromium) against the real server.
  * Access tokens live 8 s here, so the console renews its session silently (every ~6 s)
  * several times during the journey.
  */
-describe('web console, end to end in Chromium', () => {
+(BROWSER_AVAILABLE ? describe : describe.skip)('web console, end to end in Chromium', () => {
   let server: TestServer;
   let browser: Browser;
   let context: BrowserContext;
