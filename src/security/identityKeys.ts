@@ -1,6 +1,5 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { loadInstallKey } from './installKey';
 
 /**
  * The install's identity key, kept OUTSIDE the log and the read models: `KB_IDENTITY_KEY`
@@ -19,26 +18,8 @@ export const IDENTITY_KEY_ENV = 'KB_IDENTITY_KEY';
 export const IDENTITY_KEY_FILE = 'identity.key';
 const KEY_BYTES = 32;
 
-function decodeKey(text: string, where: string): Buffer {
-  const s = text.trim();
-  const key = /^[A-Za-z0-9+/_-]+={0,2}$/.test(s) ? Buffer.from(s, 'base64') : Buffer.alloc(0);
-  if (key.length !== KEY_BYTES) throw new Error(`${where} must be the base64 encoding of exactly ${KEY_BYTES} bytes (e.g. \`openssl rand -base64 32\`).`);
-  return key;
-}
-
 export function loadIdentityKey(dataDir: string, env: NodeJS.ProcessEnv = process.env): Buffer {
-  const fromEnv = env[IDENTITY_KEY_ENV];
-  if (fromEnv !== undefined && fromEnv.trim() !== '') return decodeKey(fromEnv, IDENTITY_KEY_ENV);
-  const file = path.join(dataDir, IDENTITY_KEY_FILE);
-  if (!fs.existsSync(file)) {
-    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    try {
-      fs.writeFileSync(file, `${randomBytes(KEY_BYTES).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-  }
-  return decodeKey(fs.readFileSync(file, 'utf8'), file);
+  return loadInstallKey(dataDir, IDENTITY_KEY_ENV, IDENTITY_KEY_FILE, env);
 }
 
 export type MailTokenPurpose = 'verify-email' | 'reset-password' | 'invitation';

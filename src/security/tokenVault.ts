@@ -1,6 +1,5 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { loadInstallKey } from './installKey';
 
 /**
  * Reversible storage of public search-link tokens, so admins can copy a link's URL again
@@ -29,29 +28,9 @@ export interface TokenVault {
 
 const aad = (linkId: string) => Buffer.from(`search-link:${linkId}`, 'utf8');
 
-function decodeKey(text: string, where: string): Buffer {
-  const s = text.trim();
-  const key = /^[A-Za-z0-9+/_-]+={0,2}$/.test(s) ? Buffer.from(s, 'base64') : Buffer.alloc(0);
-  if (key.length !== KEY_BYTES) throw new Error(`${where} must be the base64 encoding of exactly ${KEY_BYTES} bytes (e.g. \`openssl rand -base64 32\`).`);
-  return key;
-}
-
 /** The install's key: from the environment, else read or created once (0600) in the data dir. */
 export function loadLinkTokenKey(dataDir: string, env: NodeJS.ProcessEnv = process.env): Buffer {
-  const fromEnv = env[LINK_TOKEN_KEY_ENV];
-  if (fromEnv !== undefined && fromEnv.trim() !== '') return decodeKey(fromEnv, LINK_TOKEN_KEY_ENV);
-  const file = path.join(dataDir, LINK_TOKEN_KEY_FILE);
-  if (!fs.existsSync(file)) {
-    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    try {
-      fs.writeFileSync(file, `${randomBytes(KEY_BYTES).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
-    } catch (err) {
-      // Another process created it first: use theirs.
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-  }
-  // A malformed file is an error, never silently replaced: that would orphan every sealed token.
-  return decodeKey(fs.readFileSync(file, 'utf8'), file);
+  return loadInstallKey(dataDir, LINK_TOKEN_KEY_ENV, LINK_TOKEN_KEY_FILE, env);
 }
 
 export function createTokenVault(key: Buffer): TokenVault {
