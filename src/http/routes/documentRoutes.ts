@@ -11,6 +11,7 @@ import { DocumentActor } from '../../../commands/document/documentCommand';
 import { uploadDocument } from '../../../commands/document/uploadDocument';
 import { createTextDocument } from '../../../commands/document/createTextDocument';
 import { documentFileForUser } from '../../../queries/document/documentFile';
+import { documentContentIn } from '../../../queries/document/documentContent';
 import { sendFile } from '../download';
 import { updateDocumentMetadata } from '../../../commands/document/updateDocumentMetadata';
 import { updateDocumentContent } from '../../../commands/document/updateDocumentContent';
@@ -63,6 +64,7 @@ const CreatedDocument = t.type({
   createdAt: IsoDateString,
   updatedAt: IsoDateString,
 });
+const ContentAnswer = t.type({ content: t.string, updatedAt: IsoDateString, format: TextFormat });
 const DocumentPage = t.type({
   data: t.array(t.type({ id: Uuid, title: t.string, purpose: Purpose, processingStatus: ProcessingStatus, tags: t.array(t.string), createdAt: IsoDateString, updatedAt: IsoDateString })),
   pagination: t.type({ page: t.number, limit: t.number, total: t.number, pages: t.number }),
@@ -84,6 +86,12 @@ export const documentDocs: RouteDocs = {
   'GET /documents/:docId': { summary: 'One document, in any workspace you are a member of' },
   'GET /documents/:docId/file': { summary: 'The original file (the upload, or the text it was created from), as an attachment', produces: 'application/octet-stream' },
   'PUT /workspaces/:id/documents/:docId': { summary: "Change a document's title, purpose or tags", body: UpdateBody, example: { title: 'Refunds', purpose: 'KNOWLEDGE' } },
+  'GET /workspaces/:id/documents/:docId/content': {
+    summary: 'The current text of a .txt or .md document (for the editor)',
+    description:
+      'Answers `{content, updatedAt, format: markdown|text}`: the last auto-saved content, or else the uploaded file as UTF-8. Send `updatedAt` back as `expectedUpdatedAt` when saving; after a 409 DOCUMENT_LOCKED, this is where the other person\'s text is read. 400 VALIDATION_ERROR for pdf, docx and doc documents.',
+    response: ContentAnswer,
+  },
   'PATCH /workspaces/:id/documents/:docId': { summary: 'Save new text content of a .txt or .md document (auto-save)', body: ContentBody },
   'POST /workspaces/:id/documents/:docId/process': { summary: 'Process a document again (rate limited per workspace)' },
   'DELETE /workspaces/:id/documents/:docId': { summary: 'Delete a document (its text is erased)', status: 204, produces: 'none' },
@@ -194,6 +202,12 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   // The original file (the upload, or the text a document was created from), for members of its workspace.
   v1.get('/documents/:docId/file', async (req, res) => {
     await sendFile(res, await documentFileForUser(ctx, authOf(req).userId, documentIdOf(req)));
+  });
+
+  // The editor's text (and the other person's, after DOCUMENT_LOCKED), for members.
+  v1.get('/workspaces/:id/documents/:docId/content', async (req, res) => {
+    const { actor, documentId } = await scoped(req);
+    res.json(await documentContentIn(ctx, actor.workspaceId, documentId));
   });
 
   v1.put('/workspaces/:id/documents/:docId', async (req, res) => {
