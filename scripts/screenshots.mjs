@@ -79,7 +79,7 @@ async function seed(base) {
   for (const d of docs.slice(0, 3)) await call(base, t, 'POST', `/api/instruction-sets/${set.id}/documents`, { documentId: d.id });
   await call(base, t, 'PATCH', `/api/instruction-sets/${set.id}`, { isPublic: true });
   await call(base, t, 'POST', `/api/workspaces/${ws.id}/public-links`, { name: 'Support bot', allowedTags: [tag.id], historyMode: false });
-  return { email, password, ws: ws.id, doc: docs[0].id, set: set.id };
+  return { email, password, ws: ws.id, doc: docs[0].id, set: set.id, token: t };
 }
 
 async function main() {
@@ -122,6 +122,16 @@ async function main() {
         await page.goto(`${server.url}/app/w/${s.ws}/documents/${s.doc}`);
         await page.getByRole('heading', { name: 'Installing on Linux' }).waitFor();
         await shot('document');
+        // The editor's conflict panel: someone else saves the text first, then we type.
+        const docUrl = `/v1/workspaces/${s.ws}/documents/${s.doc}`;
+        await page.getByTestId('save-state').filter({ hasText: /^Saved/ }).waitFor();
+        const { updatedAt } = await call(server.url, s.token, 'GET', `${docUrl}/content`);
+        await call(server.url, s.token, 'PATCH', docUrl, { content: '# Installing\n\nEdited elsewhere: use the package from deb.debian.org.', expectedUpdatedAt: updatedAt });
+        await page.getByLabel('Content', { exact: true }).fill('# Installing\n\nEnable the contrib repository, then install the package.');
+        await page.getByLabel('Content', { exact: true }).blur();
+        await page.getByTestId('theirs').waitFor();
+        await shot('document-conflict');
+        await page.getByRole('button', { name: 'Take theirs' }).click();
         await page.goto(`${server.url}/app/w/${s.ws}/search`);
         await page.getByLabel('Search this workspace').fill('install the package on Debian');
         await page.getByRole('button', { name: 'Search', exact: true }).click();

@@ -256,6 +256,77 @@ import { BROWSER_AVAILABLE, launchChromium } from './browser';
     expect(await rowsFor('DocumentMetadataUpdated')).toBeGreaterThanOrEqual(2);
   });
 
+  it('edits the text of a document with auto-save, and resolves a concurrent save (DOCUMENT_LOCKED) without losing the typed text', async () => {
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Documents' }).click();
+    await page.getByLabel('Purpose').selectOption('');
+    await page.locator('table.docs').getByRole('link', { name: 'sample.md' }).click();
+    await page.getByRole('heading', { name: 'sample.md' }).waitFor();
+    const wsId = /\/w\/([0-9a-f-]{36})\//.exec(page.url())?.[1];
+    const docId = /\/documents\/([0-9a-f-]{36})$/.exec(page.url())?.[1];
+    const editor = page.getByLabel('Content', { exact: true });
+    const saveState = page.getByTestId('save-state');
+    await saveState.filter({ hasText: /^Saved/ }).waitFor();
+    expect(await editor.inputValue()).toContain('Debian needs the contrib repository');
+
+    // Another session of the same person (the API, as a script or a second tab would).
+    const login = await fetch(`${server.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+    const { accessToken } = (await login.json()) as { accessToken: string };
+    const contentUrl = `${server.url}/v1/workspaces/${wsId}/documents/${docId}/content`;
+    const current = async () => (await (await fetch(contentUrl, { headers: { authorization: `Bearer ${accessToken}` } })).json()) as { content: string; updatedAt: string };
+
+    // Typing, then a pause: "Unsaved changes", then "Saving…"/"Saved"; the API has the text.
+    const first = '# Mirrors\n\nUse the nearest mirror of the contrib repository.';
+    await editor.fill(first);
+    await saveState.filter({ hasText: 'Unsaved changes' }).waitFor();
+    await saveState.filter({ hasText: /^Saved/ }).waitFor();
+    expect((await current()).content).toBe(first);
+    // The save processes the document again; the page follows its status without a reload.
+    await page.locator('.badge', { hasText: 'Verified' }).first().waitFor({ timeout: 30_000 });
+
+    // Someone else saves meanwhile; our next save is refused and nothing typed is lost.
+    const theirs = '# Mirrors\n\nEdited elsewhere: use deb.debian.org.';
+    const elsewhere = await fetch(`${server.url}/v1/workspaces/${wsId}/documents/${docId}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` },
+      body: JSON.stringify({ content: theirs, expectedUpdatedAt: (await current()).updatedAt }),
+    });
+    expect(elsewhere.status).toBe(200);
+    const mine = `${first}\n\nAnd keep a local cache.`;
+    await editor.fill(mine);
+    await editor.blur();
+    const conflict = page.getByTestId('conflict');
+    await conflict.waitFor();
+    await saveState.filter({ hasText: 'Conflict' }).waitFor();
+    await conflict.getByRole('heading', { name: 'Someone else saved this document first' }).waitFor();
+    await page.waitForFunction((t) => (globalThis as any).document.querySelector('[data-testid=theirs]')?.value === t, theirs);
+    expect(await conflict.getByTestId('mine').inputValue()).toBe(mine);
+    expect(await editor.inputValue()).toBe(mine);
+    // Not overwritten behind the user's back.
+    expect((await current()).content).toBe(theirs);
+    if (process.env.KB_SCREENSHOT_EDITOR) await page.screenshot({ path: process.env.KB_SCREENSHOT_EDITOR, fullPage: true });
+
+    await conflict.getByRole('button', { name: 'Keep mine (overwrite)' }).click();
+    await conflict.waitFor({ state: 'detached' });
+    await saveState.filter({ hasText: /^Saved/ }).waitFor();
+    expect((await current()).content).toBe(mine);
+    expect(await editor.inputValue()).toBe(mine);
+
+    // Once more, the other way: their text taken into the editor, nothing saved over it.
+    const again = await fetch(`${server.url}/v1/workspaces/${wsId}/documents/${docId}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` },
+      body: JSON.stringify({ content: theirs, expectedUpdatedAt: (await current()).updatedAt }),
+    });
+    expect(again.status).toBe(200);
+    await editor.fill(`${mine} Typed again.`);
+    await conflict.waitFor();
+    await conflict.getByRole('button', { name: 'Take theirs' }).and(page.locator(':enabled')).click();
+    await conflict.waitFor({ state: 'detached' });
+    expect(await editor.inputValue()).toBe(theirs);
+    await saveState.filter({ hasText: /^Saved/ }).waitFor();
+    expect((await current()).content).toBe(theirs);
+  });
+
   it('renames and deletes a workspace (with confirmation)', async () => {
     await page.goto(`${server.url}/app/workspaces`);
     await page.getByLabel('New workspace name').fill('Scratch');

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { del, DocumentDetail, get, post, put, Tag } from '../api';
 import { navigate } from '../router';
 import { bytes, Confirm, ErrorBox, StatusBadge, useLoad, when } from '../ui';
+import { ContentEditor, isEditable } from './editor';
 
 export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
   const doc = useLoad(() => get<DocumentDetail>(`/v1/workspaces/${wsId}/documents/${docId}`), [wsId, docId]);
@@ -18,7 +19,8 @@ export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
     setTitle(doc.data.title);
     setPurpose(doc.data.purpose);
     setChosen(doc.data.tags.map((t) => t.id));
-  }, [doc.data?.updatedAt, doc.data?.id]);
+    // Not on every reload (processing polls, auto-saves): that would undo edits in progress here.
+  }, [doc.data?.id]);
 
   // Live status while processing.
   const status = doc.data?.processingStatus;
@@ -62,6 +64,13 @@ export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
         <dt>Updated</dt>
         <dd>{when(d.updatedAt)}</dd>
       </dl>
+
+      {isEditable(d.filename) ? (
+        <>
+          <h2>Text</h2>
+          <ContentEditor wsId={wsId} docId={docId} onSaved={doc.reload} />
+        </>
+      ) : null}
 
       <h2>Details</h2>
       <form
