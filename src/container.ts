@@ -236,7 +236,13 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     const url = config.kafkaBrokers.join(',');
     // The API role neither publishes nor dispatches nor consumes: it opens no Kafka client.
     if (config.role !== 'api') {
-      const queue = new KafkaJobQueue({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-jobs`, handled: new ReadStoreHandledJobs(readStore) });
+      const queue = new KafkaJobQueue({
+        brokers: config.kafkaBrokers,
+        clientId: `${config.kafkaClientId}-jobs`,
+        handled: new ReadStoreHandledJobs(readStore),
+        rebalanceTimeoutMs: config.kafkaRebalanceTimeoutMs,
+        logger,
+      });
       jobQueue = await connectOrFail('Kafka', 'KB_KAFKA_BROKERS', url, () => queue.connect(), { timeoutMs, abandon: () => queue.close() });
       opened.push(() => queue.close());
     }
