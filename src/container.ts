@@ -191,7 +191,8 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   if (mongoClient) {
     const client = mongoClient;
     readStore = await connectOrFail('MongoDB', 'KB_MONGODB_URL', config.mongoUrl ?? '', () => new MongoReadStore({ client, dbName: config.mongoDb }).connect(), { timeoutMs });
-    blobStore = new GridFsBlobStore({ client, dbName: config.mongoDb });
+    // The start-up sweep of interrupted uploads spares any younger than twice the longest upload.
+    blobStore = new GridFsBlobStore({ client, dbName: config.mongoDb, minTempAgeMs: Math.max(60 * 60 * 1000, 2 * config.uploadTimeoutMs) });
   } else {
     readStore = new SqliteReadStore(path.join(config.dataDir, 'read.db'));
     blobStore = new FsBlobStore(path.join(config.dataDir, 'blobs'));
@@ -235,7 +236,13 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     const url = config.kafkaBrokers.join(',');
     // The API role neither publishes nor dispatches nor consumes: it opens no Kafka client.
     if (config.role !== 'api') {
-      const queue = new KafkaJobQueue({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-jobs`, handled: new ReadStoreHandledJobs(readStore) });
+      const queue = new KafkaJobQueue({
+        brokers: config.kafkaBrokers,
+        clientId: `${config.kafkaClientId}-jobs`,
+        handled: new ReadStoreHandledJobs(readStore),
+        rebalanceTimeoutMs: config.kafkaRebalanceTimeoutMs,
+        logger,
+      });
       jobQueue = await connectOrFail('Kafka', 'KB_KAFKA_BROKERS', url, () => queue.connect(), { timeoutMs, abandon: () => queue.close() });
       opened.push(() => queue.close());
     }

@@ -37,7 +37,8 @@ async function main(): Promise<void> {
   const { ctx, di } = built;
   const role = await startRole(di);
   // Temp files of uploads cut off by a crash of the previous run. Nothing is in flight yet: this
-  // process has not started listening, and a data dir belongs to one server process.
+  // process has not started listening, and a data dir belongs to one server process. (A store
+  // shared by several processes, GridFS, spares uploads younger than its own floor.)
   const swept = await ctx.blobStore.removeStaleTempFiles?.(0);
   if (swept) logger.info({ removed: swept }, 'removed temp files of interrupted uploads');
   const server = http.createServer(

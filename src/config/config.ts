@@ -44,6 +44,7 @@ const Env = t.partial({
   KB_ELASTICSEARCH_REPLICAS: IntFromString,
   KB_KAFKA_BROKERS: t.string,
   KB_KAFKA_CLIENT_ID: t.string,
+  KB_KAFKA_REBALANCE_TIMEOUT_MS: PositiveInt,
   KB_READ_YOUR_WRITES_MS: IntFromString,
   KB_LINK_ID_SEARCH: t.keyof({ on: null, off: null }),
   KB_UNKNOWN_TOKEN_PER_MINUTE: IntFromString,
@@ -124,6 +125,8 @@ export interface Config {
   elasticsearchReplicas: number;
   kafkaBrokers: string[];
   kafkaClientId: string;
+  /** How long a Kafka rebalance waits for a worker's running job; above the longest job (extraction + embedding). */
+  kafkaRebalanceTimeoutMs: number;
   readYourWritesMs: number;
   /** SearchPerformed events being written at once; past it a search is answered without its event (counted in a warning). */
   searchEventBacklog: number;
@@ -243,6 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     elasticsearchReplicas: e.KB_ELASTICSEARCH_REPLICAS ?? 0,
     kafkaBrokers: (e.KB_KAFKA_BROKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     kafkaClientId: e.KB_KAFKA_CLIENT_ID ?? 'kb-service',
+    kafkaRebalanceTimeoutMs: e.KB_KAFKA_REBALANCE_TIMEOUT_MS ?? 15 * 60_000,
     readYourWritesMs: e.KB_READ_YOUR_WRITES_MS ?? 5000,
     searchEventBacklog: e.KB_SEARCH_EVENT_BACKLOG ?? 1000,
     analyticsMaxRows: e.KB_ANALYTICS_MAX_ROWS ?? 200000,
@@ -306,6 +310,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.feed === 'kafka' && config.kafkaBrokers.length === 0) missing.push('KB_KAFKA_BROKERS (KB_FEED=kafka)');
   if (config.embeddings === 'openai' && !config.openai.apiKey && !config.openai.baseUrl) missing.push('KB_OPENAI_API_KEY or KB_OPENAI_BASE_URL (KB_EMBEDDINGS=openai)');
   if (config.unknownTokenPerMinute < 1) missing.push('KB_UNKNOWN_TOKEN_PER_MINUTE must be at least 1');
+  if (config.feed === 'kafka' && config.kafkaRebalanceTimeoutMs <= config.extraction.timeoutMs) missing.push('KB_KAFKA_REBALANCE_TIMEOUT_MS must be above KB_EXTRACT_TIMEOUT_MS (a job extracts, then embeds)');
   if (config.elasticsearchReplicas < 0) missing.push('KB_ELASTICSEARCH_REPLICAS must be 0 or more');
   if (config.mail.smtpUrl !== undefined && !/^smtps?:\/\//.test(config.mail.smtpUrl)) missing.push('KB_SMTP_URL must start with smtp:// or smtps://');
   if (config.oidc && (!config.oidc.clientId || !config.oidc.clientSecret)) missing.push('KB_OIDC_CLIENT_ID and KB_OIDC_CLIENT_SECRET (KB_OIDC_ISSUER is set)');

@@ -28,6 +28,8 @@ export interface ReadModelOptions {
 
 /** Where a projection's layout version is kept, beside its checkpoint. */
 export const versionKey = (name: string): string => `${name}#version`;
+/** Non-zero while a clear of the projection's collections is under way (or was cut short by a crash). */
+export const clearingKey = (name: string): string => `${name}#clearing`;
 
 /** Per-event handler of a read-model projection. It may read and write the read store. */
 export type ReadModelHandler = (event: RecordedEvent, store: ReadStore) => Promise<void>;
@@ -45,10 +47,20 @@ export function readModelProjection(
 ): Projection {
   const version = options.version ?? 1;
   const storedVersion = async () => (await store.getCheckpoint(versionKey(name))) || 1;
+  // The clear runs outside a transaction (a large collection cannot be cleared within a
+  // server's transaction limits), so it is bracketed: checkpoint to 0 and a marker first,
+  // then the clear, then the version and the marker's removal. A crash mid-way leaves the
+  // marker (and the checkpoint at 0), and `prepare` clears again before anything applies.
   const clear = async () => {
+    await store.transaction(async () => {
+      await store.setCheckpoint(clearingKey(name), 1);
+      await store.setCheckpoint(name, 0);
+    });
     await store.clear(collections);
-    await store.setCheckpoint(name, 0);
-    await store.setCheckpoint(versionKey(name), version);
+    await store.transaction(async () => {
+      await store.setCheckpoint(versionKey(name), version);
+      await store.setCheckpoint(clearingKey(name), 0);
+    });
   };
   return {
     ...checkpointedConsumer({
@@ -58,13 +70,9 @@ export function readModelProjection(
       handle: eachEvent((e) => handle(e, store)),
       transaction: (fn) => store.transaction(fn),
     }),
-    reset: async () => {
-      await store.transaction(clear);
-    },
+    reset: clear,
     prepare: async () => {
-      await store.transaction(async () => {
-        if ((await storedVersion()) !== version) await clear();
-      });
+      if ((await storedVersion()) !== version || (await store.getCheckpoint(clearingKey(name))) !== 0) await clear();
     },
   };
 }

@@ -15,8 +15,9 @@ export interface BlobStore {
   exists(sha256: string): Promise<boolean>;
   delete(sha256: string): Promise<void>;
   /**
-   * Stores that stage uploads in local temp files: remove those last modified more than
-   * `olderThanMs` ago (left by a crash mid-upload); returns how many were removed.
+   * Stores that stage uploads under temporary names: remove those last modified more than
+   * `olderThanMs` ago (left by a crash mid-upload); returns how many were removed. A store
+   * shared by several processes may raise `olderThanMs` to a floor of its own.
    */
   removeStaleTempFiles?(olderThanMs: number): Promise<number>;
 }

@@ -50,7 +50,11 @@ export interface ReadStore {
   setCheckpoint(projection: string, position: number): Promise<void>;
   /** Run `fn` atomically. Writers are serialised by the caller (one projector per read model). */
   transaction<R>(fn: () => Promise<R>): Promise<R>;
-  /** Drop every document of the given collections (for a rebuild). */
+  /**
+   * Drop every document of the given collections (for a rebuild). Called outside any
+   * transaction and not atomic (a large collection is cleared in batches): a caller that
+   * must survive a crash mid-way records that first (see readModelProjection's reset).
+   */
   clear(collections: string[]): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { MongoClient } from 'mongodb';
+import { GridFSBucket, MongoClient, ObjectId } from 'mongodb';
 import { GridFsBlobStore } from '../../src/adapters/mongodb/gridFsBlobStore';
 import { BlobTooLargeError } from '../../src/ports/blobStore';
 
@@ -45,8 +45,35 @@ if (url) {
       await expect(store.put(Readable.from([content]), 4999)).rejects.toBeInstanceOf(BlobTooLargeError);
       const client = await new MongoClient(url).connect();
       const files = await client.db(dbName).collection('blobs.files').countDocuments({ filename: /^tmp-/ });
+      const records = await client.db(dbName).collection('blobs.uploads').countDocuments({});
       await client.close();
       expect(files).toBe(0);
+      expect(records).toBe(0);
+    });
+
+    it('sweeps an upload cut short between its end and the rename, once stale, and keeps fresh ones', async () => {
+      const client = await new MongoClient(url).connect();
+      try {
+        const db = client.db(dbName);
+        const bucket = new GridFSBucket(db, { bucketName: 'blobs' });
+        const leave = async (startedAt: Date): Promise<ObjectId> => {
+          const id = new ObjectId();
+          await db.collection('blobs.uploads').insertOne({ _id: id, startedAt });
+          const up = bucket.openUploadStreamWithId(id, `tmp-${id.toHexString()}`);
+          await new Promise<void>((resolve, reject) => up.on('error', reject).end(Buffer.alloc(1000, 7), () => resolve()));
+          return id;
+        };
+        const stale = await leave(new Date(Date.now() - 2 * 60 * 60 * 1000));
+        const fresh = await leave(new Date());
+        expect(await store.removeStaleTempFiles(0)).toBe(1);
+        expect(await db.collection('blobs.chunks').countDocuments({ files_id: stale })).toBe(0);
+        expect(await db.collection('blobs.files').countDocuments({ _id: stale })).toBe(0);
+        expect(await db.collection('blobs.files').countDocuments({ _id: fresh })).toBe(1);
+        await bucket.delete(fresh);
+        await db.collection('blobs.uploads').deleteMany({});
+      } finally {
+        await client.close();
+      }
     });
   });
 } else {

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { clearingKey, readModelProjection } from '../../src/core/projection';
+import { RecordedEvent } from '../../src/domain/event';
 import { ReadStore } from '../../src/ports/readStore';
 
 interface Doc {
@@ -234,6 +236,52 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
       expect(await a.count({})).toBe(5);
       await named.put(docs[2]); // still usable after clear
       expect(ids(await named.find({}))).toEqual(['d3']);
+    });
+
+    it('clears a collection larger than one delete batch, outside a transaction', async () => {
+      const name = collName();
+      const c = store.collection<{ id: string; n: number }>(name, [{ fields: ['n'] }]);
+      await store.transaction(async () => {
+        for (let i = 0; i < 2500; i++) await c.put({ id: `r${i}`, n: i });
+      });
+      await store.clear([name]);
+      expect(await c.count({})).toBe(0);
+      await c.put({ id: 'again', n: 1 }); // indexes and collection still usable
+      expect(await c.count({ n: 1 })).toBe(1);
+    });
+
+    it('a projection reset cut short by a crash leaves checkpoint 0 and is finished by prepare', async () => {
+      const name = collName();
+      const projName = `p_${name}`;
+      const c = store.collection<{ id: string }>(name);
+      let failClear = true;
+      const crashing: ReadStore = Object.create(store, {
+        clear: {
+          value: async (names: string[]) => {
+            if (failClear) throw new Error('crash mid-clear');
+            return store.clear(names);
+          },
+        },
+      });
+      const p = readModelProjection(projName, crashing, [name], async (e, s) => {
+        await s.collection<{ id: string }>(name).put({ id: e.id });
+      });
+      const event = (position: number): RecordedEvent =>
+        ({ id: `e${position}`, streamId: 's', revision: position, position, type: 'X', data: {}, metadata: {} }) as unknown as RecordedEvent;
+      await p.apply([event(1), event(2)]);
+      expect(await p.checkpoint()).toBe(2);
+      await expect(p.reset()).rejects.toThrow('crash mid-clear');
+      expect(await store.getCheckpoint(projName)).toBe(0); // rebuilds from 0, never skips
+      expect(await store.getCheckpoint(clearingKey(projName))).toBe(1);
+      failClear = false;
+      await p.prepare!();
+      expect(await c.count({})).toBe(0);
+      expect(await store.getCheckpoint(clearingKey(projName))).toBe(0);
+      expect(await p.checkpoint()).toBe(0);
+      await p.prepare!(); // nothing left to do: a second start clears nothing
+      await p.apply([event(1)]);
+      await p.prepare!();
+      expect(await c.count({})).toBe(1);
     });
   });
 }

@@ -16,6 +16,38 @@ export interface KafkaJobQueueOptions {
    * shared store (e.g. ReadStoreHandledJobs over MongoDB) to cover rebalances across workers.
    */
   handled?: HandledJobs;
+  /**
+   * How long the group waits, in a rebalance, for this member to finish its job and rejoin
+   * (kafkajs `rebalanceTimeout`; default 15 min). A job is not cancellable, so this must be
+   * above the longest job (extraction, KB_EXTRACT_TIMEOUT_MS, plus embedding): a member still
+   * busy past it is dropped from the group and the job redelivered to another one.
+   */
+  rebalanceTimeoutMs?: number;
+  /** Heartbeats sent while a job runs (default 3000 ms; kafkajs sends at most one per its heartbeatInterval). */
+  heartbeatWhileHandlingMs?: number;
+  logger?: JobQueueLogger;
+  /** The kafkajs client (tests pass a fake of its producer/consumer/admin API). */
+  kafka?: Pick<Kafka, 'producer' | 'consumer' | 'admin'>;
+}
+
+export interface JobQueueLogger {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** Heartbeat errors that mean the group is rebalancing or this member has lost its assignment. */
+const REBALANCE_ERRORS = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'NOT_COORDINATOR_FOR_GROUP', 'FENCED_INSTANCE_ID']);
+const isRebalance = (err: unknown): boolean => REBALANCE_ERRORS.has((err as { type?: string } | null)?.type ?? '');
+
+/** Thrown out of a job's message handler to leave its offset uncommitted: the partition's next owner runs it. */
+export class JobAbandonedError extends Error {
+  constructor(
+    readonly jobId: string,
+    readonly rebalanceError: unknown,
+  ) {
+    super(`job ${jobId} abandoned: the consumer group is rebalancing`);
+    this.name = 'JobAbandonedError';
+  }
 }
 
 /**
@@ -24,12 +56,20 @@ export interface KafkaJobQueueOptions {
  * member alive), then published to `kb.jobs.dlq` with the error and the attempt count,
  * and its offset committed so a poison message never blocks the partition. Undecodable
  * messages go to the DLQ at once.
+ *
+ * Rebalances: a running job cannot be cancelled, so the group's `rebalanceTimeout` is sized
+ * above the longest job and the member finishes it before rejoining; a heartbeat's rebalance
+ * error is logged, not swallowed. A job that fails once a rebalance has begun is abandoned
+ * (no retry here, no dead letter, offset left uncommitted) so the member rejoins at once and
+ * the partition's next owner runs it; a job that outlived the rebalance time-out is logged
+ * as an error (another member may have run it too: raise the time-out).
  */
-/** How often a consumer heartbeats while a job runs (kafkajs sends at most one per heartbeatInterval). */
-const HEARTBEAT_WHILE_HANDLING_MS = 3000;
 
 export class KafkaJobQueue implements JobQueue {
-  private readonly kafka: Kafka;
+  private readonly kafka: Pick<Kafka, 'producer' | 'consumer' | 'admin'>;
+  private readonly rebalanceTimeoutMs: number;
+  private readonly heartbeatWhileHandlingMs: number;
+  private readonly logger?: JobQueueLogger;
   private readonly producer: Producer;
   private readonly topic: string;
   private readonly dlqTopic: string;
@@ -39,7 +79,10 @@ export class KafkaJobQueue implements JobQueue {
   private readonly consumers = new Set<JobConsumer>();
 
   constructor(options: KafkaJobQueueOptions) {
-    this.kafka = new Kafka({ clientId: options.clientId ?? 'kb-jobs', brokers: options.brokers });
+    this.kafka = options.kafka ?? new Kafka({ clientId: options.clientId ?? 'kb-jobs', brokers: options.brokers });
+    this.rebalanceTimeoutMs = options.rebalanceTimeoutMs ?? 15 * 60_000;
+    this.heartbeatWhileHandlingMs = options.heartbeatWhileHandlingMs ?? 3000;
+    this.logger = options.logger;
     this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     this.topic = options.topic ?? JOBS_TOPIC;
     this.dlqTopic = options.dlqTopic ?? JOBS_DLQ_TOPIC;
@@ -73,7 +116,9 @@ export class KafkaJobQueue implements JobQueue {
   async consume(handler: JobHandler, options: ConsumeOptions = {}): Promise<JobConsumer> {
     const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
     const retryDelayMs = options.retryDelayMs ?? defaultRetryDelay;
-    const consumer: Consumer = this.kafka.consumer({ groupId: this.groupId });
+    // Session: heartbeats (sent while a job runs, too) keep the member alive; rebalance: the
+    // group waits this long for a busy member to finish its job and rejoin.
+    const consumer: Consumer = this.kafka.consumer({ groupId: this.groupId, rebalanceTimeout: this.rebalanceTimeoutMs, sessionTimeout: 30_000, heartbeatInterval: 3000 });
     let stopping = false;
     await consumer.connect();
     await consumer.subscribe({ topics: [this.topic], fromBeginning: true });
@@ -93,14 +138,36 @@ export class KafkaJobQueue implements JobQueue {
         for (let attempt = 1; ; attempt++) {
           // A document can take minutes to embed: keep the group membership alive meanwhile,
           // so the partition is not reassigned and the job redelivered mid-run.
-          const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_WHILE_HANDLING_MS);
+          let rebalance: unknown = null;
+          const started = Date.now();
+          const beat = setInterval(() => {
+            heartbeat().catch((err: unknown) => {
+              if (!isRebalance(err)) return this.logger?.warn({ err, jobId: job.id }, 'job queue heartbeat failed');
+              if (rebalance) return;
+              rebalance = err;
+              this.logger?.warn({ err, jobId: job.id, jobType: job.type, rebalanceTimeoutMs: this.rebalanceTimeoutMs }, 'consumer group rebalancing while a job runs; the job finishes before this member rejoins');
+            });
+          }, this.heartbeatWhileHandlingMs);
           try {
             await handler(job);
             clearInterval(beat);
+            const ranMs = Date.now() - started;
+            if (rebalance && ranMs > this.rebalanceTimeoutMs) {
+              this.logger?.error(
+                { jobId: job.id, jobType: job.type, ranMs, rebalanceTimeoutMs: this.rebalanceTimeoutMs },
+                'job outlived the rebalance time-out: this member may have left the group and another may run the job again; raise KB_KAFKA_REBALANCE_TIMEOUT_MS above the longest job',
+              );
+            }
             await this.handled.add(job.id);
             return;
           } catch (error) {
             clearInterval(beat);
+            // The group is rebalancing: do not retry or dead-letter here (this member may lose the
+            // partition); leave the offset uncommitted and rejoin, the partition's owner retries.
+            if (rebalance) {
+              this.logger?.warn({ err: error, jobId: job.id, attempt }, 'job failed during a rebalance; abandoned to the partition\'s next owner');
+              throw new JobAbandonedError(job.id, rebalance);
+            }
             const decision = decideOnFailure(attempt, error, maxAttempts, retryDelayMs);
             if (decision.kind === 'dead-letter') {
               await this.deadLetter(job, null, job.id, error, attempt);
@@ -110,7 +177,7 @@ export class KafkaJobQueue implements JobQueue {
             // Stopping mid-retry: leave the offset uncommitted, another member retries it.
             if (stopping) throw error;
             if (decision.delayMs > 0) await new Promise((r) => setTimeout(r, decision.delayMs));
-            await heartbeat();
+            await heartbeat(); // a rebalance error here leaves the job to the partition's next owner too
           }
         }
       },

@@ -80,6 +80,8 @@ export interface MongoReadStoreOptions {
   /** An existing client to share (it is then not closed by `close()`). */
   client?: MongoClient;
   dbName: string;
+  /** Documents deleted per operation by `clear` (default 1000). */
+  clearBatchSize?: number;
 }
 
 /**
@@ -102,6 +104,7 @@ export class MongoReadStore implements ReadStore {
   private readonly collections = new Map<string, MongoReadCollection<ReadDoc>>();
   private readonly session = new AsyncLocalStorage<ClientSession>();
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly clearBatchSize: number;
   private readonly opts: SessionSource = () => {
     const session = this.session.getStore();
     return session ? { session } : {};
@@ -116,6 +119,8 @@ export class MongoReadStore implements ReadStore {
       this.ownsClient = true;
     } else throw new Error('MongoReadStore needs a url or a client');
     this.db = this.client.db(options.dbName);
+    this.clearBatchSize = options.clearBatchSize ?? 1000;
+    if (!Number.isInteger(this.clearBatchSize) || this.clearBatchSize < 1) throw new Error('clearBatchSize must be a positive integer');
   }
 
   /** Connects eagerly so that configuration errors surface at start-up. */
@@ -178,10 +183,23 @@ export class MongoReadStore implements ReadStore {
     return next;
   }
 
+  /**
+   * Deletes in batches of `clearBatchSize` documents, each its own operation outside any
+   * transaction: a collection of millions would overrun MongoDB's 60 s transaction
+   * lifetime if cleared in one. Not atomic (the port says so); refused inside a
+   * transaction, where a long delete would hit the same limit.
+   */
   async clear(collections: string[]): Promise<void> {
+    if (this.session.getStore()) throw new Error('clear runs outside a transaction');
     for (const name of collections) {
       if (!NAME.test(name) || name === CHECKPOINTS) throw new Error(`invalid collection name ${name}`);
-      await this.db.collection<StoredDoc>(name).deleteMany({}, this.opts());
+      const coll = this.db.collection<StoredDoc>(name);
+      for (;;) {
+        const batch = await coll.find({}, { projection: { _id: 1 }, sort: { _id: 1 }, limit: this.clearBatchSize }).toArray();
+        if (batch.length === 0) break;
+        await coll.deleteMany({ _id: { $in: batch.map((d) => d._id) } });
+        if (batch.length < this.clearBatchSize) break;
+      }
     }
   }
 
