@@ -282,7 +282,26 @@ export declare namespace Search {
       hitDocumentIds: string[];
     }
   >;
-  export type SearchEvent = SearchPerformed;
+  /** Where a public link was used: the public HTTP search, the tool endpoint (MCP), or GET /s/<linkId>. */
+  export type LinkUseChannel = 'http' | 'mcp' | 's';
+  /**
+   * One public use of a search link (any request that reached a live link: a search, a refusal
+   * or error after the link was found, an MCP ping or tools/list), for the link's usage report.
+   * Never the query text, the token, the client IP or the user agent: only the channel, whether
+   * it was answered, and the latency.
+   */
+  export type PublicLinkUsed = DomainEvent<
+    'PublicLinkUsed',
+    {
+      useId: string;
+      workspaceId: string;
+      linkId: string;
+      channel: LinkUseChannel;
+      outcome: 'ok' | 'error';
+      latencyMs: number;
+    }
+  >;
+  export type SearchEvent = SearchPerformed | PublicLinkUsed;
 }
 
 /** Every domain event type of the log. */

@@ -1,12 +1,13 @@
-import { Projection, readModelProjection } from '../../src/core/projection';
+import { Projection, ReadModelHandler, readModelProjection } from '../../src/core/projection';
 import { ReadStore } from '../../src/ports/readStore';
 import { DocumentEvent } from '../../src/domain/document/events';
-import { SearchChannel, SearchEvent } from '../../src/domain/search/events';
+import { LinkUseChannel, SearchChannel, SearchEvent } from '../../src/domain/search/events';
 
 /*
  * The facts behind GET /v1/workspaces/:id/analytics, derived from the log only (so a
  * rebuild, or a fold up to `asOf`, gives the same answer): one row per document, per
- * processing run and per search. The query aggregates them over a time range.
+ * processing run and per search, and per link and minute of public link uses (the
+ * link's usage report). The queries aggregate them over a time range.
  */
 
 export interface AnalyticsDocumentView {
@@ -40,13 +41,32 @@ export interface AnalyticsSearchView {
   hitDocumentIds: string[];
 }
 
+/** One minute of one link's public uses (from PublicLinkUsed): no query text, IP or user agent. */
+export interface AnalyticsLinkUsageView {
+  id: string; // `${linkId}:${minute ISO}`
+  linkId: string;
+  workspaceId: string;
+  minute: string;
+  count: number;
+  errors: number;
+  byChannel: Partial<Record<LinkUseChannel, number>>;
+  /** Latency samples in ms (the first MAX_LINK_USAGE_SAMPLES of the minute), for percentiles. */
+  latencies: number[];
+}
+
+/** Latency samples kept per link and minute (a link answers at most a few dozen uses a minute). */
+export const MAX_LINK_USAGE_SAMPLES = 500;
+
 const DOCS = 'analytics_documents';
 const RUNS = 'analytics_runs';
 const SEARCHES = 'analytics_searches';
+const LINK_USAGE = 'analytics_link_usage';
 
 export const analyticsDocumentsCollection = (s: ReadStore) => s.collection<AnalyticsDocumentView>(DOCS, [{ fields: ['workspaceId', 'uploadedAt'] }, { fields: ['workspaceId', 'deletedAt'] }]);
 export const analyticsRunsCollection = (s: ReadStore) => s.collection<AnalyticsRunView>(RUNS, [{ fields: ['workspaceId', 'startedAt'] }]);
 export const analyticsSearchesCollection = (s: ReadStore) => s.collection<AnalyticsSearchView>(SEARCHES, [{ fields: ['workspaceId', 'at'] }]);
+
+export const analyticsLinkUsageCollection = (s: ReadStore) => s.collection<AnalyticsLinkUsageView>(LINK_USAGE, [{ fields: ['linkId', 'minute'] }]);
 
 export const ANALYTICS_PROJECTION = 'analytics';
 
@@ -54,7 +74,8 @@ export function analyticsProjection(store: ReadStore): Projection {
   const docs = analyticsDocumentsCollection(store);
   const runs = analyticsRunsCollection(store);
   const searches = analyticsSearchesCollection(store);
-  return readModelProjection(ANALYTICS_PROJECTION, store, [DOCS, RUNS, SEARCHES], async (event) => {
+  const linkUsage = analyticsLinkUsageCollection(store);
+  const handle: ReadModelHandler = async (event) => {
     const e = event as unknown as DocumentEvent | SearchEvent;
     const at = event.metadata.occurredAt;
     switch (e.type) {
@@ -93,8 +114,21 @@ export function analyticsProjection(store: ReadStore): Projection {
           hitDocumentIds: e.data.hitDocumentIds,
         });
         return;
+      case 'PublicLinkUsed': {
+        const minute = new Date(Math.floor(Date.parse(at) / 60000) * 60000).toISOString();
+        const id = `${e.data.linkId}:${minute}`;
+        const b = (await linkUsage.get(id)) ?? { id, linkId: e.data.linkId, workspaceId: e.data.workspaceId, minute, count: 0, errors: 0, byChannel: {}, latencies: [] };
+        b.count += 1;
+        if (e.data.outcome === 'error') b.errors += 1;
+        b.byChannel[e.data.channel] = (b.byChannel[e.data.channel] ?? 0) + 1;
+        if (b.latencies.length < MAX_LINK_USAGE_SAMPLES) b.latencies.push(e.data.latencyMs);
+        await linkUsage.put(b);
+        return;
+      }
       default:
         return;
     }
-  });
+  };
+  // Version 2: per-link usage buckets (PublicLinkUsed) added; older stores are rebuilt from the log.
+  return readModelProjection(ANALYTICS_PROJECTION, store, [DOCS, RUNS, SEARCHES, LINK_USAGE], handle, { version: 2 });
 }

@@ -1,21 +1,25 @@
 import { AppContext } from '../../src/app/context';
 import { sha256Hex } from '../../src/util/crypto';
 import { LINK_QUERY_HISTORY, LINK_USAGE, SearchLinkView } from '../../projections/searchLink/searchLinkProjection';
+import { analyticsLinkUsageCollection, AnalyticsLinkUsageView } from '../../projections/analytics/analyticsProjection';
+import { LinkUseChannel } from '../../src/domain/search/events';
 
 /** Where a link was used: the public HTTP search, the tool endpoint, or GET /s/<linkId>. */
-export type LinkChannel = 'http' | 'mcp' | 's';
+export type LinkChannel = LinkUseChannel;
 
-/** One minute of one link's traffic. No query text, no token, no raw IP or user agent. */
-export interface LinkUsageBucket {
+/**
+ * One minute of one link's clients, kept OUTSIDE the event log as an operational counter for
+ * abuse detection: peppered hashes of client IPs and user agents must never enter the immutable
+ * log, and the usage report's `distinctClients` is counted from here. `count` is the number of
+ * uses recorded here (an operational tally beside the hashes; the report's request counts, errors,
+ * channels and latencies come from PublicLinkUsed events in the log). Deleted with the workspace.
+ */
+export interface LinkClientBucket {
   id: string; // `${linkId}:${minute ISO}`
   linkId: string;
   workspaceId: string;
   minute: string;
   count: number;
-  errors: number;
-  byChannel: Partial<Record<LinkChannel, number>>;
-  /** Latency samples in ms (capped per bucket), for percentiles. */
-  latencies: number[];
   /** SHA-256 of (pepper, client IP) and of (pepper, user agent): for abuse detection only. */
   clientHashes: string[];
   agentHashes: string[];
@@ -30,10 +34,9 @@ export interface LinkQueryRecord {
 }
 
 export const HISTORY_RETENTION_DAYS = 90;
-const MAX_SAMPLES = 500;
 const MAX_HASHES = 50;
 
-const usage = (ctx: AppContext) => ctx.readStore.collection<LinkUsageBucket>(LINK_USAGE, [{ fields: ['linkId'] }]);
+const clients = (ctx: AppContext) => ctx.readStore.collection<LinkClientBucket>(LINK_USAGE, [{ fields: ['linkId'] }]);
 const history = (ctx: AppContext) => ctx.readStore.collection<LinkQueryRecord>(LINK_QUERY_HISTORY, [{ fields: ['linkId'] }, { fields: ['at'] }]);
 
 /** One-way hash of a client attribute. Peppered with the install's secret so a leaked table cannot be reversed by enumerating IPs. */
@@ -52,18 +55,19 @@ export interface UsageSample {
 // Writes are serialised in-process: a read-modify-write per bucket must not interleave.
 let queue: Promise<unknown> = Promise.resolve();
 
-/** Record one public use of a link (never throws; usage is best effort). */
+/**
+ * Record, outside the log, what of one public use must not enter it: the client and agent
+ * hashes (operational, abuse detection) and, for history-mode links, the query text (kept 90
+ * days). The use itself is an event (recordLinkUsed); never throws, this is best effort.
+ */
 export function recordLinkUse(ctx: AppContext, link: SearchLinkView, s: UsageSample): Promise<void> {
   const now = ctx.now();
   const minute = new Date(Math.floor(now.getTime() / 60000) * 60000).toISOString();
   const task = queue.then(async () => {
-    const col = usage(ctx);
+    const col = clients(ctx);
     const id = `${link.id}:${minute}`;
-    const b = (await col.get(id)) ?? { id, linkId: link.id, workspaceId: link.workspaceId, minute, count: 0, errors: 0, byChannel: {}, latencies: [], clientHashes: [], agentHashes: [] };
+    const b = (await col.get(id)) ?? { id, linkId: link.id, workspaceId: link.workspaceId, minute, count: 0, clientHashes: [], agentHashes: [] };
     b.count += 1;
-    if (!s.ok) b.errors += 1;
-    b.byChannel[s.channel] = (b.byChannel[s.channel] ?? 0) + 1;
-    if (b.latencies.length < MAX_SAMPLES) b.latencies.push(Math.round(s.latencyMs * 100) / 100);
     if (s.ip) {
       const h = hashClientAttribute(ctx, 'ip', s.ip);
       if (!b.clientHashes.includes(h) && b.clientHashes.length < MAX_HASHES) b.clientHashes.push(h);
@@ -95,18 +99,26 @@ function percentile(sorted: number[], p: number): number | null {
   return sorted[i];
 }
 
-/** Requests and latency percentiles per hour over the last `hours` hours. */
+/**
+ * Requests, errors, channels and latency percentiles per hour over the last `hours` hours,
+ * derived from the log (PublicLinkUsed, through the analytics projection, so a rebuild gives
+ * the same answer); distinct clients from the operational hashes kept outside the log.
+ */
 export async function linkUsageReport(ctx: AppContext, link: SearchLinkView, hours: number) {
   await flushLinkUsage();
+  // Uses recorded a moment ago are counted: wait for the projection to reach the log's head.
+  await ctx.runner.waitFor(await ctx.eventStore.headPosition(), ctx.config.readYourWritesMs);
   const now = ctx.now().getTime();
   const from = new Date(Math.floor((now - hours * 3600_000) / 3600_000 + 1) * 3600_000).toISOString();
-  const buckets = await usage(ctx).find({ linkId: link.id, minute: { $gte: from } }, { sort: [{ field: 'minute', direction: 'asc' }] });
-  const byHour = new Map<string, LinkUsageBucket[]>();
-  for (const b of buckets) {
-    const hour = `${b.minute.slice(0, 13)}:00:00.000Z`;
-    byHour.set(hour, [...(byHour.get(hour) ?? []), b]);
-  }
-  const summarise = (bs: LinkUsageBucket[]) => {
+  const since = { linkId: link.id, minute: { $gte: from } };
+  const asc = { sort: [{ field: 'minute', direction: 'asc' as const }] };
+  const [buckets, clientBuckets] = await Promise.all([analyticsLinkUsageCollection(ctx.readStore).find(since, asc), clients(ctx).find(since, asc)]);
+  const hourOf = (minute: string) => `${minute.slice(0, 13)}:00:00.000Z`;
+  const byHour = new Map<string, AnalyticsLinkUsageView[]>();
+  for (const b of buckets) byHour.set(hourOf(b.minute), [...(byHour.get(hourOf(b.minute)) ?? []), b]);
+  const clientsByHour = new Map<string, LinkClientBucket[]>();
+  for (const b of clientBuckets) clientsByHour.set(hourOf(b.minute), [...(clientsByHour.get(hourOf(b.minute)) ?? []), b]);
+  const summarise = (bs: AnalyticsLinkUsageView[], cs: LinkClientBucket[]) => {
     const lat = bs.flatMap((b) => b.latencies).sort((a, b) => a - b);
     const channels: Partial<Record<LinkChannel, number>> = {};
     for (const b of bs) for (const [k, v] of Object.entries(b.byChannel) as [LinkChannel, number][]) channels[k] = (channels[k] ?? 0) + v;
@@ -115,15 +127,15 @@ export async function linkUsageReport(ctx: AppContext, link: SearchLinkView, hou
       errors: bs.reduce((n, b) => n + b.errors, 0),
       byChannel: channels,
       latencyMs: { p50: percentile(lat, 50), p95: percentile(lat, 95) },
-      distinctClients: new Set(bs.flatMap((b) => b.clientHashes)).size,
+      distinctClients: new Set(cs.flatMap((b) => b.clientHashes)).size,
     };
   };
   return {
     linkId: link.id,
     historyMode: link.historyMode,
     window: { from, to: new Date(now).toISOString(), hours },
-    totals: summarise(buckets),
-    hourly: [...byHour.entries()].map(([hour, bs]) => ({ hour, ...summarise(bs) })),
+    totals: summarise(buckets, clientBuckets),
+    hourly: [...byHour.entries()].map(([hour, bs]) => ({ hour, ...summarise(bs, clientsByHour.get(hour) ?? []) })),
     storedQueries: link.historyMode ? await history(ctx).count({ linkId: link.id }) : 0,
   };
 }

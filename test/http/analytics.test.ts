@@ -120,4 +120,24 @@ describe('GET /v1/workspaces/:id/analytics (a projection of the log)', () => {
     expect(after.body).toEqual(before);
     expect((await owner.get(url(h.wsB))).body).toEqual(beforeB);
   });
+
+  it("derives a link's usage report from the log: `kb rebuild analytics` gives the same report", async () => {
+    const usageUrl = `/api/workspaces/${h.wsA}/public-links/${h.linkId}/usage`;
+    // A use refused after the link was found (no query) is counted as an error.
+    expect((await client(server.url).get(`/s/${h.linkId}`)).status).toBe(400);
+    const before = await owner.get(usageUrl);
+    expect(before.status).toBe(200);
+    expect(before.body.totals).toMatchObject({ requests: 4, errors: 1, byChannel: { http: 2, mcp: 1, s: 1 }, distinctClients: 1 });
+    expect(before.body.totals.latencyMs.p50).toEqual(expect.any(Number));
+    await server.stop();
+    const r = await cli(h.dataDir, ['rebuild', 'analytics']);
+    expect(r.code).toBe(0);
+    server = await startServer({ KB_RATE_LIMITS: 'off' }, h.dataDir);
+    owner = client(server.url, h.ownerToken);
+    const after = await owner.get(usageUrl);
+    expect(after.status).toBe(200);
+    const { window: _w1, ...restBefore } = before.body;
+    const { window: _w2, ...restAfter } = after.body;
+    expect(restAfter).toEqual(restBefore);
+  });
 });

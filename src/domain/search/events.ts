@@ -26,12 +26,36 @@ export type SearchPerformed = DomainEvent<
   }
 >;
 
-export type SearchEvent = SearchPerformed;
+/** Where a public link was used: the public HTTP search, the tool endpoint (MCP), or GET /s/<linkId>. */
+export type LinkUseChannel = 'http' | 'mcp' | 's';
+
+/**
+ * One public use of a search link (any request that reached a live link: a search, a refusal
+ * or error after the link was found, an MCP ping or tools/list), for the link's usage report.
+ * Never the query text, the token, the client IP or the user agent: only the channel, whether
+ * it was answered, and the latency.
+ */
+export type PublicLinkUsed = DomainEvent<
+  'PublicLinkUsed',
+  {
+    useId: string;
+    workspaceId: string;
+    linkId: string;
+    channel: LinkUseChannel;
+    outcome: 'ok' | 'error';
+    latencyMs: number;
+  }
+>;
+
+export type SearchEvent = SearchPerformed | PublicLinkUsed;
 
 /** Each search is its own one-event stream: nothing to load or decide, appends never contend. */
 export const searchStream = (searchId: string): string => `search-${searchId}`;
+/** Each public link use is its own one-event stream too. */
+export const linkUseStream = (useId: string): string => `link-use-${useId}`;
 
 /** Audit and encryption traits of search events (see EventTraits): telemetry, not audit-trail entries. */
 export const searchEventTraits: EventCatalog<SearchEvent> = {
   SearchPerformed: { audit: ['channel', 'resultCount', 'latencyMs'], encrypted: [], trail: false },
+  PublicLinkUsed: { audit: ['channel', 'outcome', 'latencyMs'], encrypted: [], trail: false },
 };

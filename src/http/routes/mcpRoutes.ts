@@ -3,7 +3,7 @@ import express, { Request, Response } from 'express';
 import { AppContext } from '../../app/context';
 import { searchLinkByToken, scopeTags, SearchLinkView } from '../../../queries/searchLink/searchLinkQueries';
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
-import { recordSearch } from '../../../commands/search/recordSearch';
+import { recordLinkUsed, recordSearch } from '../../../commands/search/recordSearch';
 import { randomUUID } from 'node:crypto';
 import { fetchThroughLink, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
 import { CHATGPT_SEARCH_RESULTS } from '../../mcp/chatgptTools';
@@ -230,9 +230,11 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
       sendRpcError(res, id, new RpcError(RPC.INTERNAL_ERROR, 'Internal error.'));
     } finally {
       if (link) {
+        const latencyMs = Number(process.hrtime.bigint() - started) / 1e6;
+        recordLinkUsed(ctx, { workspaceId: link.workspaceId, linkId: link.id, channel: 'mcp', ok, latencyMs, correlationId: req.correlationId ?? randomUUID() });
         void recordLinkUse(ctx, link, {
           channel: 'mcp',
-          latencyMs: Number(process.hrtime.bigint() - started) / 1e6,
+          latencyMs,
           ok,
           ip: req.ip,
           userAgent: req.headers['user-agent'],

@@ -5,7 +5,7 @@ import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
 import { LinkResolution, searchLinkById, searchLinkByToken } from '../../../queries/searchLink/searchLinkQueries';
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
-import { recordSearch } from '../../../commands/search/recordSearch';
+import { recordLinkUsed, recordSearch } from '../../../commands/search/recordSearch';
 import { randomUUID } from 'node:crypto';
 import { LinkSearch, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
 import { decode, IntFromString, strict } from '../codecs';
@@ -78,9 +78,11 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
       });
       res.json({ results, totalResults: results.length });
     } finally {
+      const latencyMs = Number(process.hrtime.bigint() - started) / 1e6;
+      recordLinkUsed(ctx, { workspaceId: link.workspaceId, linkId: link.id, channel: channel, ok, latencyMs, correlationId: req.correlationId ?? randomUUID() });
       void recordLinkUse(ctx, link, {
         channel,
-        latencyMs: Number(process.hrtime.bigint() - started) / 1e6,
+        latencyMs,
         ok,
         ip: req.ip,
         userAgent: req.headers['user-agent'],
