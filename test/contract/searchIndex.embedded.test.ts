@@ -176,6 +176,40 @@ describe('EmbeddedSearchIndex specifics', () => {
     await index.close();
   });
 
+  it('tag and document filters give the hits and scores of an unfiltered ranking filtered afterwards (BM25)', async () => {
+    const rand = rng(21);
+    const words = 'shock wave boundary layer flow heat transfer wing nozzle jet mach pressure laminar turbulent'.split(' ');
+    const index = new EmbeddedSearchIndex(':memory:');
+    index.configure({ prf: { ...index.hybridConfig.prf, docs: 0 } });
+    const tagsOf = new Map<string, string[]>();
+    const text = (): string => Array.from({ length: 4 + Math.floor(rand() * 12) }, () => words[Math.floor(rand() * words.length)]).join(' ');
+    for (let d = 0; d < 800; d++) {
+      const id = `d${d}`;
+      const tags = ['t1', 't2', 't3'].filter(() => rand() < 0.15);
+      tagsOf.set(id, tags);
+      // Some documents repeat another's text: equal scores, ordered as an unfiltered query orders them.
+      const contents = [text(), d % 7 === 0 ? 'shock wave' : text()];
+      await index.upsertDocument(id, contents.map((content, i) => ({ ...chunk('w', id, i, unit(rand, 8), tags), documentTitle: `${words[d % words.length]} notes`, content })));
+      if (d % 50 === 0) await index.upsertDocument(`o${d}`, [{ ...chunk('other', `o${d}`, 0, unit(rand, 8), ['t1']), content: text() }]);
+    }
+    const someDocs = Array.from({ length: 12 }, (_, i) => `d${i * 37}`);
+    const filters: { tags?: string[]; documentIds?: string[] }[] = [{ tags: ['t1'] }, { tags: ['t2', 't3'] }, { documentIds: someDocs }, { tags: ['t1'], documentIds: someDocs }];
+    const keep = (f: (typeof filters)[number], documentId: string): boolean =>
+      (!f.tags || tagsOf.get(documentId)!.some((t) => f.tags!.includes(t))) && (!f.documentIds || f.documentIds.includes(documentId));
+    const view = (h: { documentId: string; chunkIndex: number; score: number }): unknown => [h.documentId, h.chunkIndex, h.score];
+    for (const q of ['shock wave', 'laminar flow heat', 'nozzle', 'mach pressure jet turbulent', 'wing boundary layer transfer']) {
+      const all = await index.search({ text: q, filters: { workspaceId: 'w' }, k: 5000, mode: 'bm25' });
+      for (const f of filters) {
+        const reference = all.filter((h) => keep(f, h.documentId));
+        for (const k of [1, 10, 50]) {
+          const hits = await index.search({ text: q, filters: { workspaceId: 'w', ...f }, k, mode: 'bm25' });
+          expect(hits.map(view)).toEqual(reference.slice(0, k).map(view));
+        }
+      }
+    }
+    await index.close();
+  });
+
   it('the int8 scanner (pairs of rows, odd tails) equals the scalar dot products', () => {
     const memory = createMemory(64);
     const scan = createScanner(memory);

@@ -15,6 +15,8 @@ import { CACHE_LIMIT, type Stemmer } from './stemmer';
 
 export const BM25_K1 = 1.2; // FTS5's constants
 export const BM25_B = 0.75;
+/** SQL function: whether a chunk row is in the scope of the filtered query running. */
+const IN_SCOPE_FN = 'kb_in_scope';
 
 /** What the ranker needs of the in-memory rows (the vector slab). */
 export interface LexicalCorpus {
@@ -40,11 +42,18 @@ export class LexicalRanker implements FeedbackStatistics {
   /** Corpus writes when the document-frequency cache was started. */
   private dfCacheWrites = -Infinity;
 
+  /** The scope's mask while a filtered query runs (read by the SQL function IN_SCOPE_FN). */
+  private activeMask: Uint8Array | undefined;
+
   constructor(
     private readonly statements: StatementCache,
     private readonly stemmer: Stemmer,
     private readonly corpus: LexicalCorpus,
-  ) {}
+  ) {
+    statements.db.function(IN_SCOPE_FN, { deterministic: false }, (rowId: unknown) =>
+      this.activeMask !== undefined && typeof rowId === 'number' && this.corpus.inScope(rowId, this.activeMask) ? 1 : 0,
+    );
+  }
 
   /** Number of indexed chunks, at least 1 (the N of IDF). */
   get chunks(): number {
@@ -104,19 +113,29 @@ export class LexicalRanker implements FeedbackStatistics {
       if (this.corpus.dims > 0) {
         // Rank in FTS5 alone within the workspace's rowid range (no per-match join) and
         // filter with the in-memory mask, reading deeper until m rows pass.
-        const share = scope.chunks / Math.max(1, scope.workspaceChunks);
-        const stmt = this.statements.get<[string, number, number, number], { id: number; s: number }>(
-          `SELECT rowid AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts
-           WHERE chunks_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY s LIMIT ?`,
-        );
-        let limit = Math.ceil((m / Math.max(share, 1e-9)) * 1.5) + 10;
-        for (;;) {
-          const all = stmt.all(match, lo, hi, limit);
-          rows = share >= 1 ? all : all.filter((r) => this.corpus.inScope(r.id, scope.mask));
-          if (rows.length >= m || all.length < limit) break;
-          limit *= 4;
+        if (scope.chunks >= scope.workspaceChunks) {
+          const stmt = this.statements.get<[string, number, number, number], { id: number; s: number }>(
+            `SELECT rowid AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts
+             WHERE chunks_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY s LIMIT ?`,
+          );
+          rows = stmt.all(match, lo, hi, Math.ceil(m * 1.5) + 10).slice(0, m);
+        } else {
+          // A filter (tags, documents, purpose): matches outside the scope are dropped by the
+          // WHERE clause before bm25() scores them (FTS5's per-row cost: position lists and
+          // the row's length) and before the sort, so only the scope's matches are ranked.
+          // bm25()'s statistics (row count, average length, each term's document frequency)
+          // are the whole index's either way, so the scores are those of an unfiltered query.
+          const stmt = this.statements.get<[string, number, number, number], { id: number; s: number }>(
+            `SELECT rowid AS id, bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts
+             WHERE chunks_fts MATCH ? AND rowid BETWEEN ? AND ? AND ${IN_SCOPE_FN}(rowid) ORDER BY s LIMIT ?`,
+          );
+          this.activeMask = scope.mask;
+          try {
+            rows = stmt.all(match, lo, hi, m);
+          } finally {
+            this.activeMask = undefined;
+          }
         }
-        rows = rows.slice(0, m);
       } else {
         // Chunks without vectors before any vector fixed the dimensions are not in memory.
         rows = this.join(match, filters, m, titleWeight, lo, hi);
