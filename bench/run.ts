@@ -9,6 +9,7 @@ import { benchIngest } from './ingest';
 import { benchAnalytics } from './analytics';
 import { benchMetrics } from './metrics';
 import os from 'node:os';
+import { printTargetTable } from './targets';
 
 const benches: Record<string, () => Promise<void>> = {
   core: benchCore,
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
     await benches[name]();
     console.log(`(${name}: ${((Date.now() - t) / 1000).toFixed(1)} s)`);
   }
+  printTargetTable();
 }
 
 main().catch((err) => {
