@@ -176,7 +176,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     const url = config.eventStoreDbUrl ?? '';
     let esdb: EventStoreDbEventStore | undefined;
     storedEventStore = await connectOrFail('EventStoreDB', 'KB_EVENTSTOREDB_URL', url, async () => {
-      esdb = new EventStoreDbEventStore({ connectionString: url });
+      esdb = new EventStoreDbEventStore({ connectionString: url, metrics });
       await esdb.headPosition(); // reads $all: proves the server answers
       return esdb;
     }, { timeoutMs, abandon: () => esdb?.close() });

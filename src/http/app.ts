@@ -8,8 +8,9 @@ import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
 import { writeRateLimit } from './rateLimit';
 import { consoleRouter } from './console';
-import { metricsHandler, mountedAt, requestMetrics } from './metrics';
-import { apiDocsRoutes } from './apiDocs';
+import { metricsHandler, mountedAt, requestMetrics, RouteTemplateIndex, routeTemplateIndex } from './metrics';
+import { apiDocsRoutes, documentedRouters } from './apiDocs';
+import { documentedRoutes } from './openapi/generate';
 import { routeModules } from './routes';
 import './types';
 
@@ -77,7 +78,9 @@ export function createApp(ctx: AppContext): express.Express {
     res.setHeader('Referrer-Policy', 'no-referrer');
     next();
   });
-  app.use(requestMetrics(ctx));
+  // Requests answered before their route ran are labelled by the template that would have served them (set once the routes exist).
+  const routes: { templates?: RouteTemplateIndex } = {};
+  app.use(requestMetrics(ctx, () => routes.templates));
 
   // No CORS (the service answers its own origin only): OPTIONS is refused in the envelope
   // rather than answered by express's automatic, unauthenticated "Allow". The tool endpoint is
@@ -107,6 +110,7 @@ export function createApp(ctx: AppContext): express.Express {
   app.use((req, res, next) => (/^(\/api\/v1)?\/mcp\//.test(req.path) ? next() : json(req, res, next)));
 
   const modules = routeModules.map((f) => f(ctx));
+  routes.templates = routeTemplateIndex(documentedRoutes(documentedRouters(modules)));
   // The API description (generated from the codecs the routes validate with) and its reference page.
   apiDocsRoutes(app, ctx, modules);
   for (const m of modules) {

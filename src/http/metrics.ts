@@ -21,25 +21,57 @@ export const mountedAt = (path: string): RequestHandler & { mountPath: string } 
     { mountPath: path },
   );
 
+/** Route templates of the app, to name a request that was answered before its route ran. */
+export interface RouteTemplateIndex {
+  /** The template serving `method path` (a path without its query), or undefined when none would. */
+  match(method: string, path: string): string | undefined;
+}
+
+/**
+ * An index of route templates (`{ method: 'get', path: '/v1/documents/:docId' }`, as the API
+ * description lists them). A path that several templates match gets the most literal one
+ * (`/workspaces/:id/members/me` before `/workspaces/:id/members/:userId`), like the router's
+ * static routes registered first.
+ */
+export function routeTemplateIndex(routes: readonly { method: string; path: string }[]): RouteTemplateIndex {
+  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const compiled = routes.map((r) => {
+    const segments = r.path.split('/').filter(Boolean);
+    const pattern = segments.map((seg) => (seg.startsWith(':') ? '/[^/]+' : `/${escape(seg)}`)).join('');
+    return { method: r.method.toUpperCase(), template: r.path, regex: new RegExp(`^${pattern || ''}/?$`), literals: segments.filter((seg) => !seg.startsWith(':')).length };
+  });
+  compiled.sort((a, b) => b.literals - a.literals);
+  return {
+    match(method, path) {
+      const m = method === 'HEAD' ? 'GET' : method;
+      return compiled.find((c) => c.method === m && c.regex.test(path))?.template;
+    },
+  };
+}
+
 /**
  * The route template of a request (`/v1/documents/:docId/file`): the matched route's path
- * joined with its router's mount path. Never the raw path: a request no route matched (a
- * 404, or one refused by middleware before its route) is `unmatched`.
+ * joined with its router's mount path; for a request answered before its route ran (a 401
+ * from the auth guard of a router, a 429 from the write limit), the template that would have
+ * served it. Never the raw path: a request no template serves is `unmatched`.
  */
-export function routeTemplateOf(req: Request): string {
+export function routeTemplateOf(req: Request, templates?: RouteTemplateIndex): string {
   const path = (req.route as { path?: unknown } | undefined)?.path;
-  if (typeof path !== 'string') return 'unmatched';
+  if (typeof path !== 'string') {
+    // originalUrl: express rewrites req.url while a mounted router runs.
+    return templates?.match(req.method, req.originalUrl.split('?')[0]) ?? 'unmatched';
+  }
   const mount = req.mountTemplate === undefined || req.mountTemplate === '/' ? '' : req.mountTemplate;
   return `${mount}${path}` || '/';
 }
 
-/** Records every answered request: method, route template, status, duration. */
-export function requestMetrics(ctx: AppContext): RequestHandler {
+/** Records every answered request: method, route template, status, duration. `templates` is read when a request finishes. */
+export function requestMetrics(ctx: AppContext, templates: () => RouteTemplateIndex | undefined = () => undefined): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const method = /^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$/.test(req.method) ? req.method : 'OTHER';
-      ctx.metrics.httpRequest({ method, route: routeTemplateOf(req), status: res.statusCode, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
+      ctx.metrics.httpRequest({ method, route: routeTemplateOf(req, templates()), status: res.statusCode, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
     });
     next();
   };

@@ -11,6 +11,12 @@ export interface Metrics {
   eventStoreAppend(seconds: number): void;
   /** One group commit: how many appends shared its transaction and fsync. */
   groupCommit(appends: number): void;
+  /**
+   * One append sent to a server-side event store (EventStoreDB): how many appends were in
+   * flight on the connection with it, itself included. The server's writer commits concurrent
+   * appends together; its batches are not visible to the client, so this is what it can group.
+   */
+  appendsInFlight(appends: number): void;
   /** One text extraction of a document run. */
   extraction(r: { kind: string; outcome: 'ok' | 'error'; seconds: number }): void;
   /** One embedding call of the processor, for `chunks` chunks. */
@@ -35,6 +41,7 @@ export const noMetrics: Metrics = {
   httpRequest: () => undefined,
   eventStoreAppend: () => undefined,
   groupCommit: () => undefined,
+  appendsInFlight: () => undefined,
   extraction: () => undefined,
   embedding: () => undefined,
   search: () => undefined,

@@ -44,6 +44,13 @@ describe('/metrics', () => {
     expect((await owner.api.get(`/v1/workspaces/${ws}/documents/${doc}`)).status).toBe(200);
     expect((await owner.api.get(`/api/v1/documents/${doc}`)).status).toBe(200);
     expect((await owner.api.post(`/v1/workspaces/${ws}/search`, { query: 'harbour', limit: 3 })).status).toBe(200);
+    // Refused before their route ran (the auth guard of a router): labelled by the route that would have served them.
+    const anon = (p: string) => fetch(`${server.url}${p}`).then((x) => x.status);
+    expect(await anon(`/v1/workspaces/${ws}/documents`)).toBe(401);
+    expect(await anon(`/api/v1/documents/${doc}/file`)).toBe(401);
+    expect(await anon(`/api/instruction-sets/${doc}`)).toBe(401);
+    // ... and `unmatched` when no route would have (the guard covers the prefix, no route the path).
+    expect(await anon(`/v1/workspaces/${ws}/documents/${doc}/nothing-here`)).toBe(401);
     const secretPath = `zz${randomBytes(6).toString('hex')}`;
     expect((await owner.api.get(`/v1/${secretPath}`)).status).toBe(404);
     const fakeToken = `kb_${randomBytes(12).toString('hex')}`;
@@ -68,6 +75,10 @@ describe('/metrics', () => {
     const count = (route: string, status: string) => sum(s, 'kb_http_requests_total', (l) => l.get('route') === route && l.get('status') === status);
     expect(count('/v1/workspaces/:id/search', '200')).toBe(1);
     expect(sum(s, 'kb_http_request_duration_seconds_count', (l) => l.get('route') === '/v1/workspaces/:id/search')).toBe(1);
+    expect(count('/v1/workspaces/:id/documents', '401')).toBe(1);
+    expect(count('/api/v1/documents/:docId/file', '401')).toBe(1);
+    expect(count('/api/instruction-sets/:id', '401')).toBe(1);
+    expect(count('unmatched', '401')).toBe(1);
 
     // The pipeline and the stores.
     expect(sum(s, 'kb_event_store_append_duration_seconds_count')).toBeGreaterThan(5);

@@ -16,6 +16,7 @@ export function prometheusMetrics(): Metrics {
   const httpCount = new Counter({ name: 'kb_http_requests_total', help: 'HTTP requests by method, route template and status', labelNames: ['method', 'route', 'status'], registers: [registry] });
   const append = new Histogram({ name: 'kb_event_store_append_duration_seconds', help: 'Event-store appends, from the call until durable', buckets: LATENCY_BUCKETS, registers: [registry] });
   const batch = new Histogram({ name: 'kb_event_store_group_commit_appends', help: 'Appends per group commit (one transaction and fsync)', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256], registers: [registry] });
+  const inFlight = new Histogram({ name: 'kb_event_store_appends_in_flight', help: 'EventStoreDB: appends in flight together when one is sent, itself included (the server commits concurrent appends together)', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256], registers: [registry] });
   const extraction = new Histogram({ name: 'kb_extraction_duration_seconds', help: 'Text extraction of a document run, by kind and outcome', labelNames: ['kind', 'outcome'], buckets: SLOW_BUCKETS, registers: [registry] });
   const embedding = new Histogram({ name: 'kb_embedding_duration_seconds', help: 'Embedding calls of the document processor', buckets: SLOW_BUCKETS, registers: [registry] });
   const chunks = new Counter({ name: 'kb_chunks_embedded_total', help: 'Chunks embedded by the document processor', registers: [registry] });
@@ -29,6 +30,7 @@ export function prometheusMetrics(): Metrics {
     },
     eventStoreAppend: (seconds) => append.observe(seconds),
     groupCommit: (appends) => batch.observe(appends),
+    appendsInFlight: (appends) => inFlight.observe(appends),
     extraction: (r) => extraction.observe({ kind: r.kind, outcome: r.outcome }, r.seconds),
     embedding: (r) => {
       embedding.observe(r.seconds);

@@ -126,26 +126,40 @@ export const APP_ROUTE_DOCS: RouteDocs = {
   'GET /docs/:asset': { summary: 'Files of the API reference page (Swagger UI from swagger-ui-dist, and its init script)', auth: false, produces: 'application/octet-stream' },
 };
 
-/** The OpenAPI 3.1 document of every documented route. */
-export function openApiDocument(routers: DocumentedRouter[], info: { version: string; serverUrl: string }): Record<string, unknown> {
-  const { responses, byStatus } = errorResponses();
-  const paths: Record<string, Record<string, unknown>> = {};
-  const add = (method: string, fullPath: string, doc: RouteDoc, family: MountFamily) => {
-    const p = toOpenApiPath(fullPath);
-    paths[p] ??= {};
-    paths[p][method] = operation(method, fullPath, doc, family, byStatus);
-  };
+/** One documented route as the app serves it: lower-case method, full path template (`/v1/documents/:docId`). */
+export interface DocumentedRoute {
+  method: string;
+  path: string;
+  doc: RouteDoc;
+  family: MountFamily;
+}
+
+/** Every route the API description covers, under each of its mount paths (the app's own routes first). */
+export function documentedRoutes(routers: DocumentedRouter[]): DocumentedRoute[] {
+  const out: DocumentedRoute[] = [];
   for (const [key, doc] of Object.entries(APP_ROUTE_DOCS)) {
     const [method, path] = key.split(' ');
-    add(method.toLowerCase(), path, doc, 'root');
+    out.push({ method: method.toLowerCase(), path, doc, family: 'root' });
   }
   for (const r of routers) {
     for (const [key, doc] of Object.entries(r.docs)) {
       const [method, path] = key.split(' ');
       const m = method.toLowerCase();
       if (!(METHODS as readonly string[]).includes(m)) throw new Error(`openapi: unknown method in "${key}"`);
-      for (const prefix of MOUNTS[r.family]) add(m, `${prefix}${path}`, doc, r.family);
+      for (const prefix of MOUNTS[r.family]) out.push({ method: m, path: `${prefix}${path}`, doc, family: r.family });
     }
+  }
+  return out;
+}
+
+/** The OpenAPI 3.1 document of every documented route. */
+export function openApiDocument(routers: DocumentedRouter[], info: { version: string; serverUrl: string }): Record<string, unknown> {
+  const { responses, byStatus } = errorResponses();
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const { method, path: fullPath, doc, family } of documentedRoutes(routers)) {
+    const p = toOpenApiPath(fullPath);
+    paths[p] ??= {};
+    paths[p][method] = operation(method, fullPath, doc, family, byStatus);
   }
   return {
     openapi: '3.1.0',
