@@ -48,7 +48,7 @@ export function setDetail(ctx: AppContext, v: InstructionSetView) {
 export interface UnavailableEntry {
   documentId: string;
   /** The document's processing status now; null when the document no longer exists. */
-  processingStatus: string | null;
+  processingStatus: DocumentView['processingStatus'] | null;
   /** The processing failure, when FAILED. */
   error?: { code: string; message: string };
 }

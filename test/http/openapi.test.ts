@@ -5,6 +5,16 @@ import { client, startServer, TestServer } from '../support/server';
 
 const root = path.resolve(__dirname, '..', '..');
 
+/** The schema with every object closed (`additionalProperties: false`) where it lists its properties: an answer holding a field the description lacks fails. */
+function closed(schema: any): any {
+  if (Array.isArray(schema)) return schema.map(closed);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: any = {};
+  for (const [k, v] of Object.entries(schema)) out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([p, s]) => [p, closed(s)])) : closed(v);
+  if (out.type === 'object' && out.properties && out.additionalProperties === undefined) out.additionalProperties = false;
+  return out;
+}
+
 /** Run a node child in the repository (jest here is CommonJS; some dependencies are ES modules). */
 function node(args: string[], input?: string): Promise<string> {
   return new Promise((resolve) => {
@@ -90,36 +100,97 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
     expect(walked.examples.filter((e) => e.problem !== null)).toEqual([]);
   });
 
-  it('real answers validate against the response schemas where they are described', async () => {
+  it('real answers of the main routes validate against their documented schemas, unknown fields refused', async () => {
     // ajv (2020-12 drafts, as OpenAPI 3.1 uses) comes with swagger-parser's dependencies.
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
-    const check = (method: string, p: string, status: number, body: unknown) => {
-      const schema = doc.paths[p][method].responses[String(status)].content['application/json'].schema;
-      expect(schema.type).toBe('object');
-      const ok = ajv.validate(schema, body);
-      expect([p, ok ? null : ajv.errorsText()]).toEqual([p, null]);
-      // The schema can fail: a field of the wrong type is refused.
-      expect(ajv.validate(schema, { ...(body as object), [Object.keys(schema.properties)[0]]: { wrong: true } })).toBe(false);
+    const checked = new Set<string>();
+    const check = (method: string, p: string, r: { status: number; body: unknown }, status = 200) => {
+      expect([method, p, r.status]).toEqual([method, p, status]);
+      const described = doc.paths[p][method].responses[String(status)].content['application/json'].schema;
+      // Described, not the bare `{type: object}` of a route without a response codec.
+      expect([p, Object.keys(described).length > 1 || described.type !== 'object']).toEqual([p, true]);
+      const schema = closed(described);
+      const ok = ajv.validate(schema, r.body);
+      expect([method, p, ok ? null : `${ajv.errorsText()} in ${JSON.stringify(r.body).slice(0, 400)}`]).toEqual([method, p, null]);
+      // The schema can fail: a field it does not describe is refused, and so is a wrong type.
+      const sample = Array.isArray(r.body) ? r.body[0] : r.body;
+      const probe = Array.isArray(r.body) ? (x: unknown) => [x] : (x: unknown) => x;
+      expect(ajv.validate(schema, probe({ ...(sample as object), undocumentedField: 1 }))).toBe(false);
+      expect(ajv.validate(schema, probe({ ...(sample as object), [Object.keys(sample as object)[0]]: { wrong: true } }))).toBe(false);
+      checked.add(`${method.toUpperCase()} ${p}`);
     };
     const anon = client(server.url);
     const email = `openapi-${Date.now()}@example.com`;
-    const reg = await anon.post('/v1/auth/register', { email, password: 'correct horse battery', name: 'Open' });
-    check('post', '/v1/auth/register', 201, reg.body);
+    check('post', '/v1/auth/register', await anon.post('/v1/auth/register', { email, password: 'correct horse battery', name: 'Open' }), 201);
     const login = await anon.post('/v1/auth/login', { email, password: 'correct horse battery' });
-    check('post', '/v1/auth/login', 200, login.body);
+    check('post', '/v1/auth/login', login);
+    check('post', '/v1/auth/refresh', await anon.post('/v1/auth/refresh', { refreshToken: login.body.refreshToken }));
     const api = client(server.url, login.body.accessToken);
-    const ws = (await api.post('/v1/workspaces', { name: 'OpenAPI' })).body.id;
-    const created = await api.post(`/v1/workspaces/${ws}/documents`, { title: 'Refunds', content: 'Refunds are paid within five business days.', format: 'text' });
-    check('post', '/v1/workspaces/{id}/documents', 201, created.body);
+    check('get', '/v1/auth/me', await api.get('/v1/auth/me'));
+    check('post', '/v1/api-keys', await api.post('/v1/api-keys', { name: 'CI' }), 201);
+    check('get', '/v1/api-keys', await api.get('/v1/api-keys'));
+
+    const created = await api.post('/v1/workspaces', { name: 'OpenAPI' });
+    check('post', '/v1/workspaces', created, 201);
+    const ws = created.body.id;
+    check('get', '/v1/workspaces', await api.get('/v1/workspaces'));
+    check('get', '/v1/workspaces/{id}', await api.get(`/v1/workspaces/${ws}`));
+    check('put', '/v1/workspaces/{id}', await api.put(`/v1/workspaces/${ws}`, { settings: { requireMfa: false } }));
+    check('get', '/v1/workspaces/{id}/members', await api.get(`/v1/workspaces/${ws}/members`));
+    const tag = await api.post(`/v1/workspaces/${ws}/tags`, { name: 'Billing', color: '#112233' });
+    check('post', '/v1/workspaces/{id}/tags', tag, 201);
+    check('put', '/v1/workspaces/{id}/tags/{tagId}', await api.put(`/v1/workspaces/${ws}/tags/${tag.body.id}`, { color: '#445566' }));
+    check('get', '/v1/workspaces/{id}/tags', await api.get(`/v1/workspaces/${ws}/tags`));
+
+    const text = await api.post(`/v1/workspaces/${ws}/documents`, { title: 'Refunds', content: 'Refunds are paid within five business days.', format: 'text', tags: [tag.body.id] });
+    check('post', '/v1/workspaces/{id}/documents', text, 201);
+    const id = text.body.id;
     for (let i = 0; i < 300; i++) {
-      const d = await api.get(`/v1/workspaces/${ws}/documents/${created.body.id}`);
+      const d = await api.get(`/v1/workspaces/${ws}/documents/${id}`);
       if (d.body.processingStatus === 'VERIFIED') break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    check('get', '/v1/workspaces/{id}/documents', 200, (await api.get(`/v1/workspaces/${ws}/documents`)).body);
+    check('get', '/v1/workspaces/{id}/documents', await api.get(`/v1/workspaces/${ws}/documents`));
+    check('get', '/v1/workspaces/{id}/documents/{docId}', await api.get(`/v1/workspaces/${ws}/documents/${id}`));
+    check('get', '/api/v1/documents/{docId}', await api.get(`/api/v1/documents/${id}`));
+    check('put', '/v1/workspaces/{id}/documents/{docId}', await api.put(`/v1/workspaces/${ws}/documents/${id}`, { title: 'Refund policy' }));
+    const content = await api.get(`/v1/workspaces/${ws}/documents/${id}/content`);
+    check('get', '/v1/workspaces/{id}/documents/{docId}/content', content);
+    const saved = await api.patch(`/v1/workspaces/${ws}/documents/${id}`, { content: 'Refunds are paid within five business days of the request.', expectedUpdatedAt: content.body.updatedAt });
+    check('patch', '/v1/workspaces/{id}/documents/{docId}', saved);
+    for (let i = 0; i < 300; i++) {
+      const d = await api.get(`/v1/workspaces/${ws}/documents/${id}`);
+      if (d.body.processingStatus === 'VERIFIED') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     const found = await api.post(`/v1/workspaces/${ws}/search`, { query: 'how fast are refunds paid' });
     expect(found.body.results.length).toBeGreaterThan(0);
-    check('post', '/v1/workspaces/{id}/search', 200, found.body);
+    check('post', '/v1/workspaces/{id}/search', found);
+
+    const set = await api.post(`/api/workspaces/${ws}/instruction-sets`, { name: 'Tone', description: 'How we answer' });
+    check('post', '/api/workspaces/{workspaceId}/instruction-sets', set, 201);
+    check('post', '/api/instruction-sets/{id}/documents', await api.post(`/api/instruction-sets/${set.body.id}/documents`, { documentId: id }), 201);
+    check('patch', '/api/instruction-sets/{id}/documents/reorder', await api.patch(`/api/instruction-sets/${set.body.id}/documents/reorder`, { documentIds: [id] }));
+    check('patch', '/api/instruction-sets/{id}', await api.patch(`/api/instruction-sets/${set.body.id}`, { isPublic: true }));
+    check('get', '/api/instruction-sets/{id}', await api.get(`/api/instruction-sets/${set.body.id}`));
+    check('get', '/api/workspaces/{workspaceId}/instruction-sets', await api.get(`/api/workspaces/${ws}/instruction-sets`));
+
+    const link = await api.post(`/api/workspaces/${ws}/public-links`, { name: 'Bot', allowedTags: [tag.body.id], toolProfile: 'chatgpt' });
+    check('post', '/api/workspaces/{workspaceId}/public-links', link, 201);
+    check('patch', '/api/workspaces/{workspaceId}/public-links/{id}', await api.patch(`/api/workspaces/${ws}/public-links/${link.body.id}`, { toolProfile: 'default' }));
+    check('get', '/api/workspaces/{workspaceId}/public-links/{id}', await api.get(`/api/workspaces/${ws}/public-links/${link.body.id}`));
+    check('get', '/api/workspaces/{workspaceId}/public-links', await api.get(`/api/workspaces/${ws}/public-links`));
+
+    const hits = await anon.get(`/public/${link.body.token}/search?q=refunds`);
+    expect(hits.body.results.length).toBeGreaterThan(0);
+    check('get', '/public/{token}/search', hits);
+    check('post', '/api/v1/public/{token}/search', await anon.post(`/api/v1/public/${link.body.token}/search`, { query: 'refunds', limit: 3 }));
+    const rpc = (body: unknown) => anon.post(`/mcp/${link.body.token}`, body, { accept: 'application/json, text/event-stream' });
+    check('post', '/mcp/{token}', await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/list' }));
+    check('post', '/mcp/{token}', await rpc({ jsonrpc: '2.0', id: 'call-1', method: 'tools/call', params: { name: 'service_search', arguments: { query: 'refunds' } } }));
+
+    check('post', '/v1/workspaces/{id}/documents/{docId}/process', await api.post(`/v1/workspaces/${ws}/documents/${id}/process`));
+    expect(checked.size).toBeGreaterThanOrEqual(35);
   });
 
   it('/docs is served from this process: the page, its assets, an external init script, a CSP without inline scripts', async () => {

@@ -15,6 +15,7 @@ import { boundedString, decode, Email, HumanName, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { consumeRateLimit, rateLimit, byIp } from '../rateLimit';
 import { RouteModule, router } from './module';
+import { ApiKeyCreated, ApiKeyList, Me, Registered, respond, Tokens } from '../responses';
 
 const RegisterBody = strict(t.type({ email: Email, password: boundedString(8, 1024, 'password (8+ characters)'), name: HumanName(200) }));
 const LoginBody = strict(t.type({ email: boundedString(1, 254), password: boundedString(1, 1024) }));
@@ -42,18 +43,15 @@ const cookieOf = (req: Request, name: string): string | undefined => {
   return undefined;
 };
 
-const Tokens = t.type({ accessToken: t.string, refreshToken: t.string, expiresIn: t.number });
-const Registered = t.type({ id: t.string, email: t.string, name: t.string, createdAt: t.string });
-
 /** The API description of these routes (schemas from the codecs above). */
 export const authDocs: RouteDocs = {
   'POST /auth/register': { summary: 'Create an account', body: RegisterBody, auth: false, status: 201, response: Registered, example: { email: 'ada@example.com', password: 'correct horse battery', name: 'Ada' } },
   'POST /auth/login': { summary: 'Sign in: an access token (JWT) and a refresh token', body: LoginBody, auth: false, response: Tokens, example: { email: 'ada@example.com', password: 'correct horse battery' } },
   'POST /auth/refresh': { summary: 'A new access token for a refresh token (rotated)', body: RefreshBody, auth: false, response: Tokens },
   'POST /auth/logout': { summary: 'End the session', body: RefreshBody, auth: false, status: 204, produces: 'none' },
-  'GET /auth/me': { summary: 'The signed-in user' },
-  'POST /api-keys': { summary: 'Create an API key (shown once)', body: ApiKeyBody, status: 201, example: { name: 'CI' } },
-  'GET /api-keys': { summary: 'List your API keys' },
+  'GET /auth/me': { summary: 'The signed-in user', response: Me },
+  'POST /api-keys': { summary: 'Create an API key (shown once)', body: ApiKeyBody, status: 201, response: ApiKeyCreated, example: { name: 'CI' } },
+  'GET /api-keys': { summary: 'List your API keys', response: ApiKeyList },
   'DELETE /api-keys/:id': { summary: 'Revoke an API key', status: 204, produces: 'none' },
   'POST /auth/login/mfa': { summary: 'Finish a sign-in that answered MFA_REQUIRED with a TOTP or recovery code', body: MfaLoginBody, auth: false, response: Tokens },
   'POST /auth/verify-email': { summary: 'Verify the e-mail address with the token from the mailed link', body: TokenBody, auth: false },
@@ -87,14 +85,14 @@ export function authRoutes(ctx: AppContext): RouteModule {
     const body = decode(RegisterBody, req.body);
     const { user, position } = await registerUser(ctx, commandContext(ctx, req), body);
     await ctx.runner.waitFor(position, ctx.config.readYourWritesMs);
-    res.status(201).json({ id: user.userId, email: user.email, name: user.name, createdAt: user.registeredAt });
+    respond(res, Registered, { id: user.userId, email: user.email, name: user.name, createdAt: user.registeredAt }, 201);
   });
 
   v1.post('/auth/login', credentialLimit, async (req, res) => {
     const body = decode(LoginBody, req.body);
     const r = await login(ctx, commandContext(ctx, req), body, originOf(req));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.json({ accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
+    respond(res, Tokens, { accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
   });
 
   // Second step of a sign-in with TOTP enrolled: the challenge from 401 MFA_REQUIRED and a code.
@@ -104,7 +102,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
     await consumeRateLimit(ctx, mfaAttemptLimiter, id.mfaAttemptsPerChallenge, challengeIdOf(ctx, body.challenge), res);
     const r = await loginWithMfa(ctx, commandContext(ctx, req), body, originOf(req));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.json({ accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
+    respond(res, Tokens, { accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
   });
 
   v1.post('/auth/verify-email', credentialLimit, async (req, res) => {
@@ -214,7 +212,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
     try {
       const r = await refresh(ctx, commandContext(ctx, req), body.refreshToken);
       await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-      res.json({ accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
+      respond(res, Tokens, { accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
     } catch (err) {
       if (err instanceof DomainError && err.code === 'CONFLICT') throw new DomainError('UNAUTHORIZED', 'Invalid refresh token.');
       throw err;
@@ -232,7 +230,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
     const a = authOf(req);
     const user = await userById(ctx, a.userId);
     if (!user) throw new DomainError('UNAUTHORIZED', 'Unknown user.');
-    res.json({ id: user.id, email: user.email, name: user.name, emailVerified: user.emailVerified === true, mfaEnabled: user.mfa === 'on' });
+    respond(res, Me, { id: user.id, email: user.email, name: user.name, emailVerified: user.emailVerified === true, mfaEnabled: user.mfa === 'on' });
   });
 
   // Keys are managed from a signed-in session: a leaked key must not mint its own replacements.
@@ -246,11 +244,11 @@ export function authRoutes(ctx: AppContext): RouteModule {
     const body = decode(ApiKeyBody, req.body);
     const r = await createApiKey(ctx, commandContext(ctx, req), authOf(req).userId, body.name);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.status(201).json({ id: r.id, name: r.name, key: r.key, createdAt: r.createdAt });
+    respond(res, ApiKeyCreated, { id: r.id, name: r.name, key: r.key, createdAt: r.createdAt }, 201);
   });
 
   v1.get('/api-keys', ...requireSession, async (req, res) => {
-    res.json({ data: await listApiKeys(ctx, authOf(req).userId) });
+    respond(res, ApiKeyList, { data: await listApiKeys(ctx, authOf(req).userId) });
   });
 
   v1.delete('/api-keys/:id', ...requireSession, async (req, res) => {

@@ -24,6 +24,7 @@ import { decode, DocumentContent, IntFromString, IsoDateString, Purpose, QueryTe
 import { commandContext } from '../exec';
 import { DocumentTitle, receiveDocumentUpload } from '../upload';
 import { RouteModule, router } from './module';
+import { ContentAnswer, CreatedDocument, DocumentDetail, DocumentPage, respond, Reprocessing } from '../responses';
 import { Uuid } from '../ids';
 import { parseAsOf } from '../../audit/timeTravel';
 import { UUID_PATTERN } from '../../domain/ids';
@@ -50,25 +51,6 @@ const ListQuery = t.partial({
   search: t.refinement(QueryText, (q) => [...q].length <= 200, 'at most 200 characters'),
 });
 
-const ProcessingStatus = t.keyof({ PENDING: null, PROCESSING: null, VERIFIED: null, FAILED: null });
-const CreatedDocument = t.type({
-  id: Uuid,
-  title: t.string,
-  filename: t.string,
-  mimeType: t.string,
-  size: t.number,
-  purpose: Purpose,
-  uploadStatus: t.literal('COMPLETED'),
-  processingStatus: ProcessingStatus,
-  tags: t.array(t.string),
-  createdAt: IsoDateString,
-  updatedAt: IsoDateString,
-});
-const ContentAnswer = t.type({ content: t.string, updatedAt: IsoDateString, format: TextFormat });
-const DocumentPage = t.type({
-  data: t.array(t.type({ id: Uuid, title: t.string, purpose: Purpose, processingStatus: ProcessingStatus, tags: t.array(t.string), createdAt: IsoDateString, updatedAt: IsoDateString })),
-  pagination: t.type({ page: t.number, limit: t.number, total: t.number, pages: t.number }),
-});
 
 /** The API description of these routes (schemas from the codecs above). */
 export const documentDocs: RouteDocs = {
@@ -82,18 +64,18 @@ export const documentDocs: RouteDocs = {
     example: { title: 'Refund policy', content: '# Refunds\n\nRefunds are paid within five business days.', format: 'markdown', tags: [] },
   },
   'GET /workspaces/:id/documents': { summary: 'List documents (paged, filtered)', query: ListQuery, response: DocumentPage },
-  'GET /workspaces/:id/documents/:docId': { summary: 'One document (`asOf` for its metadata in the past)' },
-  'GET /documents/:docId': { summary: 'One document, in any workspace you are a member of' },
+  'GET /workspaces/:id/documents/:docId': { summary: 'One document (`asOf` for its metadata in the past)', description: 'The answer described is the current one; with `asOf`, the document\'s metadata folded from its events up to that time.', response: DocumentDetail },
+  'GET /documents/:docId': { summary: 'One document, in any workspace you are a member of', description: 'The answer described is the current one; with `asOf`, the document\'s metadata folded from its events up to that time.', response: DocumentDetail },
   'GET /documents/:docId/file': { summary: 'The original file (the upload, or the text it was created from), as an attachment', produces: 'application/octet-stream' },
-  'PUT /workspaces/:id/documents/:docId': { summary: "Change a document's title, purpose or tags", body: UpdateBody, example: { title: 'Refunds', purpose: 'KNOWLEDGE' } },
+  'PUT /workspaces/:id/documents/:docId': { summary: "Change a document's title, purpose or tags", body: UpdateBody, response: DocumentDetail, example: { title: 'Refunds', purpose: 'KNOWLEDGE' } },
   'GET /workspaces/:id/documents/:docId/content': {
     summary: 'The current text of a .txt or .md document (for the editor)',
     description:
       'Answers `{content, updatedAt, format: markdown|text}`: the last auto-saved content, or else the uploaded file as UTF-8. Send `updatedAt` back as `expectedUpdatedAt` when saving; after a 409 DOCUMENT_LOCKED, this is where the other person\'s text is read. 400 VALIDATION_ERROR for pdf, docx and doc documents.',
     response: ContentAnswer,
   },
-  'PATCH /workspaces/:id/documents/:docId': { summary: 'Save new text content of a .txt or .md document (auto-save)', body: ContentBody },
-  'POST /workspaces/:id/documents/:docId/process': { summary: 'Process a document again (rate limited per workspace)' },
+  'PATCH /workspaces/:id/documents/:docId': { summary: 'Save new text content of a .txt or .md document (auto-save)', body: ContentBody, response: DocumentDetail },
+  'POST /workspaces/:id/documents/:docId/process': { summary: 'Process a document again (rate limited per workspace)', response: Reprocessing },
   'DELETE /workspaces/:id/documents/:docId': { summary: 'Delete a document (its text is erased)', status: 204, produces: 'none' },
 };
 
@@ -154,7 +136,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
       const upload = await receiveDocumentUpload(req, ctx.blobStore, ctx.config.maxUploadBytes, (sha) => blobInUse(ctx, sha));
       d = await uploadDocument(ctx, { actor, upload });
     }
-    res.status(201).json({
+    respond(res, CreatedDocument, {
       id: d.id,
       title: d.title,
       filename: d.filename,
@@ -166,7 +148,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
       tags: d.tags,
       createdAt: d.uploadedAt,
       updatedAt: d.uploadedAt,
-    });
+    }, 201);
   });
 
   v1.get('/workspaces/:id/documents', async (req, res) => {
@@ -177,7 +159,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
       ?.split(',')
       .map((s) => s.trim())
       .filter(Boolean);
-    res.json(await listDocuments(ctx, { workspaceId, page: q.page ?? 1, limit: q.limit ?? 20, status: q.status, purpose: q.purpose, tags, search: q.search?.trim() || undefined }));
+    respond(res, DocumentPage, await listDocuments(ctx, { workspaceId, page: q.page ?? 1, limit: q.limit ?? 20, status: q.status, purpose: q.purpose, tags, search: q.search?.trim() || undefined }));
   });
 
   v1.get('/workspaces/:id/documents/:docId', async (req, res) => {
@@ -190,13 +172,14 @@ export function documentRoutes(ctx: AppContext): RouteModule {
       return;
     }
     const { actor, documentId } = await scoped(req);
-    res.json(await documentDetailIn(ctx, actor.workspaceId, documentId));
+    respond(res, DocumentDetail, await documentDetailIn(ctx, actor.workspaceId, documentId));
   });
 
   v1.get('/documents/:docId', async (req, res) => {
     const asOf = asOfOf(req);
     // In the past, membership is checked today, in the workspace the document belonged to.
-    res.json(asOf ? await documentForUserAsOf(ctx, authOf(req).userId, documentIdOf(req), asOf) : await documentDetailForUser(ctx, authOf(req).userId, documentIdOf(req)));
+    if (asOf) res.json(await documentForUserAsOf(ctx, authOf(req).userId, documentIdOf(req), asOf));
+    else respond(res, DocumentDetail, await documentDetailForUser(ctx, authOf(req).userId, documentIdOf(req)));
   });
 
   // The original file (the upload, or the text a document was created from), for members of its workspace.
@@ -207,14 +190,14 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   // The editor's text (and the other person's, after DOCUMENT_LOCKED), for members.
   v1.get('/workspaces/:id/documents/:docId/content', async (req, res) => {
     const { actor, documentId } = await scoped(req);
-    res.json(await documentContentIn(ctx, actor.workspaceId, documentId));
+    respond(res, ContentAnswer, await documentContentIn(ctx, actor.workspaceId, documentId));
   });
 
   v1.put('/workspaces/:id/documents/:docId', async (req, res) => {
     const { actor, actorRole, documentId } = await scoped(req);
     const body = decode(UpdateBody, req.body);
     await updateDocumentMetadata(ctx, { actor, actorRole, documentId, ...body });
-    res.json(await documentDetailIn(ctx, actor.workspaceId, documentId));
+    respond(res, DocumentDetail, await documentDetailIn(ctx, actor.workspaceId, documentId));
   });
 
   v1.patch('/workspaces/:id/documents/:docId', async (req, res) => {
@@ -223,14 +206,14 @@ export function documentRoutes(ctx: AppContext): RouteModule {
     const saved = await updateDocumentContent(contentPorts, { actor, actorRole, documentId, ...body });
     // The answer describes the document as of this save (processing may already be running).
     const { error: _error, ...rest } = (await documentDetailIn(ctx, actor.workspaceId, documentId)) as Awaited<ReturnType<typeof documentDetailIn>> & { error?: unknown };
-    res.json({ ...rest, processingStatus: saved.processingStatus, updatedAt: saved.updatedAt });
+    respond(res, DocumentDetail, { ...rest, processingStatus: saved.processingStatus, updatedAt: saved.updatedAt });
   });
 
   v1.post('/workspaces/:id/documents/:docId/process', async (req, res) => {
     const { actor, actorRole, documentId } = await scoped(req);
     await consumeRateLimit(ctx, reprocessLimiter, ctx.config.reprocessPerMinute, actor.workspaceId, res, 'reprocess');
     await requestReprocess(ctx, { actor, actorRole, documentId });
-    res.json({ id: documentId, processingStatus: 'PROCESSING', message: 'Document queued for reprocessing' });
+    respond(res, Reprocessing, { id: documentId, processingStatus: 'PROCESSING', message: 'Document queued for reprocessing' });
   });
 
   v1.delete('/workspaces/:id/documents/:docId', async (req, res) => {

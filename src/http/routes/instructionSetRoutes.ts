@@ -14,6 +14,7 @@ import { decode, HumanName, HumanText, IsoDateString, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
+import { respond, SetDetail, SetEntryAdded, SetList, SetReordered, SetSummary, SetUpdated } from '../responses';
 import { idParam, Uuid } from '../ids';
 import { instructionSetAsOf, parseAsOf } from '../../audit/timeTravel';
 import { UUID_PATTERN } from '../../domain/ids';
@@ -30,13 +31,17 @@ export const instructionSetBodies = { CreateBody, UpdateBody, AddDocumentBody, R
 
 /** The API description of these routes (schemas from the codecs above). */
 export const instructionSetDocs: RouteDocs = {
-  'GET /workspaces/:workspaceId/instruction-sets': { summary: 'Instruction sets of a workspace' },
-  'POST /workspaces/:workspaceId/instruction-sets': { summary: 'Create an instruction set', body: CreateBody, status: 201, example: { name: 'Support tone', isPublic: false } },
-  'GET /instruction-sets/:id': { summary: 'One instruction set with its documents' },
-  'PATCH /instruction-sets/:id': { summary: 'Change an instruction set', body: UpdateBody },
+  'GET /workspaces/:workspaceId/instruction-sets': { summary: 'Instruction sets of a workspace', response: SetList },
+  'POST /workspaces/:workspaceId/instruction-sets': { summary: 'Create an instruction set', body: CreateBody, status: 201, response: SetSummary, example: { name: 'Support tone', isPublic: false } },
+  'GET /instruction-sets/:id': {
+    summary: 'One instruction set with its documents',
+    description: 'The answer described is the current one; with `asOf`, the set as it was then, folded from its events.',
+    response: SetDetail,
+  },
+  'PATCH /instruction-sets/:id': { summary: 'Change an instruction set', body: UpdateBody, response: SetUpdated },
   'DELETE /instruction-sets/:id': { summary: 'Delete an instruction set', status: 204, produces: 'none' },
-  'POST /instruction-sets/:id/documents': { summary: 'Add a document to a set', body: AddDocumentBody, status: 201 },
-  'PATCH /instruction-sets/:id/documents/reorder': { summary: 'Reorder the documents of a set', body: ReorderBody },
+  'POST /instruction-sets/:id/documents': { summary: 'Add a document to a set', body: AddDocumentBody, status: 201, response: SetEntryAdded },
+  'PATCH /instruction-sets/:id/documents/reorder': { summary: 'Reorder the documents of a set', body: ReorderBody, response: SetReordered },
   'DELETE /instruction-sets/:id/documents/:documentId': { summary: 'Remove a document from a set', status: 204, produces: 'none' },
 };
 
@@ -69,7 +74,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
   api.get('/workspaces/:workspaceId/instruction-sets', limits.list, async (req, res) => {
     const workspaceId = workspaceIdOf(req);
     await requireWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
-    res.json({ data: await listInstructionSets(ctx, workspaceId) });
+    respond(res, SetList, { data: await listInstructionSets(ctx, workspaceId) });
   });
 
   api.post('/workspaces/:workspaceId/instruction-sets', limits.write, async (req, res) => {
@@ -77,7 +82,9 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
     const role = await requireWorkspaceRole(ctx, req, workspaceId, 'ADMIN');
     const body = decode(CreateBody, req.body ?? {});
     const { id, state: s } = await createInstructionSet(ctx, cc(req), { ...body, workspaceId, actor: { userId: authOf(req).userId, role } });
-    res.status(201).json(
+    respond(
+      res,
+      SetSummary,
       setSummary(ctx, {
         id,
         workspaceId,
@@ -91,6 +98,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
         createdAt: s.createdAt,
         updatedAt: s.updatedAt,
       }),
+      201,
     );
   });
 
@@ -107,13 +115,13 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
       return;
     }
     const { set } = await setForCaller(req);
-    res.json(await setDetailNow(ctx, set));
+    respond(res, SetDetail, await setDetailNow(ctx, set));
   });
 
   api.patch('/instruction-sets/:id', limits.write, async (req, res) => {
     const { set, actor } = await setForCaller(req);
     const s = await updateInstructionSet(ctx, cc(req), set, actor, decode(UpdateBody, req.body ?? {}));
-    res.json({ id: set.id, name: s.name, description: s.description, isPublic: s.isPublic, publicUrl: publicUrlOf(ctx, { id: set.id, isPublic: s.isPublic }), updatedAt: s.updatedAt });
+    respond(res, SetUpdated, { id: set.id, name: s.name, description: s.description, isPublic: s.isPublic, publicUrl: publicUrlOf(ctx, { id: set.id, isPublic: s.isPublic }), updatedAt: s.updatedAt });
   });
 
   api.delete('/instruction-sets/:id', limits.write, async (req, res) => {
@@ -125,13 +133,13 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
   api.post('/instruction-sets/:id/documents', limits.documents, async (req, res) => {
     const { set, actor } = await setForCaller(req);
     const { entry, order } = await addSetDocument(ctx, cc(req), set, actor, decode(AddDocumentBody, req.body ?? {}));
-    res.status(201).json({ documentId: entry.documentId, title: entry.title, sizeBytes: entry.sizeBytes, purpose: entry.purpose, order });
+    respond(res, SetEntryAdded, { documentId: entry.documentId, title: entry.title, sizeBytes: entry.sizeBytes, purpose: entry.purpose, order }, 201);
   });
 
   api.patch('/instruction-sets/:id/documents/reorder', limits.reorder, async (req, res) => {
     const { set, actor } = await setForCaller(req);
     const documentIds = await reorderSetDocuments(ctx, cc(req), set, actor, decode(ReorderBody, req.body ?? {}));
-    res.json({ documents: documentIds.map((documentId, order) => ({ documentId, order })) });
+    respond(res, SetReordered, { documents: documentIds.map((documentId, order) => ({ documentId, order })) });
   });
 
   api.delete('/instruction-sets/:id/documents/:documentId', limits.documents, async (req, res) => {

@@ -14,6 +14,7 @@ import { dispatch, McpLinkSession } from '../../mcp/server';
 import { consumeRateLimit, guessingGuard } from '../rateLimit';
 import { clientErrorStatus, HttpError } from '../errors';
 import { RouteModule, router } from './module';
+import { RpcResult } from '../responses';
 
 export const MCP_BODY_LIMIT = 1024 * 1024;
 
@@ -21,7 +22,8 @@ export const MCP_BODY_LIMIT = 1024 * 1024;
 export const mcpDocs: RouteDocs = {
   'POST /mcp/:token': {
     summary: 'The tool endpoint of a public link (MCP, Streamable HTTP, stateless JSON-RPC)',
-    description: 'One JSON-RPC message per POST (initialize, ping, tools/list, tools/call). Tools by the link\'s toolProfile: `default` → service_search; `chatgpt` → search and fetch. OPTIONS answers the allowed methods.',
+    description: 'One JSON-RPC message per POST (initialize, ping, tools/list, tools/call). Tools by the link\'s toolProfile: `default` → service_search; `chatgpt` → search and fetch. OPTIONS answers the allowed methods. A notification is answered 202 with no body; a request, 200 with its JSON-RPC result (a failure: the JSON-RPC error, with the HTTP status of its kind).',
+    response: RpcResult,
   },
 };
 const ALLOW = 'POST, OPTIONS';

@@ -12,6 +12,7 @@ import { decode, IntFromString, strict } from '../codecs';
 import { consumeRateLimit, guessingGuard } from '../rateLimit';
 import { requireQuery } from './searchRoutes';
 import { RouteModule, router } from './module';
+import { PublicSearchAnswer, respond } from '../responses';
 
 export const PUBLIC_QUERY_MAX = 1000;
 export const PUBLIC_LIMIT_MAX = 50;
@@ -29,9 +30,9 @@ const ShortQuery = t.partial({ q: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX)
 
 /** The API description of these routes (schemas from the codecs above). */
 export const publicSearchDocs: RouteDocs = {
-  'GET /public/:token/search': { summary: 'Search through a public link (`q`)', query: GetQuery },
-  'POST /public/:token/search': { summary: 'Search through a public link', body: PostBody, example: { query: 'refund policy', limit: 5 } },
-  'GET /s/:linkId': { summary: 'Search through a public link by its id (`q`; KB_LINK_ID_SEARCH)', query: ShortQuery },
+  'GET /public/:token/search': { summary: 'Search through a public link (`q`)', query: GetQuery, response: PublicSearchAnswer },
+  'POST /public/:token/search': { summary: 'Search through a public link', body: PostBody, response: PublicSearchAnswer, example: { query: 'refund policy', limit: 5 } },
+  'GET /s/:linkId': { summary: 'Search through a public link by its id (`q`; KB_LINK_ID_SEARCH)', query: ShortQuery, response: PublicSearchAnswer },
 };
 
 function tagList(v: string | string[] | null | undefined): string[] | undefined {
@@ -76,7 +77,7 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
         latencyMs: Number(process.hrtime.bigint() - started) / 1e6,
         hitDocumentIds: results.map((r) => r.documentId),
       });
-      res.json({ results, totalResults: results.length });
+      respond(res, PublicSearchAnswer, { results, totalResults: results.length });
     } finally {
       const latencyMs = Number(process.hrtime.bigint() - started) / 1e6;
       recordLinkUsed(ctx, { workspaceId: link.workspaceId, linkId: link.id, channel: channel, ok, latencyMs, correlationId: req.correlationId ?? randomUUID() });

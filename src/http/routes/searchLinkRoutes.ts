@@ -13,6 +13,7 @@ import { createSearchLink } from '../../../commands/searchLink/createSearchLink'
 import { updateSearchLink } from '../../../commands/searchLink/updateSearchLink';
 import { revokeSearchLink } from '../../../commands/searchLink/revokeSearchLink';
 import { RouteModule, router } from './module';
+import { respond, SearchLink, SearchLinkList } from '../responses';
 import { Uuid } from '../ids';
 import { UUID_PATTERN } from '../../domain/ids';
 
@@ -49,11 +50,12 @@ export const searchLinkDocs: RouteDocs = {
     description: '`toolProfile`: the tools of the link\'s tool endpoint (/mcp/<token>): `default` (service_search) or `chatgpt` (search + fetch, as ChatGPT connectors and deep research require).',
     body: CreateBody,
     status: 201,
+    response: SearchLink,
     example: { name: 'Billing bot', allowedTags: [], historyMode: false, toolProfile: 'chatgpt' },
   },
-  'GET /workspaces/:workspaceId/public-links': { summary: 'Public search links of a workspace (ADMIN)' },
-  'GET /workspaces/:workspaceId/public-links/:id': { summary: 'One public search link (ADMIN)' },
-  'PATCH /workspaces/:workspaceId/public-links/:id': { summary: "Change a link's name, scope, expiry, history mode or tool profile (ADMIN)", body: PatchBody, example: { toolProfile: 'default' } },
+  'GET /workspaces/:workspaceId/public-links': { summary: 'Public search links of a workspace (ADMIN)', response: SearchLinkList },
+  'GET /workspaces/:workspaceId/public-links/:id': { summary: 'One public search link (ADMIN)', response: SearchLink },
+  'PATCH /workspaces/:workspaceId/public-links/:id': { summary: "Change a link's name, scope, expiry, history mode or tool profile (ADMIN)", body: PatchBody, response: SearchLink, example: { toolProfile: 'default' } },
   'DELETE /workspaces/:workspaceId/public-links/:id': { summary: 'Revoke a link (ADMIN)', status: 204, produces: 'none' },
   'GET /workspaces/:workspaceId/public-links/:id/usage': { summary: "A link's usage (ADMIN)", query: UsageQuery },
 };
@@ -79,25 +81,25 @@ export function searchLinkRoutes(ctx: AppContext): RouteModule {
   api.post('/workspaces/:workspaceId/public-links', async (req, res) => {
     const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
     const { link, token } = await createSearchLink(ctx, cc(req), workspaceId, () => decode(CreateBody, req.body ?? {}));
-    res.status(201).json(await searchLinkView(ctx, link, token));
+    respond(res, SearchLink, await searchLinkView(ctx, link, token), 201);
   });
 
   api.get('/workspaces/:workspaceId/public-links', async (req, res) => {
     const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
-    res.json({ data: await listSearchLinks(ctx, workspaceId) });
+    respond(res, SearchLinkList, { data: await listSearchLinks(ctx, workspaceId) });
   });
 
   api.get('/workspaces/:workspaceId/public-links/:id', async (req, res) => {
     const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
     const link = await getSearchLink(ctx, workspaceId, pathId(req, 'id', 'NOT_FOUND', 'Search link'));
-    res.json(await searchLinkView(ctx, link));
+    respond(res, SearchLink, await searchLinkView(ctx, link));
   });
 
   api.patch('/workspaces/:workspaceId/public-links/:id', async (req, res) => {
     const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
     const linkId = pathId(req, 'id', 'NOT_FOUND', 'Search link');
     const link = await updateSearchLink(ctx, cc(req), workspaceId, linkId, () => decode(PatchBody, req.body ?? {}));
-    res.json(await searchLinkView(ctx, link));
+    respond(res, SearchLink, await searchLinkView(ctx, link));
   });
 
   api.delete('/workspaces/:workspaceId/public-links/:id', async (req, res) => {

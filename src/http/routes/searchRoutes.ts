@@ -8,10 +8,11 @@ import { requireAuth, requireWorkspaceRole } from '../auth';
 import { codePointLength, decode, Purpose, strict, textProblem } from '../codecs';
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
-import { Uuid, UuidList } from '../ids';
+import { UuidList } from '../ids';
 import { UUID_PATTERN } from '../../domain/ids';
 import { recordSearch } from '../../../commands/search/recordSearch';
 import { commandContext } from '../exec';
+import { respond, SearchAnswer } from '../responses';
 
 export const WORKSPACE_SEARCH_MAX_QUERY = 1000;
 export const WORKSPACE_SEARCH_MAX_LIMIT = 20;
@@ -28,12 +29,6 @@ const Body = strict(
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const searchBodies = { Body };
-
-const SearchAnswer = t.type({
-  query: t.string,
-  results: t.array(t.type({ documentId: Uuid, documentTitle: t.string, content: t.string, score: t.number, chunkIndex: t.number, metadata: t.partial({ page: t.number, section: t.string }) })),
-  processingTime: t.number,
-});
 
 /** The API description of these routes (schemas from the codecs above). */
 export const searchDocs: RouteDocs = {
@@ -89,7 +84,7 @@ export function searchRoutes(ctx: AppContext): RouteModule {
     const latencyMs = Number(process.hrtime.bigint() - started) / 1e6;
     const who = commandContext(ctx, req, workspaceId);
     recordSearch(ctx, { ...who, workspaceId, channel: 'workspace', linkId: null, latencyMs, hitDocumentIds: hits.map((h) => h.documentId) });
-    res.json({
+    respond(res, SearchAnswer, {
       query,
       results: hits.map((h) => ({
         documentId: h.documentId,

@@ -14,6 +14,7 @@ import { enforceIdentityRequirements, authOf, requireAuth, requireWorkspaceRole 
 import { boundedString, decode, Email, HexColor, HumanName, Purpose, Role, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { RouteModule, router } from './module';
+import { MemberList, respond, Tag, TagList, WorkspaceCreated, WorkspaceDetail, WorkspaceList } from '../responses';
 import { idParam } from '../ids';
 import { UUID_PATTERN } from '../../domain/ids';
 
@@ -33,20 +34,20 @@ export const workspaceBodies = { CreateBody, UpdateBody, AddMemberBody, RoleBody
 
 /** The API description of these routes (schemas from the codecs above). */
 export const workspaceDocs: RouteDocs = {
-  'POST /workspaces': { summary: 'Create a workspace (you are its OWNER)', body: CreateBody, status: 201, example: { name: 'Support' } },
-  'GET /workspaces': { summary: 'Your workspaces' },
-  'GET /workspaces/:id': { summary: 'One workspace' },
-  'PUT /workspaces/:id': { summary: 'Rename a workspace or change its settings (ADMIN)', body: UpdateBody, example: { settings: { allowPublicSearchLinks: false } } },
+  'POST /workspaces': { summary: 'Create a workspace (you are its OWNER)', body: CreateBody, status: 201, response: WorkspaceCreated, example: { name: 'Support' } },
+  'GET /workspaces': { summary: 'Your workspaces', response: WorkspaceList },
+  'GET /workspaces/:id': { summary: 'One workspace', response: WorkspaceDetail },
+  'PUT /workspaces/:id': { summary: 'Rename a workspace or change its settings (ADMIN)', body: UpdateBody, response: WorkspaceDetail, example: { settings: { allowPublicSearchLinks: false } } },
   'DELETE /workspaces/:id': { summary: 'Delete a workspace (OWNER)', status: 204, produces: 'none' },
-  'GET /workspaces/:id/members': { summary: 'Members of a workspace' },
+  'GET /workspaces/:id/members': { summary: 'Members of a workspace', response: MemberList },
   'POST /workspaces/:id/members': { summary: 'Add a member (ADMIN)', body: AddMemberBody, status: 201 },
   'PATCH /workspaces/:id/members/:userId': { summary: "Change a member's role (ADMIN)", body: RoleBody, example: { role: 'ADMIN' } },
   'DELETE /workspaces/:id/members/:userId': { summary: 'Remove a member (ADMIN)', status: 204, produces: 'none' },
   'POST /workspaces/:id/invite': { summary: 'Invite someone by e-mail (ADMIN)', body: InviteBody, status: 201, example: { email: 'bob@example.com', role: 'MEMBER' } },
   'POST /invitations/:invitationId/accept': { summary: 'Accept an invitation' },
-  'GET /workspaces/:id/tags': { summary: 'Tags of a workspace' },
-  'POST /workspaces/:id/tags': { summary: 'Create a tag (ADMIN)', body: TagBody, status: 201, example: { name: 'Billing', color: '#112233' } },
-  'PUT /workspaces/:id/tags/:tagId': { summary: 'Rename or recolour a tag (ADMIN)', body: TagPatch },
+  'GET /workspaces/:id/tags': { summary: 'Tags of a workspace', response: TagList },
+  'POST /workspaces/:id/tags': { summary: 'Create a tag (ADMIN)', body: TagBody, status: 201, response: Tag, example: { name: 'Billing', color: '#112233' } },
+  'PUT /workspaces/:id/tags/:tagId': { summary: 'Rename or recolour a tag (ADMIN)', body: TagPatch, response: Tag },
   'DELETE /workspaces/:id/tags/:tagId': { summary: 'Delete a tag (ADMIN)', status: 204, produces: 'none' },
 };
 
@@ -81,20 +82,20 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
 
   v1.post('/workspaces', async (req, res) => {
     const body = decode(CreateBody, req.body);
-    res.status(201).json(await createWorkspace(ctx, cc(req), body));
+    respond(res, WorkspaceCreated, await createWorkspace(ctx, cc(req), body), 201);
   });
 
   v1.get('/workspaces', async (req, res) => {
-    res.json(await listWorkspaces(ctx, authOf(req).userId));
+    respond(res, WorkspaceList, await listWorkspaces(ctx, authOf(req).userId));
   });
 
   v1.get('/workspaces/:id', async (req, res) => {
-    res.json(await getWorkspace(ctx, workspaceIdOf(req), authOf(req).userId));
+    respond(res, WorkspaceDetail, await getWorkspace(ctx, workspaceIdOf(req), authOf(req).userId));
   });
 
   v1.put('/workspaces/:id', async (req, res) => {
     const id = await workspaceAs(req, 'ADMIN');
-    res.json(await updateWorkspace(ctx, cc(req), id, decode(UpdateBody, req.body)));
+    respond(res, WorkspaceDetail, await updateWorkspace(ctx, cc(req), id, decode(UpdateBody, req.body)));
   });
 
   v1.delete('/workspaces/:id', async (req, res) => {
@@ -103,7 +104,7 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.get('/workspaces/:id/members', async (req, res) => {
-    res.json(await listMembers(ctx, await workspaceAs(req, 'MEMBER')));
+    respond(res, MemberList, await listMembers(ctx, await workspaceAs(req, 'MEMBER')));
   });
 
   v1.post('/workspaces/:id/members', async (req, res) => {
@@ -133,18 +134,18 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.get('/workspaces/:id/tags', async (req, res) => {
-    res.json({ data: await listTags(ctx, await workspaceAs(req, 'MEMBER')) });
+    respond(res, TagList, { data: await listTags(ctx, await workspaceAs(req, 'MEMBER')) });
   });
 
   v1.post('/workspaces/:id/tags', async (req, res) => {
     const id = await workspaceAs(req, 'ADMIN');
-    res.status(201).json(await createTag(ctx, cc(req), id, decode(TagBody, req.body)));
+    respond(res, Tag, await createTag(ctx, cc(req), id, decode(TagBody, req.body)), 201);
   });
 
   v1.put('/workspaces/:id/tags/:tagId', async (req, res) => {
     const id = await workspaceAs(req, 'ADMIN');
     const body = decode(TagPatch, req.body);
-    res.json(await updateTag(ctx, cc(req), id, tagIdOf(req), body));
+    respond(res, Tag, await updateTag(ctx, cc(req), id, tagIdOf(req), body));
   });
 
   v1.delete('/workspaces/:id/tags/:tagId', async (req, res) => {
