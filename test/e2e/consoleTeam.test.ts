@@ -66,8 +66,7 @@ import { BROWSER_AVAILABLE, launchChromium } from './browser';
   beforeAll(async () => {
     [server, browser] = await Promise.all([startServer({ KB_RATE_LIMITS: 'off', KB_ACCESS_TOKEN_TTL: '60' }), launchChromium()]);
     const anon = client(server.url);
-    expect((await anon.post("/v1/auth/register", { email: ownerEmail, password, name: "Olivia Owner" })).status).toBe(201);
-
+    expect((await anon.post('/v1/auth/register', { email: ownerEmail, password, name: 'Olivia Owner' })).status).toBe(201);
     owner = client(server.url, (await anon.post('/v1/auth/login', { email: ownerEmail, password })).body.accessToken);
     ws = (await owner.post('/v1/workspaces', { name: 'Regulated' })).body.id;
     page = await newPage();
