@@ -142,7 +142,7 @@ describe('console: cookie session, renew, logout, and the /app pages', () => {
     expect(opts.body).toEqual({ registration: true, sso: false });
     const sso = await fetch(`${server.url}/v1/auth/console/sso`, { redirect: 'manual' });
     expect(sso.status).toBe(404);
-    expect((await sso.json()).error.code).toBe('SSO_NOT_CONFIGURED');
+    expect(((await sso.json()) as { error: { code: string } }).error.code).toBe('SSO_NOT_CONFIGURED');
   });
 
   it('signs in with a second factor: MFA_REQUIRED without a cookie, then the code sets the cookie', async () => {

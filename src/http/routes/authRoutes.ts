@@ -14,7 +14,7 @@ import { DomainError } from '../../domain/errors';
 import { authOf, requireAuth } from '../auth';
 import { boundedString, decode, Email, HumanName, strict } from '../codecs';
 import { commandContext } from '../exec';
-import { consumeRateLimit, rateLimit, byIp } from '../rateLimit';
+import { consumeRateLimit, mfaChallengeLimiter, rateLimit, byIp } from '../rateLimit';
 import { RouteModule, router } from './module';
 
 const RegisterBody = strict(t.type({ email: Email, password: boundedString(8, 1024, 'password (8+ characters)'), name: HumanName(200) }));
@@ -82,7 +82,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
   const resendLimiter = ctx.rateLimiter({ keyPrefix: 'resend-verification', points: id.resendVerificationPerHour, durationSeconds: HOUR });
   const forgotIpLimiter = ctx.rateLimiter({ keyPrefix: 'forgot-password-ip', points: id.forgotPasswordPerIpPerHour, durationSeconds: HOUR });
   const forgotEmailLimiter = ctx.rateLimiter({ keyPrefix: 'forgot-password-email', points: id.forgotPasswordPerEmailPerHour, durationSeconds: HOUR });
-  const mfaAttemptLimiter = ctx.rateLimiter({ keyPrefix: 'mfa-challenge', points: id.mfaAttemptsPerChallenge, durationSeconds: id.mfaChallengeTtl });
+  const mfaAttemptLimiter = mfaChallengeLimiter(ctx);
 
   v1.post('/auth/register', credentialLimit, async (req, res) => {
     if (!ctx.config.allowRegistration) throw new DomainError('REGISTRATION_DISABLED', 'Registration is disabled on this server.');

@@ -4,7 +4,7 @@ import { AppContext } from '../../app/context';
 import { login, logout, refresh, SessionOrigin } from '../../../commands/user/userCommands';
 import { challengeIdOf, loginWithMfa } from '../../../commands/user/mfa';
 import { beginSso } from '../../../commands/user/sso';
-import { consumeRateLimit } from '../rateLimit';
+import { consumeRateLimit, mfaChallengeLimiter } from '../rateLimit';
 import { DomainError } from '../../domain/errors';
 import { boundedString, decode, strict } from '../codecs';
 import { commandContext } from '../exec';
@@ -81,7 +81,7 @@ export function consoleAuthRoutes(ctx: AppContext): RouteModule {
 
   const setCookie = (res: Response, token: string) => setConsoleCookie(ctx, res, token);
   const id = ctx.config.identity;
-  const mfaAttemptLimiter = ctx.rateLimiter({ keyPrefix: 'mfa-challenge', points: id.mfaAttemptsPerChallenge, durationSeconds: id.mfaChallengeTtl });
+  const mfaAttemptLimiter = mfaChallengeLimiter(ctx);
   const clearCookie = (res: Response) => res.clearCookie(CONSOLE_COOKIE, { httpOnly: true, sameSite: 'strict', secure, path: CONSOLE_COOKIE_PATH });
 
   /** Only the console's own pages may call these routes. */

@@ -198,9 +198,14 @@ function Sessions() {
           <tbody>
             {list.map((s) => (
               <tr key={s.id} data-session={s.id}>
-                <td class="break">
+                <td>
                   {s.device ?? 'Unknown device'}
-                  {s.current ? <span class="badge status-verified">This browser</span> : null}
+                  {s.current ? (
+                    <>
+                      <br />
+                      <span class="badge status-verified">This browser</span>
+                    </>
+                  ) : null}
                 </td>
                 <td>{s.createdAt ? when(s.createdAt) : '—'}</td>
                 <td class="wide-only">{s.lastUsedAt ? when(s.lastUsedAt) : '—'}</td>

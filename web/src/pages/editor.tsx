@@ -244,6 +244,12 @@ function DiffTable({ theirs, mine, theirsAt }: { theirs: string; mine: string; t
       <div class="table-wrap diff-wrap">
         <table class="diff" data-testid="diff">
           <caption class="sr-only">Their text and yours, line by line</caption>
+          <colgroup>
+            <col class="diff-no-col" />
+            <col />
+            <col class="diff-no-col" />
+            <col />
+          </colgroup>
           <thead>
             <tr>
               <th scope="col" colSpan={2}>

@@ -89,17 +89,19 @@ export function Members({ wsId, myRole, myId, onRoleChanged }: { wsId: string; m
                   )}
                 </td>
                 <td class="wide-only">{when(m.joinedAt)}</td>
-                <td class="member-actions">
-                  {myRole === 'OWNER' && m.userId !== myId ? (
-                    <button type="button" aria-label={`Transfer ownership to ${m.name}`} onClick={() => setTransferring(m)}>
-                      Make owner…
-                    </button>
-                  ) : null}
-                  {admin && m.role !== 'OWNER' ? (
-                    <button type="button" class="danger" aria-label={`Remove ${m.name}`} onClick={() => setRemoving(m)}>
-                      Remove…
-                    </button>
-                  ) : null}
+                <td>
+                  <div class="member-actions">
+                    {myRole === 'OWNER' && m.userId !== myId ? (
+                      <button type="button" aria-label={`Transfer ownership to ${m.name}`} onClick={() => setTransferring(m)}>
+                        Make owner…
+                      </button>
+                    ) : null}
+                    {admin && m.role !== 'OWNER' ? (
+                      <button type="button" class="danger" aria-label={`Remove ${m.name}`} onClick={() => setRemoving(m)}>
+                        Remove…
+                      </button>
+                    ) : null}
+                  </div>
                 </td>
               </tr>
             ))}
