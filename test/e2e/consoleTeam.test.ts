@@ -234,6 +234,7 @@ import { BROWSER_AVAILABLE, launchChromium } from './browser';
     expect(await diff.locator('tr.diff-same').count()).toBe(4);
     await page.getByTestId('conflict').getByRole('button', { name: 'Keep mine (overwrite)' }).click();
     await page.getByTestId('conflict').waitFor({ state: 'detached' });
+    await page.getByTestId('save-state').filter({ hasText: /^Saved/ }).waitFor();
     expect((await owner.get(`/v1/workspaces/${ws}/documents/${doc.id}/content`)).body.content).toContain('then check.');
   });
 
