@@ -191,8 +191,7 @@ function PendingInvitations({ wsId, version }: { wsId: string; version: number }
           <table class="invitations" aria-labelledby="pending-invitations">
             <thead>
               <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Role</th>
+                <th scope="col">E-mail and role</th>
                 <th scope="col">State</th>
                 <th scope="col">
                   <span class="sr-only">Actions</span>
@@ -202,8 +201,11 @@ function PendingInvitations({ wsId, version }: { wsId: string; version: number }
             <tbody>
               {list.data.data.map((i) => (
                 <tr key={i.id} data-invitation={i.id}>
-                  <td class="break">{i.email}</td>
-                  <td>{roleWord(i.role)}</td>
+                  <td class="break">
+                    {i.email}
+                    <br />
+                    <span class="muted small">as {roleWord(i.role)}</span>
+                  </td>
                   <td>
                     <span class={`badge ${i.status === 'EXPIRED' ? 'status-failed' : 'status-pending'}`}>{i.status === 'EXPIRED' ? 'Expired' : 'Pending'}</span>
                     <br />
