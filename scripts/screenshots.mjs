@@ -79,7 +79,19 @@ async function seed(base) {
   for (const d of docs.slice(0, 3)) await call(base, t, 'POST', `/api/instruction-sets/${set.id}/documents`, { documentId: d.id });
   await call(base, t, 'PATCH', `/api/instruction-sets/${set.id}`, { isPublic: true });
   await call(base, t, 'POST', `/api/workspaces/${ws.id}/public-links`, { name: 'Support bot', allowedTags: [tag.id], historyMode: false });
-  return { email, password, ws: ws.id, doc: docs[0].id, set: set.id, token: t };
+  // A link with history on, asked twice; a second member; a pending invitation.
+  const helpdesk = await call(base, t, 'POST', `/api/workspaces/${ws.id}/public-links`, { name: 'Helpdesk assistant', historyMode: true });
+  for (const q of ['how do I enable contrib', 'install on debian']) await call(base, null, 'GET', `/public/${helpdesk.token}/search?q=${encodeURIComponent(q)}`);
+  const grace = await call(base, null, 'POST', '/v1/auth/register', { email: 'grace@example.com', password, name: 'Grace Hopper' });
+  await call(base, t, 'POST', `/v1/workspaces/${ws.id}/members`, { userId: grace.id, role: 'MEMBER' });
+  await call(base, t, 'POST', `/v1/workspaces/${ws.id}/invite`, { email: 'alan@example.com', role: 'ADMIN' });
+  // The set renamed a moment after `asOf`, so its as-of view shows the older name.
+  await new Promise((r) => setTimeout(r, 1100));
+  const asOf = new Date();
+  await new Promise((r) => setTimeout(r, 1100));
+  const current = await call(base, t, 'GET', `/api/instruction-sets/${set.id}`);
+  await call(base, t, 'PATCH', `/api/instruction-sets/${set.id}`, { name: 'Support assistant v2', expectedUpdatedAt: current.updatedAt });
+  return { email, password, ws: ws.id, doc: docs[0].id, set: set.id, token: t, asOf, grace: 'Grace Hopper' };
 }
 
 async function main() {
@@ -103,6 +115,9 @@ async function main() {
           await page.screenshot({ path: file, fullPage: true });
           console.log(path.relative(root, file));
         };
+        await page.goto(`${server.url}/app/forgot-password`);
+        await page.getByRole('heading', { name: 'Forgot your password?' }).waitFor();
+        await shot('forgot-password');
         await page.goto(`${server.url}/app/`);
         await page.getByRole('heading', { name: 'Sign in' }).waitFor();
         await shot('sign-in');
@@ -129,9 +144,12 @@ async function main() {
         await call(server.url, s.token, 'PATCH', docUrl, { content: '# Installing\n\nEdited elsewhere: use the package from deb.debian.org.', expectedUpdatedAt: updatedAt });
         await page.getByLabel('Content', { exact: true }).fill('# Installing\n\nEnable the contrib repository, then install the package.');
         await page.getByLabel('Content', { exact: true }).blur();
-        await page.getByTestId('theirs').waitFor();
+        await page.getByTestId('diff').waitFor();
         await shot('document-conflict');
         await page.getByRole('button', { name: 'Take theirs' }).click();
+        await page.getByRole('button', { name: 'Preview' }).click();
+        await page.getByTestId('preview').waitFor();
+        await shot('document-preview');
         await page.goto(`${server.url}/app/w/${s.ws}/search`);
         await page.getByLabel('Search this workspace').fill('install the package on Debian');
         await page.getByRole('button', { name: 'Search', exact: true }).click();
@@ -145,19 +163,45 @@ async function main() {
         await page.goto(`${server.url}/app/w/${s.ws}/audit`);
         await page.locator('table.audit tbody tr').first().waitFor();
         await shot('audit');
+        await page.getByRole('button', { name: 'Verify the log' }).click();
+        await page.getByTestId('verify-result').waitFor();
+        await shot('audit-verified');
         await page.goto(`${server.url}/app/w/${s.ws}/sets/${s.set}`);
         await page.locator('ol.set-docs li').first().waitFor();
         await shot('instruction-set');
+        const local = await page.evaluate((iso) => {
+          const d = new Date(iso);
+          const p = (n) => String(n).padStart(2, '0');
+          return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+        }, s.asOf.toISOString());
+        await page.getByLabel('Show the set as it was at').fill(local);
+        await page.getByRole('button', { name: 'Show', exact: true }).click();
+        await page.getByTestId('set-as-of').scrollIntoViewIfNeeded();
+        await shot('instruction-set-as-of');
         await page.goto(`${server.url}/app/w/${s.ws}/links`);
         await page.locator('li[data-link]').first().waitFor();
-        await page.getByText('Set up an MCP client').click();
+        await page.getByText('Set up an MCP client').first().click();
         await shot('search-links');
+        const helpdesk = page.locator('li[data-link="Helpdesk assistant"]');
+        await helpdesk.getByText('Query history').click();
+        await helpdesk.locator('table.queries tbody tr').first().waitFor();
+        await shot('search-link-history');
         await page.goto(`${server.url}/app/w/${s.ws}/settings`);
         await page.locator('table.members tbody tr').first().waitFor();
+        await page.locator('table.invitations tbody tr').first().waitFor();
         await shot('workspace-settings');
+        await page.getByRole('button', { name: `Transfer ownership to ${s.grace}` }).click();
+        await page.getByRole('dialog', { name: 'Transfer ownership?' }).waitFor();
+        await shot('transfer-dialog');
+        await page.getByRole('dialog', { name: 'Transfer ownership?' }).getByRole('button', { name: 'Cancel' }).click();
         await page.getByRole('button', { name: 'Delete workspace…' }).click();
-        await page.getByRole('dialog').waitFor();
+        await page.getByRole('dialog', { name: 'Delete this workspace?' }).waitFor();
         await shot('delete-dialog');
+        await page.goto(`${server.url}/app/settings/account`);
+        await page.locator('table.sessions tbody tr').first().waitFor();
+        await page.getByRole('button', { name: 'Set up two-step sign-in' }).click();
+        await page.getByTestId('totp-secret').waitFor();
+        await shot('account');
         await context.close();
       }
     }

@@ -22,6 +22,8 @@ import { KEY_STORE, KeyStore } from './ports/keyStore';
 import { JOB_QUEUE, JobQueue } from './ports/jobQueue';
 import { EVENT_FEED, EventFeed } from './ports/eventFeed';
 import { SqliteEventStore } from './adapters/sqlite/sqliteEventStore';
+import { SqliteLogVerifier } from './adapters/sqlite/sqliteLogVerifier';
+import { LOG_VERIFIER, LogVerifier } from './ports/logVerifier';
 import { SqliteReadStore } from './adapters/sqlite/sqliteReadStore';
 import { SqliteKeyStore } from './adapters/sqlite/sqliteKeyStore';
 import { EmbeddedSearchIndex } from './adapters/embedded/embeddedSearchIndex';
@@ -284,6 +286,8 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     ? smtpMailSender({ url: m.smtpUrl, from: m.from, tlsRejectUnauthorized: m.tlsRejectUnauthorized, requireTls: m.requireTls, timeoutMs: m.timeoutMs })
     : outboxMailSender(path.join(config.dataDir, 'outbox'), m.from);
   di.register(MAIL_SENDER, { useValue: mail });
+  // The owners' "verify the log": the SQLite log carries the hash chain it re-walks.
+  if (config.eventStore === 'sqlite') di.register(LOG_VERIFIER, { useValue: new SqliteLogVerifier(path.join(config.dataDir, 'events.db')) });
   // Single sign-on when KB_OIDC_ISSUER is set (discovery happens at the first sign-in).
   if (config.oidc) di.register(IDENTITY_PROVIDER, { useValue: openidClientProvider(config.oidc) });
   closers.push(() => mail.close());
@@ -304,6 +308,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     scratchReadStore: () => new SqliteReadStore(':memory:'),
     rateLimiter,
     ...(optional<IdentityProvider>(di, IDENTITY_PROVIDER) ? { identityProvider: optional<IdentityProvider>(di, IDENTITY_PROVIDER) } : {}),
+    ...(optional<LogVerifier>(di, LOG_VERIFIER) ? { logVerifier: optional<LogVerifier>(di, LOG_VERIFIER) } : {}),
     metrics,
     jwtSecret: jwtSecret(config),
     now: () => new Date(),

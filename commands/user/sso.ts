@@ -22,13 +22,25 @@ function providerOf(ctx: AppContext): IdentityProvider {
  * Start a sign-in at the provider: its URL, and the flow's secrets (state, nonce, PKCE
  * verifier) sealed with the identity key for the browser to keep (a cookie) until the callback.
  */
-export async function beginSso(ctx: AppContext, now: Date) {
+export async function beginSso(ctx: AppContext, now: Date, opts: { console?: boolean } = {}) {
   const idp = providerOf(ctx);
   const { url, pending } = await idp.begin(ctx.config.oidc!.redirectUri).catch(() => {
     throw new DomainError('SERVICE_UNAVAILABLE', 'The identity provider cannot be reached.');
   });
-  const flow = { ...pending, exp: now.getTime() + 10 * 60_000 };
+  // `console`: started from the web console, whose callback ends in its cookie session (sealed with the rest, so it cannot be switched on).
+  const flow = { ...pending, exp: now.getTime() + 10 * 60_000, ...(opts.console ? { console: true } : {}) };
   return { url, sealedFlow: identityKeys(ctx).sealSeed(Buffer.from(JSON.stringify(flow)), FLOW_AAD) };
+}
+
+/** Whether a sealed flow was started by the web console (false for anything that does not open). */
+export function isConsoleFlow(ctx: AppContext, sealed: string | undefined): boolean {
+  const raw = sealed ? identityKeys(ctx).openSeed(sealed, FLOW_AAD) : null;
+  if (!raw) return false;
+  try {
+    return (JSON.parse(raw.toString('utf8')) as { console?: unknown }).console === true;
+  } catch {
+    return false;
+  }
 }
 
 function openFlow(ctx: AppContext, sealed: string | undefined, now: Date): PendingAuthorization {

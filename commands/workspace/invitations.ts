@@ -25,3 +25,10 @@ export async function acceptInvitation(deps: WorkspaceDeps, cc: CommandContext, 
   await runWorkspaceCommand(deps, cc, inv.workspaceId, { type: 'AcceptInvitation', actorId, actorEmail: input.actorEmail, invitationId: input.invitationId, now: cc.now });
   return getWorkspace(deps, inv.workspaceId, actorId);
 }
+
+/** Revoke a pending invitation of this workspace (ADMIN); another workspace's id is not found. */
+export async function revokeInvitation(deps: WorkspaceDeps, cc: CommandContext, workspaceId: string, invitationId: string): Promise<void> {
+  const inv = isId(invitationId) ? await getInvitation(deps, invitationId.toLowerCase()) : null;
+  if (!inv || inv.workspaceId !== workspaceId) throw new DomainError('INVITATION_NOT_FOUND', 'Invitation not found.');
+  await runWorkspaceCommand(deps, cc, workspaceId, { type: 'RevokeInvitation', actorId: actorOf(cc), invitationId: inv.id, now: cc.now });
+}

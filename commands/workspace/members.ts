@@ -22,6 +22,16 @@ export async function changeMemberRole(deps: WorkspaceDeps, cc: CommandContext, 
   return memberOf(deps, workspaceId, input.userId);
 }
 
+/**
+ * Hand the workspace over (OWNER only): the member becomes OWNER and the caller ADMIN, in one
+ * event (OwnershipTransferred), so there is never a moment with no owner or with both
+ * changes half-done. Returns the members afterwards.
+ */
+export async function transferOwnership(deps: WorkspaceDeps, cc: CommandContext, workspaceId: string, userId: string) {
+  await runWorkspaceCommand(deps, cc, workspaceId, { type: 'TransferOwnership', actorId: actorOf(cc), userId, now: cc.now });
+  return listMembers(deps, workspaceId);
+}
+
 /** Remove a member (or leave, when the member is the actor). */
 export async function removeMember(deps: CommandPorts, cc: CommandContext, workspaceId: string, userId: string): Promise<void> {
   await runWorkspaceCommand(deps, cc, workspaceId, { type: 'RemoveMember', actorId: actorOf(cc), userId });

@@ -95,6 +95,21 @@ export function workspaceProjection(store: ReadStore): Projection {
         if (i) await invitations.put({ ...i, accepted: true });
         break;
       }
+      case 'InvitationRevoked': {
+        // Only this workspace's invitation (an id is global, but the row names its workspace).
+        const i = await invitations.get(e.data.invitationId);
+        if (i && i.workspaceId === e.data.workspaceId) await invitations.delete(e.data.invitationId);
+        break;
+      }
+      case 'OwnershipTransferred': {
+        const to = await members.get(memberId(e.data.workspaceId, e.data.toUserId));
+        const from = await members.get(memberId(e.data.workspaceId, e.data.fromUserId));
+        if (to && from) {
+          await members.put({ ...to, role: 'OWNER' });
+          await members.put({ ...from, role: 'ADMIN' });
+        }
+        break;
+      }
       case 'TagCreated':
         await tags.put({ id: tagViewId(e.data.workspaceId, e.data.tagId), tagId: e.data.tagId, workspaceId: e.data.workspaceId, name: e.data.name, color: e.data.color });
         break;

@@ -180,3 +180,25 @@ export async function storedQueryCounts(ctx: AppContext, linkId: string, from: s
   for (const r of rows) counts.set(r.query, (counts.get(r.query) ?? 0) + 1);
   return [...counts].map(([query, count]) => ({ query, count })).sort((a, b) => b.count - a.count || a.query.localeCompare(b.query)).slice(0, limit);
 }
+
+/** At most this many stored queries per page of a link's query history. */
+export const MAX_QUERY_HISTORY_PAGE = 200;
+
+/**
+ * A link's query history (history mode): the stored query texts, newest first, `limit` per page
+ * before `before` (an ISO time; the next page starts at the last `at`), never older than the
+ * retention period. Empty for a link whose history mode was never on.
+ */
+export async function storedQueryPage(ctx: AppContext, linkId: string, opts: { before?: string; limit: number }) {
+  await flushLinkUsage();
+  const cutoff = new Date(ctx.now().getTime() - HISTORY_RETENTION_DAYS * 24 * 3600_000).toISOString();
+  const at: { $gte: string; $lt?: string } = { $gte: cutoff, ...(opts.before ? { $lt: opts.before } : {}) };
+  const limit = Math.min(Math.max(1, opts.limit), MAX_QUERY_HISTORY_PAGE);
+  const rows = await history(ctx).find({ linkId, at }, { sort: [{ field: 'at', direction: 'desc' }, { field: 'id', direction: 'desc' }], limit: limit + 1 });
+  const page = rows.slice(0, limit);
+  return {
+    data: page.map((r) => ({ query: r.query, at: r.at })),
+    nextBefore: rows.length > limit ? page[page.length - 1].at : null,
+    retentionDays: HISTORY_RETENTION_DAYS,
+  };
+}

@@ -54,6 +54,25 @@ export async function getInvitation(ctx: Deps, invitationId: string) {
   return invitationsCollection(ctx.readStore).get(invitationId);
 }
 
+/** At most this many pending invitations are listed (newest first); the rest are counted. */
+export const MAX_LISTED_INVITATIONS = 200;
+
+/**
+ * Invitations of a workspace not yet accepted (nor revoked: a revoked one leaves the read
+ * model), newest first, each PENDING or EXPIRED at `now`. Bounded: the newest
+ * MAX_LISTED_INVITATIONS, with the total.
+ */
+export async function listPendingInvitations(ctx: Deps, workspaceId: string, now: Date) {
+  const col = invitationsCollection(ctx.readStore);
+  const filter = { workspaceId, accepted: false };
+  const rows = await col.find(filter, { sort: [{ field: 'createdAt', direction: 'desc' }, { field: 'id', direction: 'asc' }], limit: MAX_LISTED_INVITATIONS });
+  const total = rows.length < MAX_LISTED_INVITATIONS ? rows.length : await col.count(filter);
+  return {
+    data: rows.map((i) => ({ id: i.id, email: i.email, role: i.role, createdAt: i.createdAt, expiresAt: i.expiresAt, status: Date.parse(i.expiresAt) <= now.getTime() ? ('EXPIRED' as const) : ('PENDING' as const) })),
+    total,
+  };
+}
+
 export async function listTags(ctx: Deps, workspaceId: string) {
   const tags = await tagsCollection(ctx.readStore).find({ workspaceId }, { sort: [{ field: 'name', direction: 'asc' }] });
   return tags.map((t) => ({ id: t.tagId, name: t.name, color: t.color }));

@@ -10,6 +10,7 @@ import { BlobStore } from '../ports/blobStore';
 import { IdentityProvider } from '../ports/identityProvider';
 import { Warmup } from './warmup';
 import { Metrics } from '../ports/metrics';
+import { LogVerifier } from '../ports/logVerifier';
 
 /** Creates a rate limiter: `points` per `durationSeconds` per key. */
 export interface RateLimiterLike {
@@ -38,6 +39,8 @@ export interface AppContext {
   rateLimiter: RateLimiterFactory;
   /** The organisation's OpenID provider (KB_OIDC_ISSUER), when configured. */
   identityProvider?: IdentityProvider;
+  /** Re-checks the log's hash chain for an owner's "verify the log" (the SQLite log only; absent elsewhere). */
+  logVerifier?: LogVerifier;
   /** Operational metrics (/metrics). */
   metrics: Metrics;
   jwtSecret: string;

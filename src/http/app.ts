@@ -98,6 +98,14 @@ export function createApp(ctx: AppContext): express.Express {
   app.get('/readyz', readinessHandler(ctx));
   // The web console (README "Web console"): static files and history fallback under /app.
   app.get('/', (_req, res) => res.redirect(302, '/app/'));
+  // The mailed links (KB_APP_URL + these paths, commands/user/identityMailer.ts) open the console's pages, token in the query.
+  // Pages, not API routes: a middleware (the API description lists routes only).
+  const mailedPages = new Set(['/verify-email', '/reset-password', '/accept-invitation']);
+  app.use((req, res, next) => {
+    if (req.method !== 'GET' || !mailedPages.has(req.path)) return next();
+    const q = req.originalUrl.indexOf('?');
+    res.redirect(302, `/app${req.path}${q >= 0 ? req.originalUrl.slice(q) : ''}`);
+  });
   app.use('/app', mountedAt('/app'), consoleRouter());
   // Prometheus metrics; with KB_METRICS_PORT they are served on that listener only (main.ts).
   if (ctx.config.metrics.port === undefined) app.get('/metrics', metricsHandler(ctx));

@@ -66,6 +66,8 @@ const STATUS: Record<ErrorCode, number> = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
+  // The configured event store keeps no hash chain this process can walk (EventStoreDB).
+  LOG_VERIFICATION_UNAVAILABLE: 501,
   SERVICE_UNAVAILABLE: 503,
 };
 

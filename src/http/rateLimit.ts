@@ -96,3 +96,17 @@ export function writeRateLimit(ctx: AppContext): RequestHandler {
     limit(req, res, next);
   };
 }
+
+const mfaLimiters = new WeakMap<AppContext, RateLimiterLike>();
+/**
+ * The one limiter of codes per MFA challenge, shared by POST /v1/auth/login/mfa and the
+ * console's /v1/auth/console/session/mfa (so the two routes do not give a challenge twice the tries).
+ */
+export function mfaChallengeLimiter(ctx: AppContext): RateLimiterLike {
+  let l = mfaLimiters.get(ctx);
+  if (!l) {
+    l = ctx.rateLimiter({ keyPrefix: 'mfa-challenge', points: ctx.config.identity.mfaAttemptsPerChallenge, durationSeconds: ctx.config.identity.mfaChallengeTtl });
+    mfaLimiters.set(ctx, l);
+  }
+  return l;
+}

@@ -1,4 +1,5 @@
-import { client, startServer, TestServer } from '../support/server';
+import { client, signUp, startServer, TestServer } from '../support/server';
+import { base32Decode, totp } from '../../src/security/totp';
 
 /** The web console's session routes and its pages' headers (README "Web console"). */
 describe('console: cookie session, renew, logout, and the /app pages', () => {
@@ -129,5 +130,46 @@ describe('console: cookie session, renew, logout, and the /app pages', () => {
     const root = await fetch(server.url + '/', { redirect: 'manual' });
     expect(root.status).toBe(302);
     expect(root.headers.get('location')).toBe('/app/');
+  });
+
+  it('the mailed links open the console pages with their token; /v1/auth/options says how one signs in here', async () => {
+    for (const p of ['/verify-email', '/reset-password', '/accept-invitation']) {
+      const r = await fetch(`${server.url}${p}?token=abc.def`, { redirect: 'manual' });
+      expect(r.status).toBe(302);
+      expect(r.headers.get('location')).toBe(`/app${p}?token=abc.def`);
+    }
+    const opts = await client(server.url).get('/v1/auth/options');
+    expect(opts.body).toEqual({ registration: true, sso: false });
+    const sso = await fetch(`${server.url}/v1/auth/console/sso`, { redirect: 'manual' });
+    expect(sso.status).toBe(404);
+    expect(((await sso.json()) as { error: { code: string } }).error.code).toBe('SSO_NOT_CONFIGURED');
+  });
+
+  it('signs in with a second factor: MFA_REQUIRED without a cookie, then the code sets the cookie', async () => {
+    const u = await signUp(server.url, 'Mfa');
+    const enrol = await u.api.post('/v1/auth/mfa/totp', {});
+    const seed = base32Decode(enrol.body.secret);
+    const t0 = Date.now() / 1000;
+    expect((await u.api.post('/v1/auth/mfa/totp/confirm', { code: totp(seed, t0) })).status).toBe(200);
+    const anon = client(server.url);
+    const first = await anon.post('/v1/auth/console/session', { email: u.email, password: 'correct horse battery' }, H);
+    expect(first.status).toBe(401);
+    expect(first.body.error.code).toBe('MFA_REQUIRED');
+    expect(first.headers.getSetCookie()).toEqual([]);
+    const challenge = first.body.error.details.challenge as string;
+    const wrongCode = totp(seed, t0 + 30) === '000000' ? '111111' : '000000';
+    const wrong = await anon.post('/v1/auth/console/session/mfa', { challenge, code: wrongCode }, H);
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.getSetCookie()).toEqual([]);
+    expect((await anon.post('/v1/auth/console/session/mfa', { challenge, code: totp(seed, t0 + 30) })).status).toBe(403); // no console header
+    expect((await anon.post('/v1/auth/console/session/mfa', { challenge }, H)).body.error.code).toBe('VALIDATION_ERROR');
+    const ok = await anon.post('/v1/auth/console/session/mfa', { challenge, code: totp(seed, t0 + 30) }, H);
+    expect(ok.status).toBe(200);
+    expect(Object.keys(ok.body).sort()).toEqual(['accessToken', 'expiresIn']);
+    const cookie = valueOf(cookieOf(ok.headers));
+    expect((await anon.post('/v1/auth/console/renew', {}, { ...H, cookie })).status).toBe(200);
+    // The session carries the browser's label.
+    const sessions = await client(server.url, ok.body.accessToken).get('/v1/auth/sessions');
+    expect(sessions.body.data.find((x: { current: boolean }) => x.current)).toBeDefined();
   });
 });

@@ -98,8 +98,32 @@ describe('privacy of search links and the tool endpoint', () => {
     expect(usage.body.storedQueries).toBe(2);
     const events = fs.readFileSync(path.join(server.dataDir, 'events.db'));
     expect(events.includes(Buffer.from(q))).toBe(false);
+    // The query history: newest first, paged by `before`.
+    const q2 = 'wombat-second-probe';
+    await client(server.url).get(`/public/${link.token}/search?q=${q2}`);
+    const queries = `/api/workspaces/${ws}/public-links/${link.id}/queries`;
+    const all = await owner.api.get(queries);
+    expect(all.status).toBe(200);
+    expect(all.body).toMatchObject({ historyMode: true, retentionDays: 90, nextBefore: null });
+    expect(all.body.data.map((r: { query: string }) => r.query)).toEqual([q2, q, q]);
+    const first = await owner.api.get(`${queries}?limit=1`);
+    expect(first.body.data).toEqual([{ query: q2, at: all.body.data[0].at }]);
+    expect(first.body.nextBefore).toBe(all.body.data[0].at);
+    const next = await owner.api.get(`${queries}?limit=5&before=${encodeURIComponent(first.body.nextBefore)}`);
+    expect(next.body.data.map((r: { query: string }) => r.query)).toEqual([q, q]);
+    for (const bad of ['?limit=0', '?limit=201', '?before=yesterday', '?page=2']) {
+      const r = await owner.api.get(queries + bad);
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe('VALIDATION_ERROR');
+    }
+    // Another workspace's owner: not found; its own workspace path with this link id: not found either.
+    const other = await signUp(server.url, 'Other');
+    const otherWs = (await other.api.post('/v1/workspaces', { name: 'Other' })).body.id;
+    expect((await other.api.get(queries)).status).toBe(404);
+    expect((await other.api.get(`/api/workspaces/${otherWs}/public-links/${link.id}/queries`)).status).toBe(404);
     await owner.api.patch(`/api/workspaces/${ws}/public-links/${link.id}`, { historyMode: false });
     expect((await owner.api.get(`/api/workspaces/${ws}/public-links/${link.id}/usage`)).body.storedQueries).toBe(0);
+    expect((await owner.api.get(queries)).body).toMatchObject({ historyMode: false, data: [] });
   });
 
   it('client IPs and user agents are kept only as hashes', async () => {

@@ -63,10 +63,10 @@ describe('single sign-on with OpenID Connect (a real oidc-provider in a child pr
   });
 
   /** Start at the service, log in at the provider as `account`, and come back to the callback. */
-  async function signIn(account: string, opts: { dropFlowCookie?: boolean } = {}) {
+  async function toCallback(account: string, startPath: string) {
     const kbJar = new Jar();
     const idpJar = new Jar();
-    const start = await fetch(`${server.url}/v1/auth/oidc/start`, { redirect: 'manual' });
+    const start = await fetch(`${server.url}${startPath}`, { redirect: 'manual' });
     expect(start.status).toBe(302);
     kbJar.take(start);
     let url = start.headers.get('location') as string;
@@ -85,9 +85,36 @@ describe('single sign-on with OpenID Connect (a real oidc-provider in a child pr
       url = new URL(next, url).href;
     }
     expect(url.startsWith(`${server.url}/v1/auth/oidc/callback?`)).toBe(true);
-    const cb = await fetch(url.replace(server.url, server.url), { headers: opts.dropFlowCookie ? {} : { cookie: kbJar.header() } });
+    return { url, kbJar };
+  }
+
+  async function signIn(account: string, opts: { dropFlowCookie?: boolean } = {}) {
+    const { url, kbJar } = await toCallback(account, '/v1/auth/oidc/start');
+    const cb = await fetch(url, { headers: opts.dropFlowCookie ? {} : { cookie: kbJar.header() } });
     return { status: cb.status, body: (await cb.json()) as any };
   }
+
+  it('from the web console: the callback sets the console cookie (no token in the answer) and returns to /app/', async () => {
+    expect((await client(server.url).get('/v1/auth/options')).body).toEqual({ registration: true, sso: true });
+    const { url, kbJar } = await toCallback('carol', '/v1/auth/console/sso');
+    const cb = await fetch(url, { redirect: 'manual', headers: { cookie: kbJar.header() } });
+    expect(cb.status).toBe(302);
+    expect(cb.headers.get('location')).toBe('/app/');
+    expect(await cb.text()).not.toMatch(/accessToken|refreshToken/);
+    const set = cb.headers.getSetCookie().find((c) => c.startsWith('kb_console='));
+    expect(set).toMatch(/HttpOnly/);
+    expect(set).toMatch(/SameSite=Strict/);
+    expect(set).toMatch(/Path=\/v1\/auth\/console(;|$)/);
+    const renew = await client(server.url).post('/v1/auth/console/renew', {}, { 'x-kb-console': '1', cookie: (set as string).split(';')[0] });
+    expect(renew.status).toBe(200);
+    expect((await client(server.url, renew.body.accessToken).get('/v1/auth/me')).body.email).toBe('carol@corp.example');
+    // A refused sign-in goes back to the console's sign-in page with the code, and sets no session.
+    const refused = await toCallback('mallory', '/v1/auth/console/sso');
+    const back = await fetch(refused.url, { redirect: 'manual', headers: { cookie: refused.kbJar.header() } });
+    expect(back.status).toBe(302);
+    expect(back.headers.get('location')).toBe('/app/signin?ssoError=SSO_DOMAIN_NOT_ALLOWED');
+    expect(back.headers.getSetCookie().some((c) => c.startsWith('kb_console='))).toBe(false);
+  });
 
   it('creates an account on first sign-in (verified address, IdP sub recorded) and links it after', async () => {
     const first = await signIn('alice');

@@ -7,6 +7,7 @@ const [port, redirectUri] = process.argv.slice(2);
 const accounts = new Map([
   ['alice', { email: 'alice@corp.example', email_verified: true, name: 'Alice Corp' }],
   ['bob', { email: 'bob@corp.example', email_verified: true, name: 'Bob' }],
+  ['carol', { email: 'carol@corp.example', email_verified: true, name: 'Carol' }],
   ['mallory', { email: 'mallory@elsewhere.example', email_verified: true, name: 'Mallory' }],
   ['unverified', { email: 'unverified@corp.example', email_verified: false, name: 'U' }],
 ]);

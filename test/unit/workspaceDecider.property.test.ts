@@ -22,6 +22,8 @@ const command: fc.Arbitrary<WorkspaceCommand> = fc.oneof(
   fc.record({ type: fc.constant('RemoveMember' as const), actorId: user, userId: user }),
   fc.record({ type: fc.constant('InviteMember' as const), actorId: user, invitationId: invitation, email, role, now: fc.constant(now) }),
   fc.record({ type: fc.constant('AcceptInvitation' as const), actorId: user, actorEmail: email, invitationId: invitation, now: fc.constantFrom(now, later) }),
+  fc.record({ type: fc.constant('RevokeInvitation' as const), actorId: user, invitationId: invitation, now: fc.constant(now) }),
+  fc.record({ type: fc.constant('TransferOwnership' as const), actorId: user, userId: user, now: fc.constant(now) }),
   fc.record({ type: fc.constant('CreateTag' as const), actorId: user, tagId: tag, name: tagName, color: fc.constant('#112233') }),
   fc.record({ type: fc.constant('UpdateTag' as const), actorId: user, tagId: tag, name: fc.option(tagName, { nil: undefined }), color: fc.option(fc.constant('#445566'), { nil: undefined }) }),
   fc.record({ type: fc.constant('DeleteTag' as const), actorId: user, tagId: tag }),
@@ -63,6 +65,17 @@ function apply(m: Model, e: WorkspaceEvent): void {
       break;
     case 'InvitationAccepted':
       expect(m.invitations.has(e.data.invitationId)).toBe(true);
+      break;
+    case 'InvitationRevoked':
+      expect(m.invitations.has(e.data.invitationId)).toBe(true);
+      m.invitations.delete(e.data.invitationId);
+      break;
+    case 'OwnershipTransferred':
+      expect(m.members.get(e.data.fromUserId)).toBe('OWNER');
+      expect(m.members.get(e.data.toUserId)).toBe(e.data.previousRole);
+      expect(e.data.toUserId).not.toBe(e.data.fromUserId);
+      m.members.set(e.data.toUserId, 'OWNER');
+      m.members.set(e.data.fromUserId, 'ADMIN');
       break;
     case 'TagCreated':
       m.tags.add(e.data.tagId);
@@ -119,6 +132,8 @@ describe('workspace decider (property-based)', () => {
         expect(codeOf({ type: 'DeleteTag', actorId: 'owner', tagId: name })).toBe('TAG_NOT_FOUND');
         expect(codeOf({ type: 'AcceptInvitation', actorId: 'u1', actorEmail: 'u1@example.com', invitationId: name, now })).toBe('INVITATION_NOT_FOUND');
         expect(codeOf({ type: 'UpdateWorkspace', actorId: name, name: 'X', now })).toBe('WORKSPACE_NOT_FOUND');
+        expect(codeOf({ type: 'RevokeInvitation', actorId: 'owner', invitationId: name, now })).toBe('INVITATION_NOT_FOUND');
+        expect(codeOf({ type: 'TransferOwnership', actorId: 'owner', userId: name, now })).toBe('MEMBER_NOT_FOUND');
       }),
       { numRuns: 50 },
     );

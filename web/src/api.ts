@@ -101,6 +101,22 @@ export async function signIn(email: string, password: string): Promise<void> {
   adopt(body.accessToken, body.expiresIn);
 }
 
+/** Second step of a sign-in answered MFA_REQUIRED: the challenge from its details and a TOTP or recovery code. */
+export async function signInWithCode(challenge: string, code: string): Promise<void> {
+  const res = await fetch('/v1/auth/console/session/mfa', { method: 'POST', headers: CONSOLE_HEADERS, credentials: 'same-origin', body: JSON.stringify({ challenge, code }) });
+  if (!res.ok) throw await errorOf(res);
+  const body = (await res.json()) as { accessToken: string; expiresIn: number };
+  adopt(body.accessToken, body.expiresIn);
+}
+
+/** Calls that need no session (mailed links, password reset): JSON in, JSON out, errors as ApiError. */
+export async function anonymous<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(path, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!res.ok) throw await errorOf(res);
+  if (res.status === 204) return undefined as T;
+  return (await res.json()) as T;
+}
+
 export async function signUp(name: string, email: string, password: string): Promise<void> {
   const res = await fetch('/v1/auth/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name, email, password }) });
   if (!res.ok) throw await errorOf(res);
@@ -242,4 +258,6 @@ export interface Me {
   id: string;
   email: string;
   name: string;
+  emailVerified?: boolean;
+  mfaEnabled?: boolean;
 }

@@ -13,6 +13,8 @@ import { Audit } from './pages/audit';
 import { AcceptInvitation } from './pages/team';
 import { SearchLinks } from './pages/searchLinks';
 import { InstructionSets, InstructionSetView } from './pages/instructionSets';
+import { Account } from './pages/account';
+import { AcceptMailedInvitation, ForgotPassword, ResetPassword, VerifyEmail } from './pages/identity';
 
 function useSession(): SessionState {
   const [s, setS] = useState(sessionState());
@@ -43,6 +45,7 @@ function Shell() {
   else if ((m = match('/w/:ws/sets', path))) page = <InstructionSets wsId={m.ws} />;
   else if ((m = match('/w/:ws/settings', path))) page = <WorkspaceSettings wsId={m.ws} onChanged={workspaces.reload} />;
   else if (match('/settings/api-keys', path)) page = <ApiKeys />;
+  else if (match('/settings/account', path)) page = <Account />;
   else if ((m = match('/invitations/:id', path))) page = <AcceptInvitation invitationId={m.id} onJoined={workspaces.reload} />;
   else if (match('/workspaces', path) || path === '/') page = <Workspaces workspaces={workspaces} />;
   else page = <p>There is no page at this address. <a href="/app/workspaces">Go to your workspaces</a>.</p>;
@@ -78,6 +81,7 @@ function Shell() {
         ) : null}
         <span class="spacer" />
         <a href="/app/settings/api-keys">API keys</a>
+        <a href="/app/settings/account">Account</a>
         <span class="who" title={me.data?.email}>
           {me.data?.name}
         </span>
@@ -122,7 +126,7 @@ function App() {
     void renew();
   }, []);
   useEffect(() => {
-    if (session === 'signed-in' && (path === '/signin' || path === '/signup')) {
+    if (session === 'signed-in' && (path === '/signin' || path === '/signup' || path === '/forgot-password')) {
       const last = localStorage.getItem(LAST_WS);
       navigate(last ? `/w/${last}/documents` : '/workspaces', true);
     }
@@ -134,6 +138,12 @@ function App() {
         <p role="status">Loading…</p>
       </main>
     );
+  // Pages a mailed link opens, whether or not this browser is signed in.
+  const signedIn = session === 'signed-in';
+  if (path === '/verify-email') return <VerifyEmail signedIn={signedIn} />;
+  if (path === '/reset-password') return <ResetPassword signedIn={signedIn} />;
+  if (path === '/accept-invitation') return <AcceptMailedInvitation signedIn={signedIn} />;
+  if (path === '/forgot-password' && !signedIn) return <ForgotPassword />;
   if (session === 'ended') return <SessionEnded />;
   if (session === 'signed-out') return path === '/signup' ? <SignUp /> : <SignIn />;
   return <Shell />;

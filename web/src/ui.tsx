@@ -1,10 +1,12 @@
 import { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError, Status } from './api';
 
 /** A modal dialog: the native <dialog> with showModal() makes the rest of the page inert (focus stays inside). */
 export function Dialog(props: { open: boolean; title: string; onClose: () => void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
+  // Several dialogs live on one page: each is named by its own heading.
+  const titleId = `dialog-title-${useId()}`;
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
@@ -12,8 +14,8 @@ export function Dialog(props: { open: boolean; title: string; onClose: () => voi
     if (!props.open && d.open) d.close();
   }, [props.open]);
   return (
-    <dialog ref={ref} aria-labelledby="dialog-title" onClose={props.onClose} onCancel={props.onClose}>
-      <h2 id="dialog-title">{props.title}</h2>
+    <dialog ref={ref} aria-labelledby={titleId} onClose={props.onClose} onCancel={props.onClose}>
+      <h2 id={titleId}>{props.title}</h2>
       {props.open ? props.children : null}
     </dialog>
   );

@@ -50,6 +50,8 @@ export type WorkspaceCommand =
   | { type: 'RemoveMember'; actorId: string; userId: string }
   | { type: 'InviteMember'; actorId: string; invitationId: string; email: string; role: Role; now: Date; inviteeUserId?: string }
   | { type: 'AcceptInvitation'; actorId: string; actorEmail: string; invitationId: string; now: Date }
+  | { type: 'RevokeInvitation'; actorId: string; invitationId: string; now: Date }
+  | { type: 'TransferOwnership'; actorId: string; userId: string; now: Date }
   | { type: 'CreateTag'; actorId: string; tagId: string; name: string; color: string }
   | { type: 'UpdateTag'; actorId: string; tagId: string; name?: string; color?: string }
   | { type: 'DeleteTag'; actorId: string; tagId: string };
@@ -90,6 +92,12 @@ function evolve(s: WorkspaceState, e: WorkspaceEvent): WorkspaceState {
       const invitation = s.invitations.get(e.data.invitationId);
       return invitation ? { ...s, invitations: withEntry(s.invitations, e.data.invitationId, { ...invitation, accepted: true }) } : s;
     }
+    case 'InvitationRevoked':
+      return { ...s, invitations: withoutEntry(s.invitations, e.data.invitationId) };
+    case 'OwnershipTransferred':
+      // Both are members when the event was decided; a log edited by hand changes nothing here.
+      if (!s.members.has(e.data.toUserId) || !s.members.has(e.data.fromUserId)) return s;
+      return { ...s, members: withEntry(withEntry(s.members, e.data.toUserId, 'OWNER'), e.data.fromUserId, 'ADMIN') };
     case 'TagCreated':
       return { ...s, tags: withEntry(s.tags, e.data.tagId, { name: e.data.name, color: e.data.color }) };
     case 'TagUpdated':
@@ -188,6 +196,20 @@ function decide(c: WorkspaceCommand, s: WorkspaceState): WorkspaceEvent[] {
         { type: 'InvitationAccepted', data: { workspaceId, invitationId: c.invitationId, userId: c.actorId } },
         { type: 'MemberAdded', data: { workspaceId, userId: c.actorId, role: inv.role, joinedAt: c.now.toISOString(), invitationId: c.invitationId } },
       ];
+    }
+    case 'RevokeInvitation': {
+      authorize(s, c.actorId, 'ADMIN');
+      const inv = s.invitations.get(c.invitationId);
+      // Accepted (or never created here): nothing pending to revoke.
+      if (!inv || inv.accepted) throw domainError('INVITATION_NOT_FOUND', 'Invitation not found.');
+      return [{ type: 'InvitationRevoked', data: { workspaceId, invitationId: c.invitationId, revokedAt: c.now.toISOString() } }];
+    }
+    case 'TransferOwnership': {
+      authorize(s, c.actorId, 'OWNER');
+      const target = s.members.get(c.userId);
+      if (target === undefined) throw domainError('MEMBER_NOT_FOUND', 'The user is not a member of this workspace.');
+      if (c.userId === c.actorId) throw domainError('VALIDATION_ERROR', 'You already own this workspace: choose another member.', { field: 'userId' });
+      return [{ type: 'OwnershipTransferred', data: { workspaceId, fromUserId: c.actorId, toUserId: c.userId, previousRole: target, transferredAt: c.now.toISOString() } }];
     }
     case 'CreateTag': {
       authorize(s, c.actorId, 'ADMIN');

@@ -25,6 +25,10 @@ export type MemberRoleChanged = W<'MemberRoleChanged', { userId: string; role: R
 export type MemberRemoved = W<'MemberRemoved', { userId: string }>;
 export type InvitationCreated = W<'InvitationCreated', { invitationId: string; email: string; role: Role; expiresAt: string; createdAt: string }>;
 export type InvitationAccepted = W<'InvitationAccepted', { invitationId: string; userId: string }>;
+/** A pending invitation withdrawn by an ADMIN or OWNER: its link (and its id) no longer let anyone in. */
+export type InvitationRevoked = W<'InvitationRevoked', { invitationId: string; revokedAt: string }>;
+/** The OWNER hands the workspace over: `toUserId` becomes OWNER, `fromUserId` (the OWNER acting) becomes ADMIN, in one event. */
+export type OwnershipTransferred = W<'OwnershipTransferred', { fromUserId: string; toUserId: string; previousRole: Role; transferredAt: string }>;
 export type TagCreated = W<'TagCreated', { tagId: string; name: string; color: string }>;
 export type TagUpdated = W<'TagUpdated', { tagId: string; name: string; color: string }>;
 export type TagDeleted = W<'TagDeleted', { tagId: string }>;
@@ -38,6 +42,8 @@ export type WorkspaceEvent =
   | MemberRemoved
   | InvitationCreated
   | InvitationAccepted
+  | InvitationRevoked
+  | OwnershipTransferred
   | TagCreated
   | TagUpdated
   | TagDeleted;
@@ -54,6 +60,8 @@ export const workspaceEventTraits: EventCatalog<WorkspaceEvent> = {
   MemberRemoved: { audit: [], encrypted: [] },
   InvitationCreated: { audit: ['email', 'role', 'expiresAt'], encrypted: [] },
   InvitationAccepted: { audit: [], encrypted: [] },
+  InvitationRevoked: { audit: ['invitationId'], encrypted: [] },
+  OwnershipTransferred: { audit: ['fromUserId', 'toUserId', 'previousRole'], encrypted: [] },
   TagCreated: { audit: ['name', 'color'], encrypted: [] },
   TagUpdated: { audit: ['name', 'color'], encrypted: [] },
   TagDeleted: { audit: [], encrypted: [] },

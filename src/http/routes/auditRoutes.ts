@@ -5,14 +5,29 @@ import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
 import { requireAuth, requireWorkspaceRole } from '../auth';
 import { decodeCursor, listAuditEntries } from '../../audit/auditQueries';
+import { verifyLogFor, VERIFY_LOG_PER_PROCESS_PER_HOUR, VERIFY_LOG_PER_WORKSPACE_PER_HOUR } from '../../audit/verifyLog';
+import { consumeRateLimit } from '../rateLimit';
+import { decode, strict } from '../codecs';
+import * as t from 'io-ts';
 import { UUID_PATTERN } from '../../domain/ids';
 
 const ID = UUID_PATTERN;
 
+const VerifyBody = strict(t.partial({}));
+
 /** The API description of these routes. */
 export const auditDocs: RouteDocs = {
   'GET /workspaces/:id/audit': { summary: 'The audit trail of a workspace (ADMIN)', description: 'Query: `subject`, `action`, `actor`, `from`, `to` (ISO 8601), `page`, `limit`.' },
+  'POST /workspaces/:id/audit/verify': {
+    summary: "Verify the event log's hash chain (OWNER)",
+    description:
+      'Walks the whole log up to its head (the chain runs through every workspace, so only the whole walk shows that nothing was edited, inserted or removed) and answers `{ok, checked, workspaceEvents, headPosition, firstBreak, startedAt, finishedAt}`. ' +
+      "A break in another workspace's event is given by position only. The walk yields between batches and one runs at a time (concurrent requests share it); " +
+      `${VERIFY_LOG_PER_WORKSPACE_PER_HOUR} per workspace and ${VERIFY_LOG_PER_PROCESS_PER_HOUR} per server per hour (429). 501 LOG_VERIFICATION_UNAVAILABLE with KB_EVENT_STORE=eventstoredb.`,
+    body: VerifyBody,
+  },
 };
+
 const invalid = (field: string, message: string) => new DomainError('VALIDATION_ERROR', message, { field });
 
 function single(req: Request, name: string): string | undefined {
@@ -57,6 +72,19 @@ export function auditRoutes(ctx: AppContext): RouteModule {
       limit,
     });
     res.json(page);
+  });
+
+  const perWorkspace = ctx.rateLimiter({ keyPrefix: 'verify-log', points: VERIFY_LOG_PER_WORKSPACE_PER_HOUR, durationSeconds: 3600 });
+  const perProcess = ctx.rateLimiter({ keyPrefix: 'verify-log-all', points: VERIFY_LOG_PER_PROCESS_PER_HOUR, durationSeconds: 3600 });
+  v1.post('/workspaces/:id/audit/verify', requireAuth(ctx), async (req, res) => {
+    const raw = String(req.params.id);
+    if (!ID.test(raw)) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
+    const workspaceId = raw.toLowerCase();
+    await requireWorkspaceRole(ctx, req, workspaceId, 'OWNER');
+    decode(VerifyBody, req.body ?? {});
+    await consumeRateLimit(ctx, perWorkspace, VERIFY_LOG_PER_WORKSPACE_PER_HOUR, workspaceId, res, 'verify-log');
+    await consumeRateLimit(ctx, perProcess, VERIFY_LOG_PER_PROCESS_PER_HOUR, 'all', res, 'verify-log');
+    res.json(await verifyLogFor(ctx, workspaceId));
   });
   return { v1, docs: auditDocs };
 }

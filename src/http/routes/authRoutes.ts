@@ -6,14 +6,15 @@ import { createApiKey, login, logout, refresh, registerUser, revokeApiKey, Sessi
 import { requestEmailVerification, requestPasswordReset, resetPassword, verifyEmail } from '../../../commands/user/emailFlows';
 import { revokeAllSessions, revokeSession } from '../../../commands/user/sessions';
 import { acceptInvitationAsNewcomer } from '../../../commands/user/invitationSignup';
-import { beginSso, finishSso } from '../../../commands/user/sso';
+import { beginSso, finishSso, isConsoleFlow } from '../../../commands/user/sso';
+import { setConsoleCookie } from './consoleAuthRoutes';
 import { challengeIdOf, confirmTotp, disableTotp, loginWithMfa, startTotpEnrollment } from '../../../commands/user/mfa';
 import { accountEvents, listApiKeys, listSessions, userById } from '../../../queries/user/userQueries';
 import { DomainError } from '../../domain/errors';
 import { authOf, requireAuth } from '../auth';
 import { boundedString, decode, Email, HumanName, strict } from '../codecs';
 import { commandContext } from '../exec';
-import { consumeRateLimit, rateLimit, byIp } from '../rateLimit';
+import { consumeRateLimit, mfaChallengeLimiter, rateLimit, byIp } from '../rateLimit';
 import { RouteModule, router } from './module';
 import { ApiKeyCreated, ApiKeyList, Me, Registered, respond, Tokens } from '../responses';
 
@@ -61,6 +62,7 @@ export const authDocs: RouteDocs = {
   'POST /auth/accept-invitation': { summary: 'Accept a mailed invitation as a newcomer: account, membership and session in one step', body: InvitationSignupBody, auth: false, status: 201 },
   'GET /auth/oidc/start': { summary: "Start single sign-on with the organisation's OpenID provider (redirect)", auth: false, produces: 'none', status: 302 },
   'GET /auth/oidc/callback': { summary: "The OpenID provider's callback (authorization code with PKCE)", auth: false },
+  'GET /auth/options': { summary: 'How one may sign in here: registration open, single sign-on configured (for sign-in pages)', auth: false },
   'GET /auth/sessions': { summary: "The account's sessions" },
   'DELETE /auth/sessions': { summary: 'Revoke every session but this one' },
   'DELETE /auth/sessions/:sessionId': { summary: 'Revoke one session', status: 204, produces: 'none' },
@@ -78,7 +80,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
   const resendLimiter = ctx.rateLimiter({ keyPrefix: 'resend-verification', points: id.resendVerificationPerHour, durationSeconds: HOUR });
   const forgotIpLimiter = ctx.rateLimiter({ keyPrefix: 'forgot-password-ip', points: id.forgotPasswordPerIpPerHour, durationSeconds: HOUR });
   const forgotEmailLimiter = ctx.rateLimiter({ keyPrefix: 'forgot-password-email', points: id.forgotPasswordPerEmailPerHour, durationSeconds: HOUR });
-  const mfaAttemptLimiter = ctx.rateLimiter({ keyPrefix: 'mfa-challenge', points: id.mfaAttemptsPerChallenge, durationSeconds: id.mfaChallengeTtl });
+  const mfaAttemptLimiter = mfaChallengeLimiter(ctx);
 
   v1.post('/auth/register', credentialLimit, async (req, res) => {
     if (!ctx.config.allowRegistration) throw new DomainError('REGISTRATION_DISABLED', 'Registration is disabled on this server.');
@@ -158,9 +160,27 @@ export function authRoutes(ctx: AppContext): RouteModule {
   v1.get('/auth/oidc/callback', credentialLimit, async (req, res) => {
     const callbackUrl = `${ctx.config.oidc?.redirectUri ?? ''}${req.originalUrl.slice(req.originalUrl.indexOf('?') >= 0 ? req.originalUrl.indexOf('?') : req.originalUrl.length)}`;
     res.setHeader('Set-Cookie', `${FLOW_COOKIE}=; Path=/v1/auth/oidc; HttpOnly; SameSite=Lax; Max-Age=0`);
-    const r = await finishSso(ctx, commandContext(ctx, req), callbackUrl, cookieOf(req, FLOW_COOKIE), originOf(req));
+    const flow = cookieOf(req, FLOW_COOKIE);
+    if (isConsoleFlow(ctx, flow)) {
+      // Started from the web console: its httpOnly cookie session, then back to the console (never a token in the page).
+      try {
+        const r = await finishSso(ctx, commandContext(ctx, req), callbackUrl, flow, originOf(req));
+        await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+        setConsoleCookie(ctx, res, r.refreshToken);
+        res.redirect(302, '/app/');
+      } catch (err) {
+        if (!(err instanceof DomainError)) throw err;
+        res.redirect(302, `/app/signin?ssoError=${encodeURIComponent(err.code)}`);
+      }
+      return;
+    }
+    const r = await finishSso(ctx, commandContext(ctx, req), callbackUrl, flow, originOf(req));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     res.json({ user: r.user, accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
+  });
+
+  v1.get('/auth/options', (_req, res) => {
+    res.json({ registration: ctx.config.allowRegistration, sso: ctx.config.oidc !== undefined && ctx.identityProvider !== undefined });
   });
 
   v1.get('/auth/sessions', requireAuth(ctx), async (req, res) => {

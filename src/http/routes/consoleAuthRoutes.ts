@@ -1,7 +1,10 @@
 import { Request, Response } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
-import { login, logout, refresh } from '../../../commands/user/userCommands';
+import { login, logout, refresh, SessionOrigin } from '../../../commands/user/userCommands';
+import { challengeIdOf, loginWithMfa } from '../../../commands/user/mfa';
+import { beginSso } from '../../../commands/user/sso';
+import { consumeRateLimit, mfaChallengeLimiter } from '../rateLimit';
 import { DomainError } from '../../domain/errors';
 import { boundedString, decode, strict } from '../codecs';
 import { commandContext } from '../exec';
@@ -21,13 +24,37 @@ export const CONSOLE_COOKIE_PATH = '/v1/auth/console';
 export const CONSOLE_HEADER = 'x-kb-console';
 
 const SessionBody = strict(t.type({ email: boundedString(1, 254), password: boundedString(1, 1024) }));
+const MfaBody = strict(t.type({ challenge: boundedString(1, 2048), code: boundedString(1, 64) }));
 
 /** The JSON body codecs of these routes (property tests walk them). */
-export const consoleAuthBodies = { SessionBody };
+export const consoleAuthBodies = { SessionBody, MfaBody };
+
+/** The flow cookie of single sign-on (shared with GET /v1/auth/oidc/start; the callback reads it). */
+export const OIDC_FLOW_COOKIE = 'kb_oidc';
+
+const originOf = (req: Request): SessionOrigin => ({ userAgent: req.headers['user-agent'], ip: req.ip });
+
+/** Set the console's refresh cookie (also used by the single sign-on callback when the console started it). */
+export function setConsoleCookie(ctx: AppContext, res: Response, token: string): void {
+  const secure = ctx.config.baseUrl.startsWith('https:') || ctx.config.appUrl.startsWith('https:');
+  res.cookie(CONSOLE_COOKIE, token, { httpOnly: true, sameSite: 'strict', secure, path: CONSOLE_COOKIE_PATH, maxAge: ctx.config.refreshTokenTtl * 1000 });
+}
 
 /** The API description of these routes (the web console's cookie session; each needs `X-KB-Console: 1`). */
 export const consoleAuthDocs: RouteDocs = {
   'POST /auth/console/session': { summary: 'Console sign-in: sets the httpOnly refresh cookie, answers an access token', body: SessionBody, auth: false },
+  'POST /auth/console/session/mfa': {
+    summary: 'Console sign-in, second step: the challenge of 401 MFA_REQUIRED and a TOTP or recovery code; sets the refresh cookie',
+    body: MfaBody,
+    auth: false,
+  },
+  'GET /auth/console/sso': {
+    summary: "Console: single sign-on with the organisation's provider (302); the callback sets the console's cookie and returns to /app/",
+    description: 'A failed sign-in returns to `/app/signin?ssoError=<code>`. 404 SSO_NOT_CONFIGURED without KB_OIDC_ISSUER.',
+    auth: false,
+    produces: 'none',
+    status: 302,
+  },
   'POST /auth/console/renew': { summary: 'Console: a new access token from the refresh cookie (rotated)', auth: false },
   'POST /auth/console/logout': { summary: 'Console: end the session and clear the cookie', auth: false, status: 204, produces: 'none' },
 };
@@ -52,9 +79,9 @@ export function consoleAuthRoutes(ctx: AppContext): RouteModule {
   const credentialLimit = rateLimit(ctx, 'auth', 30, byIp);
   const secure = ctx.config.baseUrl.startsWith('https:') || ctx.config.appUrl.startsWith('https:');
 
-  const setCookie = (res: Response, token: string) => {
-    res.cookie(CONSOLE_COOKIE, token, { httpOnly: true, sameSite: 'strict', secure, path: CONSOLE_COOKIE_PATH, maxAge: ctx.config.refreshTokenTtl * 1000 });
-  };
+  const setCookie = (res: Response, token: string) => setConsoleCookie(ctx, res, token);
+  const id = ctx.config.identity;
+  const mfaAttemptLimiter = mfaChallengeLimiter(ctx);
   const clearCookie = (res: Response) => res.clearCookie(CONSOLE_COOKIE, { httpOnly: true, sameSite: 'strict', secure, path: CONSOLE_COOKIE_PATH });
 
   /** Only the console's own pages may call these routes. */
@@ -76,11 +103,30 @@ export function consoleAuthRoutes(ctx: AppContext): RouteModule {
   v1.post('/auth/console/session', credentialLimit, async (req, res) => {
     sameOrigin(req);
     const body = decode(SessionBody, req.body);
-    const r = await login(ctx, commandContext(ctx, req), body);
+    noStore(res);
+    const r = await login(ctx, commandContext(ctx, req), body, originOf(req));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     setCookie(res, r.refreshToken);
-    noStore(res);
     res.json({ accessToken: r.accessToken, expiresIn: r.expiresIn });
+  });
+
+  // With a second factor enrolled the first step answers 401 MFA_REQUIRED and its challenge: the code comes here.
+  v1.post('/auth/console/session/mfa', credentialLimit, async (req, res) => {
+    sameOrigin(req);
+    noStore(res);
+    const body = decode(MfaBody, req.body);
+    await consumeRateLimit(ctx, mfaAttemptLimiter, id.mfaAttemptsPerChallenge, challengeIdOf(ctx, body.challenge), res);
+    const r = await loginWithMfa(ctx, commandContext(ctx, req), body, originOf(req));
+    await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
+    setCookie(res, r.refreshToken);
+    res.json({ accessToken: r.accessToken, expiresIn: r.expiresIn });
+  });
+
+  // A top-level navigation from the sign-in page (a link, so no custom header): the flow is marked as the console's, sealed.
+  v1.get('/auth/console/sso', credentialLimit, async (_req, res) => {
+    const r = await beginSso(ctx, ctx.now(), { console: true });
+    res.setHeader('Set-Cookie', `${OIDC_FLOW_COOKIE}=${r.sealedFlow}; Path=/v1/auth/oidc; HttpOnly; SameSite=Lax; Max-Age=600${secure ? '; Secure' : ''}`);
+    res.redirect(302, r.url);
   });
 
   v1.post('/auth/console/renew', credentialLimit, async (req, res) => {

@@ -5,7 +5,7 @@ import { AppContext } from '../../app/context';
 import { DomainError, ErrorCode } from '../../domain/errors';
 import { tokenVault } from '../../security/tokenVault';
 import { getSearchLink, listSearchLinks, searchLinkView } from '../../../queries/searchLink/searchLinkQueries';
-import { linkUsageReport } from '../../../queries/searchLink/linkUsage';
+import { linkUsageReport, MAX_QUERY_HISTORY_PAGE, storedQueryPage } from '../../../queries/searchLink/linkUsage';
 import { requireAuth, requireWorkspaceRole } from '../auth';
 import { decode, HumanName, IntFromString, IsoDateString, strict } from '../codecs';
 import { commandContext } from '../exec';
@@ -42,6 +42,7 @@ const PatchBody = strict(t.partial(Fields));
 export const searchLinkBodies = { CreateBody, PatchBody };
 
 const UsageQuery = t.partial({ hours: t.refinement(IntFromString, (n) => n >= 1 && n <= 24 * 90, 'hours 1..2160') });
+const QueriesQuery = strict(t.partial({ limit: t.refinement(IntFromString, (n) => n >= 1 && n <= MAX_QUERY_HISTORY_PAGE, `limit 1..${MAX_QUERY_HISTORY_PAGE}`), before: IsoDateString }));
 
 /** The API description of these routes (schemas from the codecs above). */
 export const searchLinkDocs: RouteDocs = {
@@ -58,6 +59,11 @@ export const searchLinkDocs: RouteDocs = {
   'PATCH /workspaces/:workspaceId/public-links/:id': { summary: "Change a link's name, scope, expiry, history mode or tool profile (ADMIN)", body: PatchBody, response: SearchLink, example: { toolProfile: 'default' } },
   'DELETE /workspaces/:workspaceId/public-links/:id': { summary: 'Revoke a link (ADMIN)', status: 204, produces: 'none' },
   'GET /workspaces/:workspaceId/public-links/:id/usage': { summary: "A link's usage (ADMIN)", query: UsageQuery },
+  'GET /workspaces/:workspaceId/public-links/:id/queries': {
+    summary: "A link's query history (ADMIN; stored only while its history mode is on)",
+    description: `Newest first: \`{data: [{query, at}], nextBefore, retentionDays, historyMode}\`; \`limit\` 1..${MAX_QUERY_HISTORY_PAGE} (default 50), \`before\` (ISO time: pass \`nextBefore\` for the next page). Query text is kept 90 days, outside the event log.`,
+    query: QueriesQuery,
+  },
 };
 
 function pathId(req: Request, name: string, code: ErrorCode, what: string): string {
@@ -113,6 +119,14 @@ export function searchLinkRoutes(ctx: AppContext): RouteModule {
     const link = await getSearchLink(ctx, workspaceId, pathId(req, 'id', 'NOT_FOUND', 'Search link'));
     const q = decode(UsageQuery, req.query);
     res.json(await linkUsageReport(ctx, link, q.hours ?? 24));
+  });
+
+  api.get('/workspaces/:workspaceId/public-links/:id/queries', async (req, res) => {
+    const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
+    const link = await getSearchLink(ctx, workspaceId, pathId(req, 'id', 'NOT_FOUND', 'Search link'));
+    const q = decode(QueriesQuery, req.query);
+    const page = await storedQueryPage(ctx, link.id, { before: q.before ? new Date(q.before).toISOString() : undefined, limit: q.limit ?? 50 });
+    res.json({ ...page, historyMode: link.historyMode });
   });
 
   return { api, docs: searchLinkDocs };

@@ -3,22 +3,23 @@ import { Request } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
-import { getWorkspace, listMembers, listTags, listWorkspaces } from '../../../queries/workspace/workspaceQueries';
+import { getWorkspace, listMembers, listPendingInvitations, listTags, listWorkspaces } from '../../../queries/workspace/workspaceQueries';
 import { createWorkspace } from '../../../commands/workspace/createWorkspace';
 import { updateWorkspace } from '../../../commands/workspace/updateWorkspace';
 import { deleteWorkspace } from '../../../commands/workspace/deleteWorkspace';
-import { addMember, changeMemberRole, removeMember } from '../../../commands/workspace/members';
-import { acceptInvitation, inviteMember } from '../../../commands/workspace/invitations';
+import { addMember, changeMemberRole, removeMember, transferOwnership } from '../../../commands/workspace/members';
+import { acceptInvitation, inviteMember, revokeInvitation } from '../../../commands/workspace/invitations';
 import { createTag, deleteTag, updateTag } from '../../../commands/workspace/tags';
 import { enforceIdentityRequirements, authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { boundedString, decode, Email, HexColor, HumanName, Purpose, Role, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { RouteModule, router } from './module';
 import { MemberList, respond, Tag, TagList, WorkspaceCreated, WorkspaceDetail, WorkspaceList } from '../responses';
-import { idParam } from '../ids';
+import { idParam, Uuid } from '../ids';
 import { UUID_PATTERN } from '../../domain/ids';
 
 const Name = HumanName(200);
+const TransferResult = t.type({ data: MemberList });
 const TagName = HumanName(50);
 const CreateBody = strict(t.type({ name: Name }));
 const Settings = strict(t.partial({ allowPublicSearchLinks: t.boolean, defaultDocumentPurpose: Purpose, requireMfa: t.boolean, requireVerifiedEmail: t.boolean }));
@@ -26,11 +27,12 @@ const UpdateBody = strict(t.partial({ name: Name, settings: Settings }));
 const AddMemberBody = strict(t.type({ userId: boundedString(1, 100), role: Role }));
 const RoleBody = strict(t.type({ role: Role }));
 const InviteBody = strict(t.type({ email: Email, role: Role }));
+const TransferBody = strict(t.type({ userId: Uuid }));
 const TagBody = strict(t.type({ name: TagName, color: HexColor }));
 const TagPatch = strict(t.partial({ name: TagName, color: HexColor }));
 
 /** The JSON body codecs of these routes (property tests walk them). */
-export const workspaceBodies = { CreateBody, UpdateBody, AddMemberBody, RoleBody, InviteBody, TagBody, TagPatch };
+export const workspaceBodies = { CreateBody, UpdateBody, AddMemberBody, RoleBody, InviteBody, TransferBody, TagBody, TagPatch };
 
 /** The API description of these routes (schemas from the codecs above). */
 export const workspaceDocs: RouteDocs = {
@@ -44,6 +46,18 @@ export const workspaceDocs: RouteDocs = {
   'PATCH /workspaces/:id/members/:userId': { summary: "Change a member's role (ADMIN)", body: RoleBody, example: { role: 'ADMIN' } },
   'DELETE /workspaces/:id/members/:userId': { summary: 'Remove a member (ADMIN)', status: 204, produces: 'none' },
   'POST /workspaces/:id/invite': { summary: 'Invite someone by e-mail (ADMIN)', body: InviteBody, status: 201, example: { email: 'bob@example.com', role: 'MEMBER' } },
+  'GET /workspaces/:id/invitations': {
+    summary: 'Invitations not yet accepted (ADMIN)',
+    description: 'Newest first, at most 200 (`total` counts them all); each `PENDING` or `EXPIRED`. Accepted and revoked invitations are not listed.',
+  },
+  'DELETE /workspaces/:id/invitations/:invitationId': { summary: 'Revoke a pending invitation (ADMIN): its link no longer works', status: 204, produces: 'none' },
+  'POST /workspaces/:id/transfer-ownership': {
+    summary: 'Transfer ownership to another member (OWNER)',
+    description: 'The member becomes OWNER and you become ADMIN, in one event (`OwnershipTransferred`, shown in the audit trail). Answers the members afterwards.',
+    body: TransferBody,
+    response: TransferResult,
+    example: { userId: '0b7c6f1e-8a8d-4c1e-9f55-3d1f2a4b5c6d' },
+  },
   'POST /invitations/:invitationId/accept': { summary: 'Accept an invitation' },
   'GET /workspaces/:id/tags': { summary: 'Tags of a workspace', response: TagList },
   'POST /workspaces/:id/tags': { summary: 'Create a tag (ADMIN)', body: TagBody, status: 201, response: Tag, example: { name: 'Billing', color: '#112233' } },
@@ -127,6 +141,22 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   v1.post('/workspaces/:id/invite', async (req, res) => {
     const id = await workspaceAs(req, 'ADMIN');
     res.status(201).json(await inviteMember(ctx, cc(req), id, decode(InviteBody, req.body)));
+  });
+
+  v1.get('/workspaces/:id/invitations', async (req, res) => {
+    res.json(await listPendingInvitations(ctx, await workspaceAs(req, 'ADMIN'), ctx.now()));
+  });
+
+  v1.delete('/workspaces/:id/invitations/:invitationId', async (req, res) => {
+    const id = await workspaceAs(req, 'ADMIN');
+    await revokeInvitation(ctx, cc(req), id, idParam(req, 'invitationId', 'INVITATION_NOT_FOUND', 'Invitation not found.'));
+    res.status(204).end();
+  });
+
+  v1.post('/workspaces/:id/transfer-ownership', async (req, res) => {
+    const id = await workspaceAs(req, 'OWNER');
+    const body = decode(TransferBody, req.body);
+    respond(res, TransferResult, { data: await transferOwnership(ctx, cc(req), id, body.userId) });
   });
 
   v1.post('/invitations/:invitationId/accept', async (req, res) => {

@@ -1,6 +1,22 @@
 import { useState } from 'preact/hooks';
-import { AuditEntry, get } from '../api';
+import { AuditEntry, get, post, Workspace } from '../api';
 import { ErrorBox, useLoad, when } from '../ui';
+
+interface MemberRow {
+  userId: string;
+  email: string;
+  name: string;
+}
+
+interface Verification {
+  ok: boolean;
+  checked: number;
+  workspaceEvents: number;
+  headPosition: number;
+  firstBreak: { position: number; reason: string; inThisWorkspace: boolean; id?: string; type?: string } | null;
+  startedAt: string;
+  finishedAt: string;
+}
 
 /** "DocumentUploaded" → "Document uploaded": actions as words. */
 export const actionWords = (a: string) => a.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/^./, (c) => c.toUpperCase()).replace(/ ([A-Z])/g, (_m, c: string) => ' ' + c.toLowerCase());
@@ -29,10 +45,15 @@ export function Audit({ wsId }: { wsId: string }) {
   if (t) qs.set('to', t);
   if (cursor) qs.set('cursor', cursor);
   const page = useLoad(() => get<{ data: AuditEntry[]; nextCursor: string | null }>(`/v1/workspaces/${wsId}/audit?${qs}`), [wsId, qs.toString()]);
+  const ws = useLoad(() => get<Workspace>(`/v1/workspaces/${wsId}`), [wsId]);
+  const members = useLoad(() => get<MemberRow[]>(`/v1/workspaces/${wsId}/members`), [wsId]);
+  // Actors named in the trail that are no longer members still show by id (typed in the filter before).
+  const known = new Map((members.data ?? []).map((m) => [m.userId, m]));
   return (
     <section>
       <h1>Audit trail</h1>
       <p class="muted">Who did what, when, in this workspace (admins and owners), newest first.</p>
+      {ws.data?.role === 'OWNER' ? <VerifyLog wsId={wsId} /> : null}
       <form
         class="filters"
         aria-label="Filter the audit trail"
@@ -43,8 +64,16 @@ export function Audit({ wsId }: { wsId: string }) {
         }}
       >
         <label>
-          Actor (user id)
-          <input name="actor" value={actor} onInput={(e) => setActor((e.target as HTMLInputElement).value)} />
+          Actor
+          <select name="actor" value={actor} onChange={(e) => setActor((e.target as HTMLSelectElement).value)}>
+            <option value="">Anyone</option>
+            {members.data?.map((m) => (
+              <option key={m.userId} value={m.userId}>
+                {m.name ? `${m.name} (${m.email})` : m.email}
+              </option>
+            ))}
+            {actor && !known.has(actor) ? <option value={actor}>{actor}</option> : null}
+          </select>
         </label>
         <label>
           Action
@@ -72,6 +101,9 @@ export function Audit({ wsId }: { wsId: string }) {
                   <th scope="col">Who</th>
                   <th scope="col">Action</th>
                   <th scope="col">Subject</th>
+                  <th scope="col" class="wide-only">
+                    Details
+                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -89,6 +121,7 @@ export function Audit({ wsId }: { wsId: string }) {
                         {e.subject.id.slice(0, 8)}
                       </code>
                     </td>
+                    <td class="wide-only small">{details(e, known)}</td>
                   </tr>
                 ))}
               </tbody>
@@ -107,5 +140,77 @@ export function Audit({ wsId }: { wsId: string }) {
         <p role="status">Loading…</p>
       ) : null}
     </section>
+  );
+}
+
+const WORD_OF: Record<string, string> = { OWNER: 'Owner', ADMIN: 'Admin', MEMBER: 'Member', KNOWLEDGE: 'Knowledge', INSTRUCTION: 'Instruction' };
+
+/** An entry's summary in a few words: user ids as the members' names, roles as words, other ids left out. */
+function details(e: AuditEntry, known: Map<string, MemberRow>): string {
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(e.summary)) {
+    if (/Id$/.test(k) && typeof v === 'string') {
+      if (/userId$/i.test(k) && known.has(v)) parts.push(`${actionWords(k.replace(/UserId$|Id$/, '')) || 'user'}: ${known.get(v)?.name}`);
+      continue;
+    }
+    if (v === null || typeof v === 'object') continue;
+    parts.push(`${actionWords(k)}: ${typeof v === 'string' ? (WORD_OF[v] ?? v) : String(v)}`);
+  }
+  return parts.join(' · ');
+}
+
+/** Owners: re-walk the log's hash chain and say in words whether it is intact. */
+function VerifyLog({ wsId }: { wsId: string }) {
+  const [busy, setBusy] = useState(false);
+  const [result, setResult] = useState<Verification | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <div class="verify">
+      <div class="row">
+        <button
+          type="button"
+          disabled={busy}
+          onClick={async () => {
+            setBusy(true);
+            setError(null);
+            setResult(null);
+            try {
+              setResult(await post<Verification>(`/v1/workspaces/${wsId}/audit/verify`));
+            } catch (err) {
+              setError(err);
+            } finally {
+              setBusy(false);
+            }
+          }}
+        >
+          {busy ? 'Verifying the log…' : 'Verify the log'}
+        </button>
+        <span class="muted small">Recomputes the hash chain of every event stored, so an edited, inserted or removed event shows. Owners only.</span>
+      </div>
+      <ErrorBox error={error} />
+      {result ? (
+        <div class={`notice ${result.ok ? 'verify-ok' : 'verify-broken'}`} role="status" data-testid="verify-result">
+          {result.ok ? (
+            <p>
+              <strong>Intact.</strong> {result.checked.toLocaleString()} events checked ({result.workspaceEvents.toLocaleString()} of them this workspace's); the hash chain is unbroken up to
+              position {result.headPosition.toLocaleString()}.
+            </p>
+          ) : (
+            <p>
+              <strong>Broken.</strong> The chain breaks at position {result.firstBreak?.position.toLocaleString()}: {result.firstBreak?.reason}.{' '}
+              {result.firstBreak?.inThisWorkspace ? (
+                <>
+                  It is this workspace's event {result.firstBreak.type} <code>{result.firstBreak.id}</code>.
+                </>
+              ) : (
+                "It is another workspace's event."
+              )}{' '}
+              Tell the operator of this server: `kb verify` names it, and everything after it is unproven.
+            </p>
+          )}
+          <p class="muted small">Checked {when(result.finishedAt)}.</p>
+        </div>
+      ) : null}
+    </div>
   );
 }

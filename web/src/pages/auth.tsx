@@ -1,13 +1,69 @@
 import { useState } from 'preact/hooks';
-import { signIn, signUp } from '../api';
-import { navigate } from '../router';
-import { ErrorBox } from '../ui';
+import { anonymous, ApiError, signIn, signInWithCode, signUp } from '../api';
+import { navigate, useLocation } from '../router';
+import { ErrorBox, useLoad } from '../ui';
+
+export interface SignInOptions {
+  registration: boolean;
+  sso: boolean;
+}
+
+/** How one signs in here (registration open, single sign-on configured); both assumed off until known. */
+export function useSignInOptions() {
+  return useLoad(() => anonymous<SignInOptions>('GET', '/v1/auth/options'), []);
+}
+
+const SSO_ERRORS: Record<string, string> = {
+  SSO_DOMAIN_NOT_ALLOWED: 'Single sign-on refused: accounts of your organisation cannot sign in here.',
+  SSO_ACCOUNT_MISMATCH: 'Single sign-on refused: this address is linked to another identity at your provider.',
+  SSO_FAILED: 'Single sign-on failed: the provider did not confirm the sign-in. Try again.',
+  SSO_NOT_CONFIGURED: 'Single sign-on is not configured on this server.',
+};
+
+/** The second step when the account has a second factor: a code from the authenticator app or a recovery code. */
+function CodeForm({ challenge, onRestart }: { challenge: string; onRestart: () => void }) {
+  const [code, setCode] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      class="stack"
+      aria-label="Second factor"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setBusy(true);
+        setError(null);
+        try {
+          await signInWithCode(challenge, code.trim());
+        } catch (err) {
+          setError(err);
+          // An expired or exhausted challenge: start again with the password.
+          if (err instanceof ApiError && (err.code === 'UNAUTHORIZED' || err.code === 'RATE_LIMITED')) onRestart();
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <p>Your account has a second factor. Enter the 6-digit code from your authenticator app, or one of your recovery codes.</p>
+      <label>
+        Code
+        <input name="code" inputMode="numeric" autoComplete="one-time-code" required maxLength={64} value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} />
+      </label>
+      <ErrorBox error={error} />
+      <button type="submit" class="primary" disabled={busy}>
+        {busy ? 'Checking…' : 'Verify code'}
+      </button>
+    </form>
+  );
+}
 
 function SignInForm({ submitLabel = 'Sign in' }: { submitLabel?: string }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
+  const [challenge, setChallenge] = useState<string | null>(null);
+  if (challenge) return <CodeForm challenge={challenge} onRestart={() => setChallenge(null)} />;
   return (
     <form
       class="stack"
@@ -18,7 +74,9 @@ function SignInForm({ submitLabel = 'Sign in' }: { submitLabel?: string }) {
         try {
           await signIn(email, password);
         } catch (err) {
-          setError(err);
+          const c = err instanceof ApiError && err.code === 'MFA_REQUIRED' ? err.details?.challenge : undefined;
+          if (typeof c === 'string') setChallenge(c);
+          else setError(err);
         } finally {
           setBusy(false);
         }
@@ -41,23 +99,44 @@ function SignInForm({ submitLabel = 'Sign in' }: { submitLabel?: string }) {
 }
 
 export function SignIn() {
+  const { query } = useLocation();
+  const options = useSignInOptions();
+  const ssoError = query.get('ssoError');
   return (
     <main id="main" class="auth">
       <h1>Sign in</h1>
       <p class="muted">to the knowledge base console</p>
+      {ssoError ? (
+        <p class="error" role="alert">
+          {SSO_ERRORS[ssoError] ?? 'Single sign-on failed.'}
+        </p>
+      ) : null}
       <SignInForm />
       <p>
-        No account?{' '}
-        <a
-          href="/app/signup"
-          onClick={(e) => {
-            e.preventDefault();
-            navigate('/signup');
-          }}
-        >
-          Create one
-        </a>
+        <a href="/app/forgot-password">Forgot your password?</a>
       </p>
+      {options.data?.sso ? (
+        <p>
+          {/* A full navigation (not the client router): the provider's pages come next. */}
+          <a class="button" href="/v1/auth/console/sso">
+            Sign in with SSO
+          </a>
+        </p>
+      ) : null}
+      {options.data?.registration !== false ? (
+        <p>
+          No account?{' '}
+          <a
+            href="/app/signup"
+            onClick={(e) => {
+              e.preventDefault();
+              navigate('/signup');
+            }}
+          >
+            Create one
+          </a>
+        </p>
+      ) : null}
     </main>
   );
 }

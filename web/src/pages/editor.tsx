@@ -1,6 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, get, patch } from '../api';
 import { ErrorBox, when } from '../ui';
+import { sideBySide } from '../diff';
+import { MarkdownPreview } from '../markdown';
 
 /** The current text of a .txt/.md document: GET /v1/workspaces/:id/documents/:docId/content. */
 interface Content {
@@ -39,6 +41,8 @@ export function ContentEditor({ wsId, docId, onSaved }: { wsId: string; docId: s
   const [savedAt, setSavedAt] = useState('');
   const [theirs, setTheirs] = useState<Content | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const [format, setFormat] = useState<Content['format']>('text');
+  const [preview, setPreview] = useState(false);
   // The latest values, for saves started from timers and events.
   const textRef = useRef('');
   const savedText = useRef('');
@@ -55,6 +59,7 @@ export function ContentEditor({ wsId, docId, onSaved }: { wsId: string; docId: s
         textRef.current = savedText.current = c.content;
         base.current = c.updatedAt;
         setText(c.content);
+        setFormat(c.format);
         setSavedAt(c.updatedAt);
         setState('saved');
       })
@@ -130,7 +135,23 @@ export function ContentEditor({ wsId, docId, onSaved }: { wsId: string; docId: s
           {state === 'saved' && savedAt ? <span class="muted small"> · {when(savedAt)}</span> : null}
         </p>
       </div>
+      {format === 'markdown' ? (
+        <div class="segmented" role="group" aria-label="Editor view">
+          <button type="button" aria-pressed={!preview} onClick={() => setPreview(false)}>
+            Write
+          </button>
+          <button type="button" aria-pressed={preview} onClick={() => setPreview(true)}>
+            Preview
+          </button>
+        </div>
+      ) : null}
+      {preview ? (
+        <div class="preview" aria-label="Markdown preview" role="region" data-testid="preview">
+          <MarkdownPreview text={text} />
+        </div>
+      ) : null}
       <textarea
+        hidden={preview}
         id="doc-content"
         name="content"
         rows={14}
@@ -165,16 +186,22 @@ export function ContentEditor({ wsId, docId, onSaved }: { wsId: string; docId: s
           <h3 id="conflict-title">Someone else saved this document first</h3>
           <p>Your text has not been saved and is still in the editor. Choose which text to keep.</p>
           {theirs ? (
-            <div class="conflict-texts">
-              <label>
-                Their text (saved {when(theirs.updatedAt)})
-                <textarea readOnly rows={8} value={theirs.content} data-testid="theirs" />
-              </label>
-              <label>
-                Your text
-                <textarea readOnly rows={8} value={text} data-testid="mine" />
-              </label>
-            </div>
+            <>
+              <DiffTable theirs={theirs.content} mine={text} theirsAt={when(theirs.updatedAt)} />
+              <details>
+                <summary>Both texts in full</summary>
+                <div class="conflict-texts">
+                  <label>
+                    Their text (saved {when(theirs.updatedAt)})
+                    <textarea readOnly rows={8} value={theirs.content} data-testid="theirs" />
+                  </label>
+                  <label>
+                    Your text
+                    <textarea readOnly rows={8} value={text} data-testid="mine" />
+                  </label>
+                </div>
+              </details>
+            </>
           ) : (
             <p role="status">Loading their text…</p>
           )}
@@ -202,5 +229,55 @@ export function ContentEditor({ wsId, docId, onSaved }: { wsId: string; docId: s
         </section>
       ) : null}
     </div>
+  );
+}
+
+/** Their text and the user's side by side, line by line; changed lines are marked in words as well as colour. */
+function DiffTable({ theirs, mine, theirsAt }: { theirs: string; mine: string; theirsAt: string }) {
+  const rows = sideBySide(theirs, mine);
+  const changed = rows.filter((r) => r.kind === 'changed').length;
+  return (
+    <>
+      <p class="small" role="status">
+        {changed === 0 ? 'The two texts are the same.' : `${changed} line${changed === 1 ? '' : 's'} differ.`}
+      </p>
+      <div class="table-wrap diff-wrap">
+        <table class="diff" data-testid="diff">
+          <caption class="sr-only">Their text and yours, line by line</caption>
+          <colgroup>
+            <col class="diff-no-col" />
+            <col />
+            <col class="diff-no-col" />
+            <col />
+          </colgroup>
+          <thead>
+            <tr>
+              <th scope="col" colSpan={2}>
+                Theirs <span class="muted small">(saved {theirsAt})</span>
+              </th>
+              <th scope="col" colSpan={2}>
+                Yours
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r, i) => (
+              <tr key={i} class={r.kind === 'same' ? 'diff-same' : 'diff-changed'}>
+                <td class="diff-no">{r.leftNo ?? ''}</td>
+                <td class={r.kind === 'changed' && r.left !== null ? 'diff-del' : r.kind === 'changed' ? 'diff-none' : ''} data-side="theirs">
+                  {r.kind === 'changed' && r.left !== null ? <span class="sr-only">only in theirs: </span> : null}
+                  {r.left ?? ''}
+                </td>
+                <td class="diff-no">{r.rightNo ?? ''}</td>
+                <td class={r.kind === 'changed' && r.right !== null ? 'diff-add' : r.kind === 'changed' ? 'diff-none' : ''} data-side="mine">
+                  {r.kind === 'changed' && r.right !== null ? <span class="sr-only">only in yours: </span> : null}
+                  {r.right ?? ''}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
   );
 }

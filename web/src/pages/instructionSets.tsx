@@ -311,6 +311,8 @@ export function InstructionSetView({ wsId, setId }: { wsId: string; setId: strin
         </button>
       </form>
 
+      <SetAsOf setId={setId} />
+
       <h2>Danger zone</h2>
       <button type="button" class="danger" onClick={() => setConfirm(true)}>
         Delete set…
@@ -327,5 +329,70 @@ export function InstructionSetView({ wsId, setId }: { wsId: string; setId: strin
         }}
       />
     </section>
+  );
+}
+
+/** Time travel: the set as it was at a chosen past time (GET /api/instruction-sets/:id?asOf=), its documents in their order then. */
+function SetAsOf({ setId }: { setId: string }) {
+  const [at, setAt] = useState('');
+  const [past, setPast] = useState<SetDetail | null>(null);
+  const [shownAt, setShownAt] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <>
+      <h2>As of a past time</h2>
+      <form
+        class="row"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          setPast(null);
+          const t = new Date(at);
+          if (Number.isNaN(t.getTime())) return setError(new Error('Choose a date and time.'));
+          try {
+            setPast(await get<SetDetail>(`/api/instruction-sets/${setId}?asOf=${encodeURIComponent(t.toISOString())}`));
+            setShownAt(t.toLocaleString());
+          } catch (err) {
+            setError(err instanceof ApiError && err.status === 404 ? new Error('The set did not exist yet at that time.') : err);
+          }
+        }}
+      >
+        <label class="grow">
+          Show the set as it was at
+          <input type="datetime-local" step={1} name="set-as-of" required value={at} onInput={(e) => setAt((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit">Show</button>
+      </form>
+      <ErrorBox error={error} />
+      {past ? (
+        <div class="past" data-testid="set-as-of" aria-label={`The set as of ${shownAt}`} role="region">
+          <dl class="meta">
+            <dt>As of</dt>
+            <dd>{shownAt}</dd>
+            <dt>Name</dt>
+            <dd>{past.name}</dd>
+            <dt>Description</dt>
+            <dd>{past.description || 'none'}</dd>
+            <dt>Visibility</dt>
+            <dd>{past.isPublic ? 'Public' : 'Private'}</dd>
+            <dt>Size then</dt>
+            <dd>
+              {past.documents.length} of {MAX_DOCS} documents, {bytes(past.totalSizeBytes)}
+            </dd>
+          </dl>
+          {past.documents.length > 0 ? (
+            <ol class="past-docs" aria-label="Its documents then, in order">
+              {past.documents.map((d) => (
+                <li key={d.documentId}>
+                  {d.title} <span class="muted small">({bytes(d.sizeBytes)})</span>
+                </li>
+              ))}
+            </ol>
+          ) : (
+            <p class="muted">It held no documents then.</p>
+          )}
+        </div>
+      ) : null}
+    </>
   );
 }

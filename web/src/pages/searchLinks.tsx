@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { del, get, post, Tag } from '../api';
+import { del, get, patch, post, Tag } from '../api';
 import { Confirm, CopyButton, ErrorBox, useLoad, when } from '../ui';
 
 interface SearchLink {
@@ -48,6 +48,94 @@ function LinkUsage({ wsId, linkId }: { wsId: string; linkId: string }) {
       {t.latencyMs.p50 !== null ? `, median ${t.latencyMs.p50} ms, p95 ${t.latencyMs.p95} ms` : ''}
       {usage.data.storedQueries ? `; ${usage.data.storedQueries} stored queries (history on)` : ''}.
     </p>
+  );
+}
+
+interface StoredQueries {
+  data: { query: string; at: string }[];
+  nextBefore: string | null;
+  retentionDays: number;
+  historyMode: boolean;
+}
+
+/** A history-mode link's stored queries, newest first, 25 a page (loaded when opened). */
+function LinkQueries({ wsId, linkId }: { wsId: string; linkId: string }) {
+  const [befores, setBefores] = useState<string[]>(['']);
+  const before = befores[befores.length - 1];
+  const page = useLoad(
+    () => get<StoredQueries>(`/api/workspaces/${wsId}/public-links/${linkId}/queries?limit=25${before ? `&before=${encodeURIComponent(before)}` : ''}`),
+    [wsId, linkId, before],
+  );
+  if (page.error) return <ErrorBox error={page.error} />;
+  if (!page.data) return <p role="status">Loading…</p>;
+  const p = page.data;
+  return (
+    <>
+      <p class="muted small">Query text is stored only while history is on, outside the event log, and deleted after {p.retentionDays} days.</p>
+      {p.data.length === 0 ? (
+        <p class="muted">No stored queries.</p>
+      ) : (
+        <div class="table-wrap">
+          <table class="queries">
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Query</th>
+              </tr>
+            </thead>
+            <tbody>
+              {p.data.map((q, i) => (
+                <tr key={`${q.at}-${i}`}>
+                  <td>{when(q.at)}</td>
+                  <td class="break">{q.query}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <nav class="pager" aria-label="Pages of stored queries">
+        <button type="button" disabled={befores.length <= 1} onClick={() => setBefores((b) => b.slice(0, -1))}>
+          Newer
+        </button>
+        <button type="button" disabled={!p.nextBefore} onClick={() => p.nextBefore && setBefores((b) => [...b, p.nextBefore as string])}>
+          Older
+        </button>
+      </nav>
+    </>
+  );
+}
+
+function QueryHistory({ wsId, link, label, onChanged }: { wsId: string; link: { id: string; historyMode: boolean; isActive: boolean }; label: string; onChanged: () => void }) {
+  const [open, setOpen] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <details onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>Query history</summary>
+      {link.isActive ? (
+        <div class="row">
+          <span class="small">History is {link.historyMode ? 'on: query text is kept' : 'off: only counts and latencies are kept'}.</span>
+          <button
+            type="button"
+            aria-label={`${link.historyMode ? 'Turn history off' : 'Turn history on'} for ${label}`}
+            onClick={async () => {
+              setError(null);
+              try {
+                await patch(`/api/workspaces/${wsId}/public-links/${link.id}`, { historyMode: !link.historyMode });
+                onChanged();
+              } catch (err) {
+                setError(err);
+              }
+            }}
+          >
+            {link.historyMode ? 'Turn history off' : 'Turn history on'}
+          </button>
+        </div>
+      ) : null}
+      {link.historyMode && link.isActive ? <p class="muted small">Turning history off deletes the query text stored so far.</p> : null}
+      <ErrorBox error={error} />
+      {open ? <LinkQueries key={String(link.historyMode)} wsId={wsId} linkId={link.id} /> : null}
+    </details>
   );
 }
 
@@ -178,6 +266,7 @@ export function SearchLinks({ wsId }: { wsId: string }) {
                 <summary>Usage</summary>
                 <LinkUsage wsId={wsId} linkId={l.id} />
               </details>
+              <QueryHistory wsId={wsId} link={l} label={label} onChanged={links.reload} />
               {l.isActive ? (
                 <div class="actions">
                   <button type="button" class="danger" aria-label={`Revoke ${label}`} onClick={() => setRevoking(l)}>

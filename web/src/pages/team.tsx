@@ -14,9 +14,23 @@ interface Member {
   joinedAt: string;
 }
 
-/** Members with their roles (change, remove), and invitations by e-mail with a link to accept. */
-export function Members({ wsId, myRole }: { wsId: string; myRole: Role }) {
+interface Invitation {
+  id: string;
+  email: string;
+  role: Role;
+  createdAt: string;
+  expiresAt: string;
+  status: 'PENDING' | 'EXPIRED';
+}
+
+/**
+ * Members with their roles (change, remove, transfer ownership), invitations by e-mail with a
+ * link to accept, and the pending ones (revoke).
+ */
+export function Members({ wsId, myRole, myId, onRoleChanged }: { wsId: string; myRole: Role; myId?: string; onRoleChanged: () => void }) {
   const members = useLoad(() => get<Member[]>(`/v1/workspaces/${wsId}/members`), [wsId]);
+  const [transferring, setTransferring] = useState<Member | null>(null);
+  const [invitationsVersion, setInvitationsVersion] = useState(0);
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('MEMBER');
   const [invite, setInvite] = useState<{ email: string; link: string; expiresAt: string } | null>(null);
@@ -76,11 +90,18 @@ export function Members({ wsId, myRole }: { wsId: string; myRole: Role }) {
                 </td>
                 <td class="wide-only">{when(m.joinedAt)}</td>
                 <td>
-                  {admin && m.role !== 'OWNER' ? (
-                    <button type="button" class="danger" aria-label={`Remove ${m.name}`} onClick={() => setRemoving(m)}>
-                      Remove…
-                    </button>
-                  ) : null}
+                  <div class="member-actions">
+                    {myRole === 'OWNER' && m.userId !== myId ? (
+                      <button type="button" aria-label={`Transfer ownership to ${m.name}`} onClick={() => setTransferring(m)}>
+                        Make owner…
+                      </button>
+                    ) : null}
+                    {admin && m.role !== 'OWNER' ? (
+                      <button type="button" class="danger" aria-label={`Remove ${m.name}`} onClick={() => setRemoving(m)}>
+                        Remove…
+                      </button>
+                    ) : null}
+                  </div>
                 </td>
               </tr>
             ))}
@@ -97,6 +118,7 @@ export function Members({ wsId, myRole }: { wsId: string; myRole: Role }) {
               const inv = await post<{ invitationId: string; email: string; expiresAt: string }>(`/v1/workspaces/${wsId}/invite`, { email, role });
               setInvite({ email: inv.email, link: `${location.origin}/app/invitations/${inv.invitationId}`, expiresAt: inv.expiresAt });
               setEmail('');
+              setInvitationsVersion((n) => n + 1);
             } catch (err) {
               setError(err);
             }
@@ -127,6 +149,19 @@ export function Members({ wsId, myRole }: { wsId: string; myRole: Role }) {
           </div>
         </div>
       ) : null}
+      {admin ? <PendingInvitations wsId={wsId} version={invitationsVersion} /> : null}
+      <Confirm
+        open={transferring !== null}
+        title="Transfer ownership?"
+        message={`${transferring?.name ?? ''} (${transferring?.email ?? ''}) becomes the owner of this workspace and you become an admin. Only an owner can give it back.`}
+        action="Transfer ownership"
+        onClose={() => setTransferring(null)}
+        onConfirm={async () => {
+          if (transferring) await post(`/v1/workspaces/${wsId}/transfer-ownership`, { userId: transferring.userId });
+          members.reload();
+          onRoleChanged();
+        }}
+      />
       <Confirm
         open={removing !== null}
         title="Remove this member?"
@@ -136,6 +171,69 @@ export function Members({ wsId, myRole }: { wsId: string; myRole: Role }) {
         onConfirm={async () => {
           if (removing) await del(`/v1/workspaces/${wsId}/members/${removing.userId}`);
           members.reload();
+        }}
+      />
+    </>
+  );
+}
+
+/** Invitations not accepted yet (pending or expired), newest first, each with Revoke. */
+function PendingInvitations({ wsId, version }: { wsId: string; version: number }) {
+  const list = useLoad(() => get<{ data: Invitation[]; total: number }>(`/v1/workspaces/${wsId}/invitations`), [wsId, version]);
+  const [revoking, setRevoking] = useState<Invitation | null>(null);
+  return (
+    <>
+      <h3 id="pending-invitations">Pending invitations</h3>
+      <ErrorBox error={list.error} />
+      {list.data && list.data.data.length === 0 ? <p class="muted">No invitation is waiting to be accepted.</p> : null}
+      {list.data && list.data.data.length > 0 ? (
+        <div class="table-wrap">
+          <table class="invitations" aria-labelledby="pending-invitations">
+            <thead>
+              <tr>
+                <th scope="col">E-mail and role</th>
+                <th scope="col">State</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.data.map((i) => (
+                <tr key={i.id} data-invitation={i.id}>
+                  <td class="break">
+                    {i.email}
+                    <br />
+                    <span class="muted small">as {roleWord(i.role)}</span>
+                  </td>
+                  <td>
+                    <span class={`badge ${i.status === 'EXPIRED' ? 'status-failed' : 'status-pending'}`}>{i.status === 'EXPIRED' ? 'Expired' : 'Pending'}</span>
+                    <br />
+                    <span class="muted small">
+                      {i.status === 'EXPIRED' ? 'expired' : 'until'} {when(i.expiresAt)}
+                    </span>
+                  </td>
+                  <td>
+                    <button type="button" class="danger" aria-label={`Revoke the invitation of ${i.email}`} onClick={() => setRevoking(i)}>
+                      Revoke…
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      {list.data && list.data.total > list.data.data.length ? <p class="muted small">Showing the newest {list.data.data.length} of {list.data.total}.</p> : null}
+      <Confirm
+        open={revoking !== null}
+        title="Revoke this invitation?"
+        message={`The link sent to ${revoking?.email ?? ''} stops working. You can invite them again later.`}
+        action="Revoke invitation"
+        onClose={() => setRevoking(null)}
+        onConfirm={async () => {
+          if (revoking) await del(`/v1/workspaces/${wsId}/invitations/${revoking.id}`);
+          list.reload();
         }}
       />
     </>

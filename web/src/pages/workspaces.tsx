@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { del, get, post, put, Workspace } from '../api';
+import { del, get, Me, post, put, Workspace } from '../api';
 import { navigate } from '../router';
 import { Confirm, ErrorBox, useLoad, when } from '../ui';
 import { Members, Tags } from './team';
@@ -58,6 +58,7 @@ export function Workspaces({ workspaces }: { workspaces: { data?: Workspace[]; l
 
 export function WorkspaceSettings({ wsId, onChanged }: { wsId: string; onChanged: () => void }) {
   const ws = useLoad(() => get<Workspace>(`/v1/workspaces/${wsId}`), [wsId]);
+  const me = useLoad(() => get<Me>('/v1/auth/me'), []);
   const [name, setName] = useState('');
   const [error, setError] = useState<unknown>(null);
   const [saved, setSaved] = useState(false);
@@ -139,7 +140,15 @@ export function WorkspaceSettings({ wsId, onChanged }: { wsId: string; onChanged
           </label>
         </fieldset>
       ) : null}
-      <Members wsId={wsId} myRole={w.role} />
+      <Members
+        wsId={wsId}
+        myRole={w.role}
+        myId={me.data?.id}
+        onRoleChanged={() => {
+          ws.reload();
+          onChanged();
+        }}
+      />
       <Tags wsId={wsId} myRole={w.role} />
       <h2>Danger zone</h2>
       <p>Deleting the workspace removes its documents, search links and instruction sets. Only the owner can do it.</p>
