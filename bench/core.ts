@@ -142,7 +142,7 @@ export async function benchRebuild(total = 100_000): Promise<void> {
       if (batch.length >= 50) await Promise.all(batch.splice(0));
     }
     await Promise.all(batch);
-    const r = await rebuildProjections(ctx.eventStore, ctx.projections);
+    const r = await rebuildProjections(ctx.eventStore, ctx.projections, undefined, { transaction: ctx.runner.batchTransaction });
     console.log(
       `  projection rebuild (all ${ctx.projections.length} projections, incl. search index and audit): ${r.events} log events in ${r.seconds.toFixed(2)} s = ${Math.round(r.events / r.seconds)} events/s (${Math.round(r.applied / r.seconds)} projection updates/s)`,
     );
