@@ -96,6 +96,23 @@ describe('SqliteEventStore: the WAL is synced off the event loop', () => {
     }
   });
 
+  it('followers asking for the same rows each get their own events, and new ones once synced', async () => {
+    const store = new SqliteEventStore(path.join(dir, `${randomUUID()}.db`));
+    try {
+      await store.append('s-1', [newEvent(1)], 'no_stream');
+      const a = await store.readAll(0, 10);
+      const b = await store.readAll(0, 10);
+      expect(b).toEqual(a);
+      expect(b[0]).not.toBe(a[0]);
+      (a[0].data as { i: number }).i = 99; // one follower's change is not another's
+      expect((await store.readAll(0, 10))[0].data).toEqual({ i: 1 });
+      await store.append('s-2', [newEvent(2)], 'no_stream');
+      expect((await store.readAll(0, 10)).map((e) => e.data)).toEqual([{ i: 1 }, { i: 2 }]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('with KB_DURABILITY=normal, never syncs per commit', async () => {
     const store = new SqliteEventStore(path.join(dir, `${randomUUID()}.db`), { synchronous: 'normal' });
     const spy = jest.spyOn(fs, 'fdatasync');

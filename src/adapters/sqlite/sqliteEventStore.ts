@@ -16,6 +16,9 @@ import {
 
 const fdatasync = (fd: number): Promise<void> => new Promise((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
 
+/** The largest answer of readAll kept for the next follower asking the same (characters of JSON). */
+const READ_CACHE_BYTES = 4 * 1024 * 1024;
+
 /** A row of the `events` table (also read directly by `kb verify`). */
 export interface EventRow {
   position: number;
@@ -87,6 +90,7 @@ export class SqliteEventStore implements EventStore {
   /** Set when an fsync failed: nothing more is accepted (the state of the WAL on disk is unknown). */
   private failed: Error | null = null;
   private closed = false;
+  private lastRead: { after: number; upTo: number; max: number; rows: EventRow[] } | null = null;
   private readonly metrics: Pick<Metrics, 'eventStoreAppend' | 'groupCommit'>;
   private readonly stmts: {
     streamHead: Database.Statement<[string], { revision: number }>;
@@ -323,7 +327,24 @@ export class SqliteEventStore implements EventStore {
   }
 
   async readAll(afterPosition: number, maxCount: number): Promise<RecordedEvent[]> {
-    return this.stmts.readAll.all(afterPosition, this.durablePosition, maxCount).map((r) => this.toRecorded(r));
+    return this.rowsAfter(afterPosition, maxCount).map((r) => this.toRecorded(r));
+  }
+
+  /**
+   * Rows of the log after a position, up to the synced head. Every follower of the log (the
+   * projections' feed, the process managers) wakes on the same sync and asks for the same
+   * rows: the last answer is kept (the log below the synced head never changes) unless large,
+   * and each caller parses its own copy of the events.
+   */
+  private rowsAfter(afterPosition: number, maxCount: number): EventRow[] {
+    const upTo = this.durablePosition;
+    const last = this.lastRead;
+    if (last && last.after === afterPosition && last.upTo === upTo && last.max === maxCount) return last.rows;
+    const rows = this.stmts.readAll.all(afterPosition, upTo, maxCount);
+    let bytes = 0;
+    for (const r of rows) bytes += r.data.length + r.metadata.length;
+    this.lastRead = bytes <= READ_CACHE_BYTES ? { after: afterPosition, upTo, max: maxCount, rows } : null;
+    return rows;
   }
 
   async headPosition(): Promise<number> {
