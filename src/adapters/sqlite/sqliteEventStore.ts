@@ -91,6 +91,8 @@ export class SqliteEventStore implements EventStore {
   private failed: Error | null = null;
   private closed = false;
   private lastRead: { after: number; upTo: number; max: number; rows: EventRow[] } | null = null;
+  /** Callers of headPosition waiting for a sync to cover what was committed when they asked. */
+  private headWaiters: { position: number; resolve: () => void }[] = [];
   private readonly metrics: Pick<Metrics, 'eventStoreAppend' | 'groupCommit'>;
   private readonly stmts: {
     streamHead: Database.Statement<[string], { revision: number }>;
@@ -223,7 +225,17 @@ export class SqliteEventStore implements EventStore {
   private synced(position: number, commits: Unsynced[]): void {
     if (position > this.durablePosition) this.durablePosition = position;
     for (const c of commits) c.settle();
+    this.releaseHeadWaiters();
     this.emitter.emit('appended', this.durablePosition);
+  }
+
+  /** Wakes the callers of headPosition whose position is synced (all of them once nothing more can be). */
+  private releaseHeadWaiters(): void {
+    if (this.headWaiters.length === 0) return;
+    const all = this.failed !== null || this.closed;
+    const ready = this.headWaiters.filter((w) => all || w.position <= this.durablePosition);
+    this.headWaiters = this.headWaiters.filter((w) => !ready.includes(w));
+    for (const w of ready) w.resolve();
   }
 
   /**
@@ -242,6 +254,7 @@ export class SqliteEventStore implements EventStore {
         // The kernel may have dropped the dirty pages: nothing written since can be promised.
         this.failed = new Error(`the event log could not be synced to disk (${(err as Error).message}); restart the service`);
         for (const c of [...commits, ...this.unsynced.splice(0)]) c.fail(this.failed);
+        this.releaseHeadWaiters();
         return;
       } finally {
         this.syncing = null;
@@ -347,7 +360,16 @@ export class SqliteEventStore implements EventStore {
     return rows;
   }
 
+  /**
+   * The head of the log as readers see it, including every append committed when asked (it
+   * waits for their sync, a few ms at most): a caller that waits for the projections to reach
+   * it counts appends made a moment ago without awaiting them (search events, link uses).
+   */
   async headPosition(): Promise<number> {
+    const committed = this.lastPosition;
+    if (committed > this.durablePosition && !this.failed && !this.closed) {
+      await new Promise<void>((resolve) => this.headWaiters.push({ position: committed, resolve }));
+    }
     return this.durablePosition;
   }
 
@@ -399,6 +421,7 @@ export class SqliteEventStore implements EventStore {
     if (this.pending.length > 0) this.flush();
     this.closed = true;
     while (this.syncing || (this.unsynced.length > 0 && !this.failed)) await this.sync();
+    this.releaseHeadWaiters();
     this.emitter.emit('appended', this.durablePosition);
     if (this.walFd !== null) fs.closeSync(this.walFd);
     this.walFd = null;
