@@ -99,19 +99,21 @@ export class ProjectionRunner {
     const members = [...this.shared];
     if (members.length === 0 || events.length === 0) return;
     const last = events[events.length - 1].position;
-    if (this.batchTransaction) {
+    // Read-model projections commit together; any other is applied on its own, after that commit.
+    const grouped = this.batchTransaction ? members.filter((p) => p.joinsReadStoreTransaction === true) : [];
+    let alone = members.filter((p) => !grouped.includes(p));
+    if (this.batchTransaction && grouped.length > 0) {
       try {
         await this.batchTransaction(async () => {
-          for (const p of members) await p.apply(events);
+          for (const p of grouped) await p.apply(events);
         });
-        for (const p of members) this.advance(p, last);
-        this.notify();
-        return;
+        for (const p of grouped) this.advance(p, last);
       } catch {
         // Rolled back as a whole: apply them one by one below, to find the one that fails.
+        alone = members;
       }
     }
-    for (const p of members) {
+    for (const p of alone) {
       try {
         await p.apply(events);
         this.advance(p, last);
@@ -246,7 +248,12 @@ export async function rebuildProjections(
 ): Promise<{ events: number; applied: number; seconds: number }> {
   const batchSize = options.batchSize ?? 2000;
   const perTransaction = options.eventsPerTransaction ?? 20_000;
-  const transaction: BatchTransaction = options.transaction ?? ((fn) => fn());
+  // Read-model projections commit together, one transaction per span of `perTransaction`
+  // events. A projection keeping its checkpoint elsewhere (the search index) must never write
+  // while a read-store transaction is open: it applies each span after it committed, read
+  // again from the log (holding a span of large events in memory could take gigabytes).
+  const grouped = options.transaction ? projections.filter((p) => p.joinsReadStoreTransaction === true) : [];
+  const alone = projections.filter((p) => !grouped.includes(p));
   const started = process.hrtime.bigint();
   const head = await store.headPosition();
   for (const p of projections) await p.reset();
@@ -254,22 +261,43 @@ export async function rebuildProjections(
   const label = projections.map((p) => p.name).join(', ');
   let position = 0;
   let count = 0;
-  for (let done = false; !done; ) {
-    // Batches until `perTransaction` events, in one transaction (a crash rolls back only that span).
-    await transaction(async () => {
-      for (let inTransaction = 0; inTransaction < perTransaction; ) {
-        const batch = await store.readAll(position, batchSize);
-        if (batch.length === 0) {
-          done = true;
-          return;
-        }
-        for (const p of projections) await p.apply(batch);
-        position = batch[batch.length - 1].position;
+  const applyAlone = async (from: number, to: number, report: boolean) => {
+    for (let at = from; at < to; ) {
+      const batch = (await store.readAll(at, batchSize)).filter((e) => e.position <= to);
+      if (batch.length === 0) break;
+      for (const p of alone) await p.apply(batch);
+      at = batch[batch.length - 1].position;
+      if (report) {
         count += batch.length;
-        inTransaction += batch.length;
+        onProgress?.({ projection: label, position: at, head, events: count });
+      }
+    }
+  };
+  if (grouped.length === 0) {
+    await applyAlone(0, Number.MAX_SAFE_INTEGER, true);
+  } else {
+    for (let done = false; !done; ) {
+      const spanStart = position;
+      // Batches until `perTransaction` events, in one transaction (a crash rolls back only that span).
+      await options.transaction!(async () => {
+        for (let inTransaction = 0; inTransaction < perTransaction; ) {
+          const batch = await store.readAll(position, batchSize);
+          if (batch.length === 0) {
+            done = true;
+            return;
+          }
+          for (const p of grouped) await p.apply(batch);
+          position = batch[batch.length - 1].position;
+          count += batch.length;
+          inTransaction += batch.length;
+          if (alone.length === 0) onProgress?.({ projection: label, position, head, events: count });
+        }
+      });
+      if (alone.length && position > spanStart) {
+        await applyAlone(spanStart, position, false);
         onProgress?.({ projection: label, position, head, events: count });
       }
-    });
+    }
   }
   return { events: count, applied: count * projections.length, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
 }

@@ -6,6 +6,7 @@ import { SqliteReadStore } from '../../src/adapters/sqlite/sqliteReadStore';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqliteEventStore';
 import { ProjectionRunner, rebuildProjections } from '../../src/core/projectionRunner';
 import { Projection, readModelProjection } from '../../src/core/projection';
+import { checkpointedConsumer, eachEvent } from '../../src/core/consumer';
 import { EventStore } from '../../src/ports/eventStore';
 import { ReadStore } from '../../src/ports/readStore';
 
@@ -33,6 +34,22 @@ function notes(store: ReadStore, name: string, broken: () => boolean = () => fal
     if (data.fail && broken()) throw new Error(`${name} cannot apply this event`);
     await rows.put({ id: e.id, n: data.n });
   });
+}
+
+/**
+ * A projection keeping its checkpoint outside the read store (as the search index does): it
+ * records whether a read-store transaction was open while it applied an event.
+ */
+function outside(store: SqliteReadStore, seen: { n: number; inTransaction: boolean }[]): Projection {
+  let checkpoint = 0;
+  return {
+    ...checkpointedConsumer({
+      name: 'outside',
+      checkpoint: { get: async () => checkpoint, set: async (p) => void (checkpoint = p) },
+      handle: eachEvent(async (e) => void seen.push({ n: (e.data as { n: number }).n, inTransaction: store.database.inTransaction })),
+    }),
+    reset: async () => void (checkpoint = 0),
+  };
 }
 
 describe('ProjectionRunner: one feed for every projection', () => {
@@ -111,6 +128,23 @@ describe('ProjectionRunner: one feed for every projection', () => {
     expect(await runner.waitFor(last.position, 5000)).toBe(true);
     await runner.stop();
     for (const name of ['good', 'bad', 'also']) expect(await ns(name)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('a projection with its checkpoint elsewhere is never applied inside the read-model projections\' transaction (live and in a rebuild)', async () => {
+    const seen: { n: number; inTransaction: boolean }[] = [];
+    const runner = new ProjectionRunner(events, [notes(store, 'a'), outside(store, seen), notes(store, 'b')], undefined, { batchTransaction: (fn) => store.transaction(fn) });
+    await runner.start();
+    for (let i = 1; i <= 3; i++) await append(i);
+    expect(await runner.waitFor(3, 5000)).toBe(true);
+    await runner.stop();
+    expect(seen.map((x) => x.n)).toEqual([1, 2, 3]);
+    expect(seen.every((x) => !x.inTransaction)).toBe(true);
+    seen.length = 0;
+    const r = await rebuildProjections(events, [notes(store, 'a'), outside(store, seen)], undefined, { batchSize: 2, transaction: (fn) => store.transaction(fn) });
+    expect(r.events).toBe(3);
+    expect(seen.map((x) => x.n)).toEqual([1, 2, 3]);
+    expect(seen.every((x) => !x.inTransaction)).toBe(true);
+    expect(await ns('a')).toEqual([1, 2, 3]);
   });
 
   it('a rebuild in spans of several batches gives what applying event by event gives', async () => {
