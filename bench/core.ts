@@ -15,6 +15,19 @@ import { createLogger } from '../src/app/logger';
 import { buildContainer, closeContainer } from '../src/container';
 import { rebuildProjections } from '../src/core/projectionRunner';
 import { repoRoot } from '../src/util/paths';
+import { figure } from './targets';
+
+const load = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' ');
+
+/** CPU time (user + system, ms) a process has used so far, from /proc (Linux); undefined elsewhere. */
+function cpuMsOf(pid: number | undefined): number | undefined {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
+}
 
 const tmp = (p: string) => fs.mkdtempSync(path.join(os.tmpdir(), p));
 
@@ -90,6 +103,7 @@ async function benchHttpCommands(): Promise<void> {
     }
     for (const connections of [1, 16]) {
       let seq = 0;
+      const cpuBefore = cpuMsOf(proc.pid);
       const result = await autocannon({
         url,
         connections,
@@ -112,9 +126,13 @@ async function benchHttpCommands(): Promise<void> {
         ],
       });
       const ok = result['2xx'];
+      const cpuAfter = cpuMsOf(proc.pid);
+      // The server's own CPU per command: less sensitive than the rate to what else runs on the machine.
+      const cpuPerCommand = cpuBefore !== undefined && cpuAfter !== undefined && ok > 0 ? `, server CPU ${Math.round(((cpuAfter - cpuBefore) / ok) * 1000)} µs/command` : '';
       console.log(
-        `  HTTP durable commands (rename a tag), ${connections} client(s): ${Math.round(ok / result.duration)} commands/s, latency p50 ${result.latency.p50} ms p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}`,
+        `  HTTP durable commands (rename a tag), ${connections} client(s): ${Math.round(ok / result.duration)} commands/s, latency p50 ${result.latency.p50} ms p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}${cpuPerCommand}, load average ${load()}`,
       );
+      if (connections === 16) figure('core', 'durable HTTP commands, 16 clients (fsync on)', ok / result.duration, 'commands/s', { kind: 'min', value: 3000 });
     }
   } finally {
     proc.kill('SIGTERM');
@@ -142,10 +160,13 @@ export async function benchRebuild(total = 100_000): Promise<void> {
       if (batch.length >= 50) await Promise.all(batch.splice(0));
     }
     await Promise.all(batch);
-    const r = await rebuildProjections(ctx.eventStore, ctx.projections);
+    const cpu = process.cpuUsage();
+    const r = await rebuildProjections(ctx.eventStore, ctx.projections, undefined, { transaction: ctx.runner.batchTransaction });
+    const used = process.cpuUsage(cpu);
     console.log(
-      `  projection rebuild (all ${ctx.projections.length} projections, incl. search index and audit): ${r.events} log events in ${r.seconds.toFixed(2)} s = ${Math.round(r.events / r.seconds)} events/s (${Math.round(r.applied / r.seconds)} projection updates/s)`,
+      `  projection rebuild (all ${ctx.projections.length} projections, incl. search index and audit): ${r.events} log events in ${r.seconds.toFixed(2)} s = ${Math.round(r.events / r.seconds)} events/s (${Math.round(r.applied / r.seconds)} projection updates/s; ${((used.user + used.system) / 1e6).toFixed(2)} s CPU), load average ${load()}`,
     );
+    figure('core', 'projection rebuild, all projections', r.events / r.seconds, 'events/s', { kind: 'min', value: 100_000 });
   } finally {
     await closeContainer(di);
     fs.rmSync(dir, { recursive: true, force: true });

@@ -294,7 +294,11 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   di.register(EXTRA_CLOSERS, { useValue: closers });
 
   const projections = projectionFactories.map((f) => f(di));
-  const runner = new ProjectionRunner(eventStore, projections, logger, { mode: runsProjections(config.role) ? 'subscribe' : 'poll' });
+  // Embedded read store: every projection's batch commits in one read-store transaction (one
+  // commit per batch, not one per projection). Not on MongoDB, whose transactions are bounded
+  // in time and size (a rebuild's span of 20,000 events would overrun them).
+  const batchTransaction = config.readStore === 'sqlite' ? <R>(fn: () => Promise<R>) => readStore.transaction(fn) : undefined;
+  const runner = new ProjectionRunner(eventStore, projections, logger, { mode: runsProjections(config.role) ? 'subscribe' : 'poll', batchTransaction });
   // The context the HTTP layer and the services receive: every port resolved by its token.
   const ctx: AppContext = {
     config: di.resolve<Config>(CONFIG),

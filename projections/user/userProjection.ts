@@ -70,8 +70,10 @@ export function userProjection(store: ReadStore): Projection {
   };
   return readModelProjection('users', store, ['users', 'api_keys', 'sessions', 'account_events'], async (event) => {
     const e = event as unknown as Handled;
-    // The account's security trail: every account event but the routine token rotation.
-    if (e.type !== 'RefreshTokenRotated') {
+    // The account's security trail: every account event but the routine token rotation. The
+    // projection sees every event of the log: one naming no user (a workspace's tag, say) has
+    // no account to show it, and is not stored (no query could return it).
+    if (e.type !== 'RefreshTokenRotated' && typeof (event.data as { userId?: unknown }).userId === 'string') {
       await trail.put({
         id: event.id,
         userId: e.data.userId,

@@ -15,6 +15,13 @@ export interface Projection extends Consumer {
    * so that it is rebuilt from the log on its own.
    */
   prepare?(): Promise<void>;
+  /**
+   * Its batch and checkpoint commit in the read store's transaction (readModelProjection), so
+   * the runner may commit it together with others in one. A projection keeping its checkpoint
+   * elsewhere (the search index) is applied on its own, never inside another's transaction:
+   * its read-store writes would commit with that transaction, and its checkpoint without.
+   */
+  readonly joinsReadStoreTransaction?: boolean;
 }
 
 export interface ReadModelOptions {
@@ -70,6 +77,7 @@ export function readModelProjection(
       handle: eachEvent((e) => handle(e, store)),
       transaction: (fn) => store.transaction(fn),
     }),
+    joinsReadStoreTransaction: true,
     reset: clear,
     prepare: async () => {
       if ((await storedVersion()) !== version || (await store.getCheckpoint(clearingKey(name))) !== 0) await clear();

@@ -1,3 +1,4 @@
+import { RecordedEvent } from '../domain/event';
 import { EventStore, Subscription } from '../ports/eventStore';
 import { follow } from './consumer';
 import { Projection } from './projection';
@@ -18,13 +19,24 @@ export interface RunnerOptions {
   pollIntervalMs?: number;
   /** Interval of the background refresh of positions for lowWatermark() (poll mode, once started). */
   refreshIntervalMs?: number;
+  /**
+   * Runs one batch of every projection as one unit (the read store's transaction): one commit
+   * per batch instead of one per projection. Without it each projection commits its own.
+   */
+  batchTransaction?: BatchTransaction;
 }
 
+/** A transaction that projections' own transactions join (ReadStore.transaction). */
+export type BatchTransaction = <R>(fn: () => Promise<R>) => Promise<R>;
+
 /**
- * Keeps projections up to date with the log (one subscription each) and lets a caller
- * wait until they have applied a given position: that is how a write is readable by
- * the next request (read-your-writes). In poll mode the projections run elsewhere and
- * waitFor polls their checkpoints instead.
+ * Keeps projections up to date with the log and lets a caller wait until they have applied a
+ * given position: that is how a write is readable by the next request (read-your-writes).
+ * The log is read (and decrypted, upcast) once for all projections: one subscription feeds
+ * each batch to every projection in turn, in one `batchTransaction` when given. A projection
+ * that fails is detached and follows the log on its own subscription (retrying), so one
+ * broken projection never holds back the others. In poll mode the projections run elsewhere
+ * and waitFor polls their checkpoints instead.
  */
 export class ProjectionRunner {
   private readonly positions = new Map<string, number>();
@@ -35,6 +47,11 @@ export class ProjectionRunner {
   private readonly refreshIntervalMs: number;
   private polling: Promise<void> | null = null;
   private refreshTimer: NodeJS.Timeout | null = null;
+  /** The transaction batches commit in (also what a rebuild in this process uses). */
+  readonly batchTransaction?: BatchTransaction;
+  /** Projections fed by the shared subscription (the others failed once and follow on their own). */
+  private readonly shared = new Set<Projection>();
+  private stopped = false;
 
   constructor(
     private readonly store: EventStore,
@@ -45,6 +62,7 @@ export class ProjectionRunner {
     this.mode = options.mode ?? 'subscribe';
     this.pollIntervalMs = options.pollIntervalMs ?? 100;
     this.refreshIntervalMs = options.refreshIntervalMs ?? 1000;
+    this.batchTransaction = options.batchTransaction;
   }
 
   async start(): Promise<void> {
@@ -63,18 +81,66 @@ export class ProjectionRunner {
       tick();
       return;
     }
+    this.stopped = false;
     for (const p of this.projections) {
       await p.prepare?.();
       this.positions.set(p.name, await p.checkpoint());
-      const sub = await follow(this.store, p, {
-        afterBatch: async (position) => {
-          this.positions.set(p.name, position);
-          this.notify();
-        },
-        onError: (err) => this.logger?.error({ err, projection: p.name }, 'projection failed; retrying'),
-      });
-      this.subscriptions.push(sub);
+      this.shared.add(p);
     }
+    if (this.projections.length === 0) return;
+    const from = Math.min(...this.projections.map((p) => this.positions.get(p.name) ?? 0));
+    this.subscriptions.push(
+      this.store.subscribe(from, (events) => this.applyShared(events), (err) => this.logger?.error({ err }, 'reading the log for the projections failed; retrying')),
+    );
+  }
+
+  /** One batch of the shared subscription, applied by every projection still fed by it. */
+  private async applyShared(events: RecordedEvent[]): Promise<void> {
+    const members = [...this.shared];
+    if (members.length === 0 || events.length === 0) return;
+    const last = events[events.length - 1].position;
+    // Read-model projections commit together; any other is applied on its own, after that commit.
+    const grouped = this.batchTransaction ? members.filter((p) => p.joinsReadStoreTransaction === true) : [];
+    let alone = members.filter((p) => !grouped.includes(p));
+    if (this.batchTransaction && grouped.length > 0) {
+      try {
+        await this.batchTransaction(async () => {
+          for (const p of grouped) await p.apply(events);
+        });
+        for (const p of grouped) this.advance(p, last);
+      } catch {
+        // Rolled back as a whole: apply them one by one below, to find the one that fails.
+        alone = members;
+      }
+    }
+    for (const p of alone) {
+      try {
+        await p.apply(events);
+        this.advance(p, last);
+      } catch (err) {
+        await this.detach(p, err);
+      }
+    }
+    this.notify();
+  }
+
+  private advance(p: Projection, position: number): void {
+    if (position > (this.positions.get(p.name) ?? 0)) this.positions.set(p.name, position);
+  }
+
+  /** A projection that failed follows the log on its own from its checkpoint, retrying. */
+  private async detach(p: Projection, err: unknown): Promise<void> {
+    this.shared.delete(p);
+    this.logger?.error({ err, projection: p.name }, 'projection failed; retrying');
+    if (this.stopped) return;
+    const sub = await follow(this.store, p, {
+      afterBatch: async (position) => {
+        this.advance(p, position);
+        this.notify();
+      },
+      onError: (e) => this.logger?.error({ err: e, projection: p.name }, 'projection failed; retrying'),
+    });
+    this.subscriptions.push(sub);
   }
 
   /** The lowest position every projection has applied. */
@@ -151,11 +217,24 @@ export class ProjectionRunner {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
     this.refreshTimer = null;
-    await Promise.all(this.subscriptions.map((s) => s.stop()));
-    this.subscriptions.length = 0;
+    // A detach during the stop adds a subscription: stop until none is left.
+    while (this.subscriptions.length > 0) await Promise.all(this.subscriptions.splice(0).map((s) => s.stop()));
+    this.shared.clear();
   }
+}
+
+export interface RebuildOptions {
+  /** Events read from the log at a time (each projection applies, and checkpoints, each batch). */
+  batchSize?: number;
+  /**
+   * The read store's transaction: every projection's batches commit together, one commit per
+   * `eventsPerTransaction` events, instead of one per projection and batch.
+   */
+  transaction?: BatchTransaction;
+  eventsPerTransaction?: number;
 }
 
 /**
@@ -165,8 +244,16 @@ export async function rebuildProjections(
   store: EventStore,
   projections: Projection[],
   onProgress?: (info: { projection: string; position: number; head: number; events: number }) => void,
-  batchSize = 2000,
+  options: RebuildOptions = {},
 ): Promise<{ events: number; applied: number; seconds: number }> {
+  const batchSize = options.batchSize ?? 2000;
+  const perTransaction = options.eventsPerTransaction ?? 20_000;
+  // Read-model projections commit together, one transaction per span of `perTransaction`
+  // events. A projection keeping its checkpoint elsewhere (the search index) must never write
+  // while a read-store transaction is open: it applies each span after it committed, read
+  // again from the log (holding a span of large events in memory could take gigabytes).
+  const grouped = options.transaction ? projections.filter((p) => p.joinsReadStoreTransaction === true) : [];
+  const alone = projections.filter((p) => !grouped.includes(p));
   const started = process.hrtime.bigint();
   const head = await store.headPosition();
   for (const p of projections) await p.reset();
@@ -174,13 +261,43 @@ export async function rebuildProjections(
   const label = projections.map((p) => p.name).join(', ');
   let position = 0;
   let count = 0;
-  for (;;) {
-    const batch = await store.readAll(position, batchSize);
-    if (batch.length === 0) break;
-    for (const p of projections) await p.apply(batch);
-    position = batch[batch.length - 1].position;
-    count += batch.length;
-    onProgress?.({ projection: label, position, head, events: count });
+  const applyAlone = async (from: number, to: number, report: boolean) => {
+    for (let at = from; at < to; ) {
+      const batch = (await store.readAll(at, batchSize)).filter((e) => e.position <= to);
+      if (batch.length === 0) break;
+      for (const p of alone) await p.apply(batch);
+      at = batch[batch.length - 1].position;
+      if (report) {
+        count += batch.length;
+        onProgress?.({ projection: label, position: at, head, events: count });
+      }
+    }
+  };
+  if (grouped.length === 0) {
+    await applyAlone(0, Number.MAX_SAFE_INTEGER, true);
+  } else {
+    for (let done = false; !done; ) {
+      const spanStart = position;
+      // Batches until `perTransaction` events, in one transaction (a crash rolls back only that span).
+      await options.transaction!(async () => {
+        for (let inTransaction = 0; inTransaction < perTransaction; ) {
+          const batch = await store.readAll(position, batchSize);
+          if (batch.length === 0) {
+            done = true;
+            return;
+          }
+          for (const p of grouped) await p.apply(batch);
+          position = batch[batch.length - 1].position;
+          count += batch.length;
+          inTransaction += batch.length;
+          if (alone.length === 0) onProgress?.({ projection: label, position, head, events: count });
+        }
+      });
+      if (alone.length && position > spanStart) {
+        await applyAlone(spanStart, position, false);
+        onProgress?.({ projection: label, position, head, events: count });
+      }
+    }
   }
   return { events: count, applied: count * projections.length, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
 }

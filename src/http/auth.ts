@@ -66,10 +66,41 @@ export function authOf(req: Request) {
 export async function enforceIdentityRequirements(ctx: AppContext, req: Request, workspaceId: string): Promise<void> {
   const auth = req.auth;
   if (!auth || !/^[0-9a-f-]{36}$/.test(workspaceId)) return;
-  if (!(await memberRole(ctx.readStore, workspaceId, auth.userId))) return;
+  if (requestMemo(req).identityMet.has(workspaceId)) return;
+  if (!(await roleInRequest(ctx, req, workspaceId, auth.userId))) return;
   const unmet = await unmetIdentityRequirement(ctx.readStore, workspaceId, auth.userId, auth.authMethod);
   if (unmet === 'verified_email') throw new DomainError('EMAIL_NOT_VERIFIED', 'This workspace requires a verified e-mail address.');
   if (unmet === 'mfa') throw new DomainError('MFA_ENROLMENT_REQUIRED', 'This workspace requires two-factor authentication.');
+  requestMemo(req).identityMet.add(workspaceId);
+}
+
+/**
+ * What one request has learnt of its caller's standing (a workspace route checks it in its
+ * parameter handler, then again for the role it needs): looked up once per request.
+ */
+interface RequestMemo {
+  roles: Map<string, Promise<Role | null>>;
+  identityMet: Set<string>;
+}
+const memos = new WeakMap<Request, RequestMemo>();
+
+function requestMemo(req: Request): RequestMemo {
+  let m = memos.get(req);
+  if (!m) {
+    m = { roles: new Map(), identityMet: new Set() };
+    memos.set(req, m);
+  }
+  return m;
+}
+
+function roleInRequest(ctx: AppContext, req: Request, workspaceId: string, userId: string): Promise<Role | null> {
+  const roles = requestMemo(req).roles;
+  let role = roles.get(workspaceId);
+  if (!role) {
+    role = memberRole(ctx.readStore, workspaceId, userId);
+    roles.set(workspaceId, role);
+  }
+  return role;
 }
 
 /**
@@ -78,7 +109,7 @@ export async function enforceIdentityRequirements(ctx: AppContext, req: Request,
  */
 export async function requireWorkspaceRole(ctx: AppContext, req: Request, workspaceId: string, needed: Role = 'MEMBER'): Promise<Role> {
   const auth = authOf(req);
-  const role = await memberRole(ctx.readStore, workspaceId, auth.userId);
+  const role = await roleInRequest(ctx, req, workspaceId, auth.userId);
   if (!role) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
   if (!roleAtLeast(role, needed)) throw new DomainError('FORBIDDEN', `This action needs the ${needed} role in the workspace.`);
   await enforceIdentityRequirements(ctx, req, workspaceId);

@@ -85,8 +85,16 @@ export class EncryptingEventStore implements EventStore {
     return upcast({ ...e, data });
   }
 
-  private openAll(events: RecordedEvent[]): Promise<RecordedEvent[]> {
-    return Promise.all(events.map((e) => this.openEvent(e)));
+  private async openAll(events: RecordedEvent[]): Promise<RecordedEvent[]> {
+    // Most events seal nothing: upcast those in place, and wait only for the others' keys.
+    const out = new Array<RecordedEvent>(events.length);
+    const sealed: Promise<void>[] = [];
+    events.forEach((e, i) => {
+      if (encryptedPathsOf(e.type).length === 0) out[i] = upcast(e);
+      else sealed.push(this.openEvent(e).then((opened) => void (out[i] = opened)));
+    });
+    if (sealed.length > 0) await Promise.all(sealed);
+    return out;
   }
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {

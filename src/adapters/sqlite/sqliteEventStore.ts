@@ -1,4 +1,6 @@
 import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import path from 'node:path';
 import { chainHash, GENESIS_HASH } from '../../core/hashChain';
 import { EventEmitter } from 'node:events';
 import { Metrics, noMetrics } from '../../ports/metrics';
@@ -11,6 +13,11 @@ import {
   Subscription,
   WrongExpectedRevisionError,
 } from '../../ports/eventStore';
+
+const fdatasync = (fd: number): Promise<void> => new Promise((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+
+/** The largest answer of readAll kept for the next follower asking the same (characters of JSON). */
+const READ_CACHE_BYTES = 4 * 1024 * 1024;
 
 /** A row of the `events` table (also read directly by `kb verify`). */
 export interface EventRow {
@@ -45,10 +52,25 @@ export interface SqliteEventStoreOptions {
   metrics?: Pick<Metrics, 'eventStoreAppend' | 'groupCommit'>;
 }
 
+/** An append committed to the WAL, answered once the WAL is on disk. */
+interface Unsynced {
+  settle: () => void;
+  fail: (err: unknown) => void;
+}
+
 /**
  * Event store on one SQLite file in WAL mode. Concurrent appends are grouped into one
  * transaction (group commit): every append that arrives while a commit is being
  * prepared shares its fsync, yet each is checked and fails on its own.
+ *
+ * Durability (`full`) without blocking the event loop: SQLite runs with
+ * `synchronous = NORMAL` (a commit writes the WAL, no fsync), and the store fdatasyncs the
+ * WAL file itself on libuv's thread pool, answering the appends of every commit written
+ * before that sync began once it returns. One sync is in flight at a time; commits made
+ * meanwhile share the next one. Readers of the log (`readAll`, `subscribe`, `headPosition`)
+ * see only events up to the last synced position, so no projection gets ahead of what a
+ * power loss would keep. (WAL frames are checksummed in a chain, so a crash keeps a prefix of
+ * the commits; SQLite syncs the WAL itself before every checkpoint.)
  */
 export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
@@ -56,15 +78,28 @@ export class SqliteEventStore implements EventStore {
   private pending: PendingAppend[] = [];
   private flushScheduled = false;
   private lastHash: string;
+  /** Position of the last event committed to the WAL (not necessarily on disk yet). */
   private lastPosition: number;
+  /** Position up to which the WAL is known to be on disk: what readers of the log see. */
+  private durablePosition: number;
+  private readonly syncEachCommit: boolean;
+  private readonly walFile: string;
+  private walFd: number | null = null;
+  private unsynced: Unsynced[] = [];
+  private syncing: Promise<void> | null = null;
+  /** Set when an fsync failed: nothing more is accepted (the state of the WAL on disk is unknown). */
+  private failed: Error | null = null;
   private closed = false;
+  private lastRead: { after: number; upTo: number; max: number; rows: EventRow[] } | null = null;
+  /** Callers of headPosition waiting for a sync to cover what was committed when they asked. */
+  private headWaiters: { position: number; resolve: () => void }[] = [];
   private readonly metrics: Pick<Metrics, 'eventStoreAppend' | 'groupCommit'>;
   private readonly stmts: {
     streamHead: Database.Statement<[string], { revision: number }>;
     byId: Database.Statement<[string], { stream_id: string; revision: number; position: number }>;
     insert: Database.Statement<[number, string, string, number, string, string, string, string]>;
     readStream: Database.Statement<[string, number], EventRow>;
-    readAll: Database.Statement<[number, number], EventRow>;
+    readAll: Database.Statement<[number, number, number], EventRow>;
     head: Database.Statement<[], { position: number | null; hash: string | null }>;
   };
 
@@ -72,7 +107,10 @@ export class SqliteEventStore implements EventStore {
     this.db = new Database(file);
     this.metrics = options.metrics ?? noMetrics;
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
+    // Commits never fsync on the event loop: `full` durability syncs the WAL off the thread (sync()).
+    this.syncEachCommit = options.synchronous !== 'normal';
+    this.walFile = `${file}-wal`;
+    this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     // Freed pages and cells are zeroed, so nothing once deleted or rewritten lingers in the file.
     this.db.pragma('secure_delete = ON');
@@ -96,11 +134,12 @@ export class SqliteEventStore implements EventStore {
         'INSERT INTO events (position, id, stream_id, revision, type, data, metadata, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       readStream: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision'),
-      readAll: this.db.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+      readAll: this.db.prepare('SELECT * FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?'),
       head: this.db.prepare('SELECT position, hash FROM events ORDER BY position DESC LIMIT 1'),
     };
     const head = this.stmts.head.get();
     this.lastPosition = head?.position ?? 0;
+    this.durablePosition = this.lastPosition;
     this.lastHash = head?.hash ?? GENESIS_HASH;
     this.emitter.setMaxListeners(0);
   }
@@ -112,6 +151,7 @@ export class SqliteEventStore implements EventStore {
 
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new Error('event store is closed'));
+    if (this.failed) return Promise.reject(this.failed);
     return new Promise((resolve, reject) => {
       this.pending.push({ streamId, events, expected, resolve, reject, startedAt: process.hrtime.bigint() });
       if (!this.flushScheduled) {
@@ -160,14 +200,84 @@ export class SqliteEventStore implements EventStore {
     this.lastPosition = position;
     this.lastHash = hash;
     this.metrics.groupCommit(batch.length);
-    const now = process.hrtime.bigint();
+    // Refused appends are answered at once; accepted ones once their commit is on disk.
     batch.forEach((p, i) => {
-      this.metrics.eventStoreAppend(Number(now - p.startedAt) / 1e9);
       const o = outcomes[i];
-      if (o.ok) p.resolve(o.result);
-      else p.reject(o.error);
+      if (!o.ok) p.reject(o.error);
     });
-    this.emitter.emit('appended', this.lastPosition);
+    this.unsynced.push({
+      settle: () => {
+        const now = process.hrtime.bigint();
+        batch.forEach((p, i) => {
+          const o = outcomes[i];
+          if (!o.ok) return;
+          this.metrics.eventStoreAppend(Number(now - p.startedAt) / 1e9);
+          p.resolve(o.result);
+        });
+      },
+      fail: (err) => batch.forEach((p, i) => outcomes[i].ok && p.reject(err)),
+    });
+    if (this.syncEachCommit) void this.sync();
+    else this.synced(this.lastPosition, this.unsynced.splice(0));
+  }
+
+  /** Answers the appends of `commits`, now on disk up to `position`, and wakes the readers. */
+  private synced(position: number, commits: Unsynced[]): void {
+    if (position > this.durablePosition) this.durablePosition = position;
+    for (const c of commits) c.settle();
+    this.releaseHeadWaiters();
+    this.emitter.emit('appended', this.durablePosition);
+  }
+
+  /** Wakes the callers of headPosition whose position is synced (all of them once nothing more can be). */
+  private releaseHeadWaiters(): void {
+    if (this.headWaiters.length === 0) return;
+    const all = this.failed !== null || this.closed;
+    const ready = this.headWaiters.filter((w) => all || w.position <= this.durablePosition);
+    this.headWaiters = this.headWaiters.filter((w) => !ready.includes(w));
+    for (const w of ready) w.resolve();
+  }
+
+  /**
+   * One fdatasync of the WAL at a time, on the thread pool: it covers every commit written
+   * before it started; commits written while it runs wait for the next one.
+   */
+  private sync(): Promise<void> {
+    if (this.syncing) return this.syncing;
+    if (this.unsynced.length === 0) return Promise.resolve();
+    const commits = this.unsynced.splice(0);
+    const upTo = this.lastPosition;
+    this.syncing = (async () => {
+      try {
+        await fdatasync(this.walDescriptor());
+      } catch (err) {
+        // The kernel may have dropped the dirty pages: nothing written since can be promised.
+        this.failed = new Error(`the event log could not be synced to disk (${(err as Error).message}); restart the service`);
+        for (const c of [...commits, ...this.unsynced.splice(0)]) c.fail(this.failed);
+        this.releaseHeadWaiters();
+        return;
+      } finally {
+        this.syncing = null;
+      }
+      this.synced(upTo, commits);
+      if (this.unsynced.length > 0) void this.sync();
+    })();
+    return this.syncing;
+  }
+
+  /** The WAL file, opened once (SQLite keeps it, and reuses it from the start, while this connection is open). */
+  private walDescriptor(): number {
+    if (this.walFd === null) {
+      this.walFd = fs.openSync(this.walFile, 'r+');
+      // The WAL's directory entry, once: a new file is found again after a power loss.
+      const dir = fs.openSync(path.dirname(this.walFile), 'r');
+      try {
+        fs.fsyncSync(dir);
+      } finally {
+        fs.closeSync(dir);
+      }
+    }
+    return this.walFd;
   }
 
   private appendOne(
@@ -230,11 +340,37 @@ export class SqliteEventStore implements EventStore {
   }
 
   async readAll(afterPosition: number, maxCount: number): Promise<RecordedEvent[]> {
-    return this.stmts.readAll.all(afterPosition, maxCount).map((r) => this.toRecorded(r));
+    return this.rowsAfter(afterPosition, maxCount).map((r) => this.toRecorded(r));
   }
 
+  /**
+   * Rows of the log after a position, up to the synced head. Every follower of the log (the
+   * projections' feed, the process managers) wakes on the same sync and asks for the same
+   * rows: the last answer is kept (the log below the synced head never changes) unless large,
+   * and each caller parses its own copy of the events.
+   */
+  private rowsAfter(afterPosition: number, maxCount: number): EventRow[] {
+    const upTo = this.durablePosition;
+    const last = this.lastRead;
+    if (last && last.after === afterPosition && last.upTo === upTo && last.max === maxCount) return last.rows;
+    const rows = this.stmts.readAll.all(afterPosition, upTo, maxCount);
+    let bytes = 0;
+    for (const r of rows) bytes += r.data.length + r.metadata.length;
+    this.lastRead = bytes <= READ_CACHE_BYTES ? { after: afterPosition, upTo, max: maxCount, rows } : null;
+    return rows;
+  }
+
+  /**
+   * The head of the log as readers see it, including every append committed when asked (it
+   * waits for their sync, a few ms at most): a caller that waits for the projections to reach
+   * it counts appends made a moment ago without awaiting them (search events, link uses).
+   */
   async headPosition(): Promise<number> {
-    return this.lastPosition;
+    const committed = this.lastPosition;
+    if (committed > this.durablePosition && !this.failed && !this.closed) {
+      await new Promise<void>((resolve) => this.headWaiters.push({ position: committed, resolve }));
+    }
+    return this.durablePosition;
   }
 
   subscribe(afterPosition: number, handler: EventBatchHandler, onError?: (err: unknown) => void): Subscription {
@@ -265,7 +401,7 @@ export class SqliteEventStore implements EventStore {
         if (stopped) break;
         await new Promise<void>((resolve) => {
           wake = resolve;
-          if (this.lastPosition > position) onAppended();
+          if (this.durablePosition > position) onAppended();
         });
       }
     })();
@@ -281,10 +417,14 @@ export class SqliteEventStore implements EventStore {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    // Let queued appends commit before closing.
+    // Let queued appends commit, and their commits reach the disk, before closing.
     if (this.pending.length > 0) this.flush();
     this.closed = true;
-    this.emitter.emit('appended', this.lastPosition);
+    while (this.syncing || (this.unsynced.length > 0 && !this.failed)) await this.sync();
+    this.releaseHeadWaiters();
+    this.emitter.emit('appended', this.durablePosition);
+    if (this.walFd !== null) fs.closeSync(this.walFd);
+    this.walFd = null;
     this.db.close();
   }
 }

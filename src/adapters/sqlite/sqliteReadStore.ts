@@ -71,11 +71,22 @@ function where(filter: Filter, params: SqlValue[]): string {
 class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   private readonly table: string;
   private readonly statements = new Map<string, Database.Statement>();
+  /** The statements of the per-row calls projections make most, prepared once. */
+  private readonly byId: {
+    get: Database.Statement<[string], { doc: string }>;
+    put: Database.Statement<[string, string]>;
+    delete: Database.Statement<[string]>;
+  };
   constructor(
     private readonly database: Database.Database,
     name: string,
   ) {
     this.table = `rm_${name}`;
+    this.byId = {
+      get: database.prepare(`SELECT doc FROM ${this.table} WHERE id = ?`),
+      put: database.prepare(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc`),
+      delete: database.prepare(`DELETE FROM ${this.table} WHERE id = ?`),
+    };
   }
 
   /** Prepared statements are cached by SQL text: projections run the same few many times. */
@@ -94,7 +105,7 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   }
 
   async get(id: string): Promise<T | null> {
-    const row = this.db.prepare(`SELECT doc FROM ${this.table} WHERE id = ?`).get(id) as { doc: string } | undefined;
+    const row = this.byId.get.get(id);
     return row ? (JSON.parse(row.doc) as T) : null;
   }
 
@@ -107,11 +118,11 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   }
 
   async put(doc: T): Promise<void> {
-    this.db.prepare(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc`).run(doc.id, JSON.stringify(doc));
+    this.byId.put.run(doc.id, JSON.stringify(doc));
   }
 
   async delete(id: string): Promise<void> {
-    this.db.prepare(`DELETE FROM ${this.table} WHERE id = ?`).run(id);
+    this.byId.delete.run(id);
   }
 
   async deleteMany(filter: Filter): Promise<number> {
@@ -154,6 +165,10 @@ export class SqliteReadStore implements ReadStore {
   private readonly collections = new Map<string, SqliteCollection<ReadDoc>>();
   private readonly inTransaction = new AsyncLocalStorage<true>();
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly checkpointStatements: {
+    get: Database.Statement<[string], { position: number }>;
+    set: Database.Statement<[string, number]>;
+  };
 
   constructor(file: string) {
     this.db = new Database(file);
@@ -165,6 +180,10 @@ export class SqliteReadStore implements ReadStore {
     // Deleted read models (a deleted document's text) are zeroed in the file, not just unlinked.
     this.db.pragma('secure_delete = ON');
     this.db.exec('CREATE TABLE IF NOT EXISTS checkpoints (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)');
+    this.checkpointStatements = {
+      get: this.db.prepare('SELECT position FROM checkpoints WHERE projection = ?'),
+      set: this.db.prepare('INSERT INTO checkpoints (projection, position) VALUES (?, ?) ON CONFLICT(projection) DO UPDATE SET position = excluded.position'),
+    };
   }
 
   collection<T extends ReadDoc>(name: string, indexes: IndexSpec[] = []): Collection<T> {
@@ -184,14 +203,12 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async getCheckpoint(projection: string): Promise<number> {
-    const row = this.db.prepare('SELECT position FROM checkpoints WHERE projection = ?').get(projection) as { position: number } | undefined;
+    const row = this.checkpointStatements.get.get(projection);
     return row?.position ?? 0;
   }
 
   async setCheckpoint(projection: string, position: number): Promise<void> {
-    this.db
-      .prepare('INSERT INTO checkpoints (projection, position) VALUES (?, ?) ON CONFLICT(projection) DO UPDATE SET position = excluded.position')
-      .run(projection, position);
+    this.checkpointStatements.set.run(projection, position);
   }
 
   async transaction<R>(fn: () => Promise<R>): Promise<R> {

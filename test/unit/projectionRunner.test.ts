@@ -1,0 +1,163 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { SqliteReadStore } from '../../src/adapters/sqlite/sqliteReadStore';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqliteEventStore';
+import { ProjectionRunner, rebuildProjections } from '../../src/core/projectionRunner';
+import { Projection, readModelProjection } from '../../src/core/projection';
+import { checkpointedConsumer, eachEvent } from '../../src/core/consumer';
+import { EventStore } from '../../src/ports/eventStore';
+import { ReadStore } from '../../src/ports/readStore';
+
+const meta = { actorId: 'u1', authMethod: 'session' as const, correlationId: 'c', occurredAt: '2024-01-01T00:00:00.000Z', schemaVersion: 1 };
+
+/** Counts the log reads a store serves (the runner reads each batch once for all projections). */
+function counting(store: EventStore): { store: EventStore; reads: () => number } {
+  let reads = 0;
+  const wrapped: EventStore = {
+    append: (s, e, x) => store.append(s, e, x),
+    readStream: (s, r) => store.readStream(s, r),
+    readAll: (a, m) => (reads++, store.readAll(a, m)),
+    headPosition: () => store.headPosition(),
+    subscribe: (a, h, o) => store.subscribe(a, (events) => (reads++, h(events)), o),
+    close: () => store.close(),
+  };
+  return { store: wrapped, reads: () => reads };
+}
+
+/** A projection that copies each event's `n` into its own collection, failing on `fail` while `broken()`. */
+function notes(store: ReadStore, name: string, broken: () => boolean = () => false): Projection {
+  const rows = store.collection<{ id: string; n: number }>(`notes_${name}`);
+  return readModelProjection(name, store, [`notes_${name}`], async (e) => {
+    const data = e.data as { n: number; fail?: boolean };
+    if (data.fail && broken()) throw new Error(`${name} cannot apply this event`);
+    await rows.put({ id: e.id, n: data.n });
+  });
+}
+
+/**
+ * A projection keeping its checkpoint outside the read store (as the search index does): it
+ * records whether a read-store transaction was open while it applied an event.
+ */
+function outside(store: SqliteReadStore, seen: { n: number; inTransaction: boolean }[]): Projection {
+  let checkpoint = 0;
+  return {
+    ...checkpointedConsumer({
+      name: 'outside',
+      checkpoint: { get: async () => checkpoint, set: async (p) => void (checkpoint = p) },
+      handle: eachEvent(async (e) => void seen.push({ n: (e.data as { n: number }).n, inTransaction: store.database.inTransaction })),
+    }),
+    reset: async () => void (checkpoint = 0),
+  };
+}
+
+describe('ProjectionRunner: one feed for every projection', () => {
+  let dir: string;
+  let events: SqliteEventStore;
+  let store: SqliteReadStore;
+  const append = (n: number, extra: object = {}) => events.append(`s-${randomUUID()}`, [{ id: randomUUID(), type: 'Noted', data: { n, ...extra }, metadata: meta }], 'no_stream');
+  const ns = async (name: string) => (await store.collection<{ id: string; n: number }>(`notes_${name}`).find({})).map((r) => r.n).sort((a, b) => a - b);
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-runner-'));
+    events = new SqliteEventStore(path.join(dir, 'events.db'));
+    store = new SqliteReadStore(path.join(dir, 'read.db'));
+  });
+  afterEach(async () => {
+    await events.close();
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads each batch once for all projections and commits it in one batch transaction', async () => {
+    for (let i = 1; i <= 3; i++) await append(i);
+    const log = counting(events);
+    let transactions = 0;
+    const runner = new ProjectionRunner(log.store, [notes(store, 'a'), notes(store, 'b'), notes(store, 'c')], undefined, {
+      batchTransaction: (fn) => (transactions++, store.transaction(fn)),
+    });
+    await runner.start();
+    expect(await runner.waitFor(3, 5000)).toBe(true);
+    expect(log.reads()).toBe(1);
+    expect(transactions).toBe(1);
+    for (const name of ['a', 'b', 'c']) expect(await ns(name)).toEqual([1, 2, 3]);
+    const r = await append(4);
+    expect(await runner.waitFor(r.position, 5000)).toBe(true);
+    expect(log.reads()).toBe(2);
+    await runner.stop();
+    for (const name of ['a', 'b', 'c']) expect(await ns(name)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('starts the feed at the lowest checkpoint; a projection ahead skips what it applied', async () => {
+    for (let i = 1; i <= 3; i++) await append(i);
+    const ahead = notes(store, 'ahead');
+    await ahead.apply(await events.readAll(0, 2));
+    const runner = new ProjectionRunner(events, [ahead, notes(store, 'fresh')], undefined, { batchTransaction: (fn) => store.transaction(fn) });
+    await runner.start();
+    expect(await runner.waitFor(3, 5000)).toBe(true);
+    await runner.stop();
+    expect(await ns('ahead')).toEqual([1, 2, 3]);
+    expect(await ns('fresh')).toEqual([1, 2, 3]);
+  });
+
+  it('a failing projection is detached: the others stay current, and it catches up on its own once it can', async () => {
+    let broken = true;
+    const errors: string[] = [];
+    const runner = new ProjectionRunner(events, [notes(store, 'good'), notes(store, 'bad', () => broken), notes(store, 'also')], { error: (o) => errors.push(String((o as { projection?: string }).projection)), info: () => undefined }, {
+      batchTransaction: (fn) => store.transaction(fn),
+    });
+    await runner.start();
+    await append(1);
+    const failing = await append(2, { fail: true });
+    const after = await append(3);
+    // The batch transaction rolled back as a whole; the healthy projections applied on their own.
+    await new Promise<void>((resolve) => {
+      const check = () => (runner.positionOf('good') >= after.position && runner.positionOf('also') >= after.position ? resolve() : setTimeout(check, 10));
+      check();
+    });
+    expect(await ns('good')).toEqual([1, 2, 3]);
+    expect(await ns('also')).toEqual([1, 2, 3]);
+    expect(runner.positionOf('bad')).toBeLessThan(failing.position);
+    expect(errors).toContain('bad');
+    expect(await runner.waitFor(after.position, 50)).toBe(false);
+    broken = false;
+    expect(await runner.waitFor(after.position, 5000)).toBe(true);
+    expect(await ns('bad')).toEqual([1, 2, 3]);
+    // Later events reach every projection again.
+    const last = await append(4);
+    expect(await runner.waitFor(last.position, 5000)).toBe(true);
+    await runner.stop();
+    for (const name of ['good', 'bad', 'also']) expect(await ns(name)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('a projection with its checkpoint elsewhere is never applied inside the read-model projections\' transaction (live and in a rebuild)', async () => {
+    const seen: { n: number; inTransaction: boolean }[] = [];
+    const runner = new ProjectionRunner(events, [notes(store, 'a'), outside(store, seen), notes(store, 'b')], undefined, { batchTransaction: (fn) => store.transaction(fn) });
+    await runner.start();
+    for (let i = 1; i <= 3; i++) await append(i);
+    expect(await runner.waitFor(3, 5000)).toBe(true);
+    await runner.stop();
+    expect(seen.map((x) => x.n)).toEqual([1, 2, 3]);
+    expect(seen.every((x) => !x.inTransaction)).toBe(true);
+    seen.length = 0;
+    const r = await rebuildProjections(events, [notes(store, 'a'), outside(store, seen)], undefined, { batchSize: 2, transaction: (fn) => store.transaction(fn) });
+    expect(r.events).toBe(3);
+    expect(seen.map((x) => x.n)).toEqual([1, 2, 3]);
+    expect(seen.every((x) => !x.inTransaction)).toBe(true);
+    expect(await ns('a')).toEqual([1, 2, 3]);
+  });
+
+  it('a rebuild in spans of several batches gives what applying event by event gives', async () => {
+    for (let i = 1; i <= 25; i++) await append(i);
+    const oneByOne = notes(store, 'single');
+    for (const e of await events.readAll(0, 100)) await oneByOne.apply([e]);
+    let transactions = 0;
+    const rebuilt = notes(store, 'rebuilt');
+    const r = await rebuildProjections(events, [rebuilt], undefined, { batchSize: 4, eventsPerTransaction: 10, transaction: (fn) => (transactions++, store.transaction(fn)) });
+    expect(r.events).toBe(25);
+    // Spans of whole batches reaching 10 events: 12 + 12 + 1 (with the empty read that ends it).
+    expect(transactions).toBe(3);
+    expect(await ns('rebuilt')).toEqual(await ns('single'));
+    expect(await rebuilt.checkpoint()).toBe(25);
+  });
+});
