@@ -2,16 +2,18 @@
  * Searches under mixed load, through the real server (a child process, default embedded
  * configuration, rate limits off), issue 13 "Under mixed load".
  *
- *   npm run bench -- mixed [--seconds 180] [--chunks 15000] [--keep DIR]
+ *   npm run bench -- mixed [--seconds 180] [--chunks 15000] [--keep DIR] [--search-interval 200]
  *   node dist/bench/mixed.js [same options]
  *
  * 1. Seed: one workspace holding a Cranfield-based corpus (../shared/eval/cranfield): each
  *    document is a "report" of 12 Cranfield abstracts drawn with a fixed seed, uploaded as
  *    text, until about `--chunks` chunks are VERIFIED (default 15,000). `--keep DIR` keeps the
  *    seeded data dir in DIR and later runs start from a copy of it.
- * 2. The server is restarted on (a copy of) that data dir; then for `--seconds` (default
- *    180), all at once:
- *    - 16 search clients, each POSTing /v1/workspaces/:id/search (limit 5) back to back;
+ * 2. The server is restarted on (a copy of) that data dir. Searches alone, back to back, for a
+ *    sixth of the run (5–20 s): the search capacity and the server's CPU per search. Then for
+ *    `--seconds` (default 180), all at once:
+ *    - 16 search clients, each POSTing /v1/workspaces/:id/search (limit 5), one search every
+ *      200 ms at most (`--search-interval MS`; 0: back to back);
  *      half of the queries are Cranfield's 225 queries as they are (repeated during the run,
  *      so the query-embedding cache helps), half are new variants (a word dropped, two corpus
  *      words added: an embedding not seen before);
@@ -43,7 +45,13 @@ const MAX_UPLOADS_IN_FLIGHT = 8;
 const ABSTRACTS_PER_REPORT = 12;
 const RSS_SAMPLE_MS = 5000;
 const RSS_GROWTH_TARGET_MB = 64;
-const DEFAULT_SEARCH_INTERVAL_MS = 0;
+/**
+ * Each search client starts a search every 200 ms at most (16 clients: 80 searches/s offered,
+ * the rate issue 13 measured for searches alone), so the mixed figures show what writes and
+ * uploads do to searches at a given search load. Back to back (`--search-interval 0`), 16
+ * clients keep the server saturated and latency is 16 / throughput by Little's law.
+ */
+const DEFAULT_SEARCH_INTERVAL_MS = 200;
 
 interface Options {
   seconds: number;
@@ -438,11 +446,11 @@ async function mixedLoad(server: Server, seeded: Seeded, docs: CranfieldDoc[], q
   // Warm the connection pool and the query path once.
   await must(s, 'POST', `/v1/workspaces/${seeded.corpus}/search`, { query: queries[0], limit: 5 });
 
-  // Searches alone first: the figures the mixed load is compared with.
+  // Searches alone first, back to back: the server's search capacity and its CPU cost per search.
   const aloneSeconds = Math.min(20, Math.max(5, Math.round(o.seconds / 6)));
-  const alone = await runLoad(server, seeded, docs, queries, { seconds: aloneSeconds, writers: false, uploads: false, searchIntervalMs: o.searchIntervalMs, firstUpload: 1_000_000 });
+  const alone = await runLoad(server, seeded, docs, queries, { seconds: aloneSeconds, writers: false, uploads: false, searchIntervalMs: 0, firstUpload: 1_000_000 });
   const aloneCpu = serverCpuSeconds(alone);
-  console.log(`  searches alone (${aloneSeconds} s, ${SEARCH_CLIENTS} clients ${pacing}): ${describeSearches(alone)}`);
+  console.log(`  searches alone (${aloneSeconds} s, ${SEARCH_CLIENTS} clients back to back): ${describeSearches(alone)}`);
   if (aloneCpu !== undefined) console.log(`    server CPU ${((aloneCpu / Math.max(1, alone.searchMs.length)) * 1000).toFixed(2)} ms per search; load average ${alone.loadAtEnd}`);
 
   const r = await runLoad(server, seeded, docs, queries, { seconds: o.seconds, writers: true, uploads: true, searchIntervalMs: o.searchIntervalMs, firstUpload: seeded.reports });

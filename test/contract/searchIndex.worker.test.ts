@@ -178,17 +178,35 @@ describe('WorkerSearchIndex', () => {
   });
 });
 
-describe('CallQueue (the worker serves reads first)', () => {
-  it('takes waiting reads before waiting writes, each kind in arrival order', () => {
-    const q = new CallQueue<{ method: WorkerMethod; n: number }>();
-    const calls: [WorkerMethod, number][] = [
-      ['upsertDocument', 1], ['setCheckpoint', 2], ['search', 3], ['deleteDocument', 4], ['countDocuments', 5], ['search', 6], ['getCheckpoint', 7], ['clear', 8],
-    ];
-    for (const [method, n] of calls) q.push({ method, n });
-    expect(q.size).toBe(8);
+describe('CallQueue (the order the worker serves waiting calls in)', () => {
+  const drain = (q: CallQueue<{ method: WorkerMethod; n: number }>): number[] => {
     const order: number[] = [];
     for (let c = q.shift(); c; c = q.shift()) order.push(c.n);
-    expect(order).toEqual([3, 5, 6, 7, 1, 2, 4, 8]);
+    return order;
+  };
+
+  it('lets reads jump waiting writes, then alternates while both wait; each kind in arrival order', () => {
+    const q = new CallQueue<{ method: WorkerMethod; n: number }>();
+    const calls: [WorkerMethod, number][] = [
+      ['upsertDocument', 1], ['setCheckpoint', 2], ['upsertDocument', 3], ['search', 4], ['deleteDocument', 5], ['countDocuments', 6], ['search', 7], ['getCheckpoint', 8], ['clear', 9],
+    ];
+    for (const [method, n] of calls) q.push({ method, n });
+    expect(q.size).toBe(9);
+    expect(drain(q)).toEqual([4, 1, 6, 2, 7, 3, 8, 5, 9]);
     expect(q.size).toBe(0);
+  });
+
+  it('never starves writes behind a steady stream of reads', () => {
+    const q = new CallQueue<{ method: WorkerMethod; n: number }>();
+    q.push({ method: 'upsertDocument', n: 0 });
+    const served: number[] = [];
+    for (let i = 1; i <= 5; i++) {
+      q.push({ method: 'search', n: i });
+      q.push({ method: 'search', n: 100 + i });
+      served.push(q.shift()!.n);
+    }
+    // The write waited for one read only.
+    expect(served.slice(0, 2)).toEqual([1, 0]);
+    expect(drain(q).every((n) => n !== 0)).toBe(true);
   });
 });

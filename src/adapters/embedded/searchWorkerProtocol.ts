@@ -38,13 +38,18 @@ const READS: ReadonlySet<WorkerMethod> = new Set<WorkerMethod>(['search', 'count
 export const isRead = (method: WorkerMethod): boolean => READS.has(method);
 
 /**
- * The worker's waiting calls: reads before writes, each kind in arrival order. A caller that
- * awaits each call (the projection) never has two waiting, so its calls keep their order;
- * calls of different callers that wait at the same time have no order between them anyway.
+ * The worker's waiting calls: reads jump the queue of waiting writes, but when both wait they
+ * take turns (read, write, read, ...), so a search waits for at most one index update, and a
+ * steady stream of searches never starves the updates (every command's read-your-writes waits
+ * for the search-index projection, so a starved update would hold up every write). Each kind
+ * keeps its arrival order. A caller that awaits each call (the projection) never has two
+ * waiting, so its calls keep their order; calls of different callers that wait at the same
+ * time have no order between them anyway.
  */
 export class CallQueue<T extends { method: WorkerMethod }> {
   private readonly reads: T[] = [];
   private readonly writes: T[] = [];
+  private lastWasRead = false;
 
   push(call: T): void {
     (isRead(call.method) ? this.reads : this.writes).push(call);
@@ -52,7 +57,10 @@ export class CallQueue<T extends { method: WorkerMethod }> {
 
   /** The next call to run, or undefined when none waits. */
   shift(): T | undefined {
-    return this.reads.shift() ?? this.writes.shift();
+    const read = this.reads.length > 0 && (!this.lastWasRead || this.writes.length === 0);
+    const next = read ? this.reads.shift() : this.writes.shift();
+    if (next) this.lastWasRead = read;
+    return next;
   }
 
   get size(): number {

@@ -50,6 +50,8 @@ export class WorkerSearchIndex implements SearchIndex {
   private inFlight = 0;
   private alive = false;
   private terminated = false;
+  private checkpoint: number | undefined;
+  private checkpointGeneration = 0;
   /** A worker has opened the index once: from then on a dead one is replaced. */
   private opened = false;
   private closed = false;
@@ -191,16 +193,35 @@ export class WorkerSearchIndex implements SearchIndex {
     return (await this.call({ method: 'countDocuments', args: [filters] })) as number;
   }
 
+  /**
+   * The checkpoint is kept here once read or written: this object is the file's only writer
+   * (one process owns a data dir), so the projection's read before each batch needs no trip
+   * to the worker, where it could wait behind a search.
+   */
   async getCheckpoint(): Promise<number> {
-    return (await this.call({ method: 'getCheckpoint', args: [] })) as number;
+    if (this.checkpoint === undefined) {
+      const generation = this.checkpointGeneration;
+      const value = (await this.call({ method: 'getCheckpoint', args: [] })) as number;
+      if (generation === this.checkpointGeneration) this.checkpoint = value;
+      return value;
+    }
+    return this.checkpoint;
   }
 
   async setCheckpoint(position: number): Promise<void> {
+    this.forgetCheckpoint();
     await this.call({ method: 'setCheckpoint', args: [position] });
+    this.checkpoint = position;
   }
 
   async clear(): Promise<void> {
+    this.forgetCheckpoint();
     await this.call({ method: 'clear', args: [] });
+  }
+
+  private forgetCheckpoint(): void {
+    this.checkpoint = undefined;
+    this.checkpointGeneration += 1;
   }
 
   /** Tests: makes the worker die of an uncaught error. */
