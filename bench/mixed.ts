@@ -155,6 +155,13 @@ function rssOf(pid: number): number {
   return Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)]).toString().trim()) * 1024;
 }
 
+/** The server's main-thread JS heap in use, from its Prometheus exposition (default metrics). */
+async function mainHeapOf(url: string): Promise<number | undefined> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const m = /^kb_nodejs_heap_size_used_bytes (\S+)$/m.exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
 /** CPU seconds (user + system) a process has used, or undefined where /proc is missing. */
 function cpuSecondsOf(pid: number): number | undefined {
   try {
@@ -318,7 +325,7 @@ interface LoadResult {
   uploaded: string[];
   uploadsSkipped: number;
   errors: { search: ErrorLog; write: ErrorLog; upload: ErrorLog };
-  samples: { t: number; rss: number; cpu?: number; searches: number; writes: number }[];
+  samples: { t: number; rss: number; heap?: number; cpu?: number; searches: number; writes: number }[];
   loadAtEnd: string;
 }
 
@@ -400,8 +407,18 @@ async function runLoad(server: Server, seeded: Seeded, docs: CranfieldDoc[], que
   })();
 
   const samples: LoadResult['samples'] = [];
+  const heapReads: Promise<void>[] = [];
   const sample = (): void => {
-    samples.push({ t: (performance.now() - started) / 1000, rss: rssOf(server.pid), cpu: cpuSecondsOf(server.pid), searches: searchMs.length, writes });
+    const x: LoadResult['samples'][number] = { t: (performance.now() - started) / 1000, rss: rssOf(server.pid), cpu: cpuSecondsOf(server.pid), searches: searchMs.length, writes };
+    samples.push(x);
+    // The main thread's JS heap (from /metrics): tells JS objects from native memory when RSS grows.
+    heapReads.push(
+      mainHeapOf(server.url)
+        .then((h) => {
+          x.heap = h;
+        })
+        .catch(() => undefined),
+    );
   };
   sample();
   const sampler = setInterval(sample, RSS_SAMPLE_MS);
@@ -409,6 +426,7 @@ async function runLoad(server: Server, seeded: Seeded, docs: CranfieldDoc[], que
   clearInterval(sampler);
   const elapsed = (performance.now() - started) / 1000;
   sample();
+  await Promise.all(heapReads);
   return { elapsed, searchMs, writes, writeMs, uploaded, uploadsSkipped, errors, samples, loadAtEnd: load() };
 }
 
@@ -427,7 +445,7 @@ function describeSearches(r: LoadResult): string {
 }
 
 function printTimeline(r: LoadResult): void {
-  console.log(`  timeline (t s: RSS MB, server CPU % of one core, searches/s, writes/s):`);
+  console.log(`  timeline (t s: RSS MB (main thread's JS heap used MB), server CPU % of one core, searches/s, writes/s):`);
   const rows: string[] = [];
   for (let i = 1; i < r.samples.length; i++) {
     const a = r.samples[i - 1];
@@ -435,7 +453,7 @@ function printTimeline(r: LoadResult): void {
     const dt = b.t - a.t;
     if (dt < 0.5) continue;
     const cpu = a.cpu !== undefined && b.cpu !== undefined ? `${Math.round(((b.cpu - a.cpu) / dt) * 100)}%` : '?';
-    rows.push(`${b.t.toFixed(0)}: ${mb(b.rss).toFixed(0)}, ${cpu}, ${((b.searches - a.searches) / dt).toFixed(0)}, ${((b.writes - a.writes) / dt).toFixed(0)}`);
+    rows.push(`${b.t.toFixed(0)}: ${mb(b.rss).toFixed(0)} (${b.heap !== undefined ? mb(b.heap).toFixed(0) : '?'}), ${cpu}, ${((b.searches - a.searches) / dt).toFixed(0)}, ${((b.writes - a.writes) / dt).toFixed(0)}`);
   }
   for (let i = 0; i < rows.length; i += 6) console.log(`    ${rows.slice(i, i + 6).join(' | ')}`);
 }

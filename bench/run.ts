@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
  * `npm run bench -- core search`. Available: core, search, extract, ingest, analytics (`--events N`), metrics,
- * mixed (`--seconds N`, `--chunks N`, `--keep DIR`).
+ * mixed (`--seconds N`, `--chunks N`, `--keep DIR`, `--search-interval MS`).
  */
 import { benchCore } from './core';
 import { benchSearch } from './search';
