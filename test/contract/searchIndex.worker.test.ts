@@ -173,6 +173,10 @@ describe('WorkerSearchIndex', () => {
     }
   });
 
+  it('says so when the worker script is not built', async () => {
+    await expect(WorkerSearchIndex.open(freshFile(), { workerPath: path.join(dir, 'not-built.js') })).rejects.toThrow(/not built.*KB_SEARCH_THREAD=main/);
+  });
+
   it('fails to open with the reason when the file cannot be opened, leaving no thread behind', async () => {
     await expect(WorkerSearchIndex.open(path.join(dir, 'missing-dir', 'x', 'index.sqlite'))).rejects.toThrow(/search worker exited/);
   });

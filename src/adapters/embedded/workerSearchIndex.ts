@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { DomainError } from '../../domain/errors';
 import type { DocumentFields, IndexedChunk, SearchFilters, SearchHit, SearchIndex, SearchRequest } from '../../ports/searchIndex';
@@ -70,6 +71,8 @@ export class WorkerSearchIndex implements SearchIndex {
 
   /** Starts the worker and waits until it has opened and loaded the index. */
   static async open(filePath: string, options: WorkerSearchIndexOptions = {}): Promise<WorkerSearchIndex> {
+    const script = options.workerPath ?? WORKER_PATH;
+    if (!existsSync(script)) throw new Error(`search index worker not built (${script}); run \`npm run build\` (or set KB_SEARCH_THREAD=main)`);
     const index = new WorkerSearchIndex(filePath, options);
     try {
       await index.ready;
