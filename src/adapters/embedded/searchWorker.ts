@@ -1,11 +1,11 @@
 /**
  * Worker-thread side of WorkerSearchIndex (workerSearchIndex.ts): owns one
  * EmbeddedSearchIndex on the index file and answers the port's calls sent by the main
- * thread. Reads (searches, counts) waiting here are served before waiting writes (index
- * updates from the projection): a search never queues behind a burst of upserts, and
- * writes keep their order among themselves. Each call runs to completion (the index's
- * work is synchronous), then the queue is looked at again, so calls arriving meanwhile
- * are considered before the next one.
+ * thread. A read (search, count) jumps the waiting writes (index updates from the
+ * projection), and while both wait they take turns (CallQueue): a search waits for at most
+ * one update, not a burst of them, and updates are never starved. Each call runs to
+ * completion (the index's work is synchronous), then the queue is looked at again, so calls
+ * arriving meanwhile are considered before the next one.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { EmbeddedSearchIndex, type EmbeddedSearchIndexOptions } from './embeddedSearchIndex';

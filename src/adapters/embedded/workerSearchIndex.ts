@@ -37,7 +37,8 @@ type Call = WorkerRequest extends infer R ? (R extends WorkerRequest ? Omit<R, '
  * updates only, never for a command, and commands never wait for a search. Answers are the
  * in-thread index's own (the same code, applying the same calls in the same order).
  *
- * In the worker, waiting searches are served before waiting index updates. A worker that
+ * In the worker, a search jumps the waiting index updates, the two taking turns while both
+ * wait (a search waits for at most one update; updates are never starved). A worker that
  * dies (a bug, a native failure) is replaced: calls in flight fail (the projection retries its
  * batch; a search answers 500), later calls go to the new worker, which reopens the file. At
  * most `maxPending` calls wait; past it a search is refused with 503 (bounded memory).
