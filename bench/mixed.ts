@@ -161,11 +161,18 @@ function rssOf(pid: number): number {
   return Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)]).toString().trim()) * 1024;
 }
 
-/** The server's main-thread JS heap in use, from its Prometheus exposition (default metrics). */
-async function mainHeapOf(url: string): Promise<number | undefined> {
+/**
+ * From the server's Prometheus exposition (default metrics): the main thread's JS heap in use,
+ * and the event loop's delay since the previous read (p99 and max; prom-client resets its
+ * histogram at each read), which shows how long the main thread was kept from new requests.
+ */
+async function mainThreadOf(url: string): Promise<{ heap?: number; lagP99?: number; lagMax?: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const m = /^kb_nodejs_heap_size_used_bytes (\S+)$/m.exec(text);
-  return m ? Number(m[1]) : undefined;
+  const value = (name: string): number | undefined => {
+    const m = new RegExp(`^kb_${name} (\\S+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : undefined;
+  };
+  return { heap: value('nodejs_heap_size_used_bytes'), lagP99: value('nodejs_eventloop_lag_p99_seconds'), lagMax: value('nodejs_eventloop_lag_max_seconds') };
 }
 
 /** CPU seconds (user + system) a process has used, or undefined where /proc is missing. */
@@ -331,7 +338,7 @@ interface LoadResult {
   uploaded: string[];
   uploadsSkipped: number;
   errors: { search: ErrorLog; write: ErrorLog; upload: ErrorLog };
-  samples: { t: number; rss: number; heap?: number; cpu?: number; searches: number; writes: number }[];
+  samples: { t: number; rss: number; heap?: number; lagP99?: number; lagMax?: number; cpu?: number; searches: number; writes: number }[];
   loadAtEnd: string;
 }
 
@@ -419,9 +426,11 @@ async function runLoad(server: Server, seeded: Seeded, docs: CranfieldDoc[], que
     samples.push(x);
     // The main thread's JS heap (from /metrics): tells JS objects from native memory when RSS grows.
     heapReads.push(
-      mainHeapOf(server.url)
-        .then((h) => {
-          x.heap = h;
+      mainThreadOf(server.url)
+        .then((m) => {
+          x.heap = m.heap;
+          x.lagP99 = m.lagP99;
+          x.lagMax = m.lagMax;
         })
         .catch(() => undefined),
     );
@@ -451,7 +460,7 @@ function describeSearches(r: LoadResult): string {
 }
 
 function printTimeline(r: LoadResult): void {
-  console.log(`  timeline (t s: RSS MB (main thread's JS heap used MB), server CPU % of one core, searches/s, writes/s):`);
+  console.log(`  timeline (t s: RSS MB (main thread's JS heap used MB), server CPU % of one core, searches/s, writes/s, event-loop delay p99/max ms):`);
   const rows: string[] = [];
   for (let i = 1; i < r.samples.length; i++) {
     const a = r.samples[i - 1];
@@ -459,9 +468,13 @@ function printTimeline(r: LoadResult): void {
     const dt = b.t - a.t;
     if (dt < 0.5) continue;
     const cpu = a.cpu !== undefined && b.cpu !== undefined ? `${Math.round(((b.cpu - a.cpu) / dt) * 100)}%` : '?';
-    rows.push(`${b.t.toFixed(0)}: ${mb(b.rss).toFixed(0)} (${b.heap !== undefined ? mb(b.heap).toFixed(0) : '?'}), ${cpu}, ${((b.searches - a.searches) / dt).toFixed(0)}, ${((b.writes - a.writes) / dt).toFixed(0)}`);
+    const lag = b.lagP99 !== undefined && b.lagMax !== undefined ? `${(b.lagP99 * 1000).toFixed(0)}/${(b.lagMax * 1000).toFixed(0)}` : '?';
+    rows.push(`${b.t.toFixed(0)}: ${mb(b.rss).toFixed(0)} (${b.heap !== undefined ? mb(b.heap).toFixed(0) : '?'}), ${cpu}, ${((b.searches - a.searches) / dt).toFixed(0)}, ${((b.writes - a.writes) / dt).toFixed(0)}, ${lag}`);
   }
-  for (let i = 0; i < rows.length; i += 6) console.log(`    ${rows.slice(i, i + 6).join(' | ')}`);
+  for (let i = 0; i < rows.length; i += 5) console.log(`    ${rows.slice(i, i + 5).join(' | ')}`);
+  const lags = r.samples.slice(1).flatMap((x) => (x.lagP99 !== undefined ? [x.lagP99 * 1000] : [])).sort((a, b) => a - b);
+  const worst = Math.max(...r.samples.flatMap((x) => (x.lagMax !== undefined ? [x.lagMax * 1000] : [])));
+  if (lags.length) console.log(`  main thread's event-loop delay: p99 per 5 s median ${pct(lags, 0.5).toFixed(0)} ms, worst ${lags[lags.length - 1].toFixed(0)} ms; longest ${worst.toFixed(0)} ms`);
 }
 
 async function mixedLoad(server: Server, seeded: Seeded, docs: CranfieldDoc[], queries: string[], o: Options): Promise<void> {
