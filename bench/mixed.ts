@@ -26,7 +26,8 @@
  *
  * Figures with targets: search p50 < 50 ms, p99 < 250 ms, writes ≥ 150/s, errors = 0, and
  * RSS growth after warm-up < 64 MB: after the warm-up (the first minute, or the first third of
- * a shorter run), the median RSS of the second half of the samples minus that of the first. Set BENCH_SERVER_NODE_ARGS (e.g.
+ * a shorter run), the lowest RSS of the second half of the samples minus the lowest of the
+ * first (RSS saw-tooths with major GCs; a leak raises the troughs). Set BENCH_SERVER_NODE_ARGS (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`) to profile the server, BENCH_SERVER_LOG=FILE to keep its output.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -512,21 +513,21 @@ async function mixedLoad(server: Server, seeded: Seeded, docs: CranfieldDoc[], q
   const cpu = serverCpuSeconds(r);
   if (cpu !== undefined) console.log(`  server CPU over the run: ${((cpu / r.elapsed) * 100).toFixed(0)}% of one core`);
   for (const [kind, log] of Object.entries(r.errors)) if (log.count) console.log(`  ${kind} errors: ${log.count}, e.g. ${log.samples.join(' / ')}`);
-  // RSS growth after warm-up: the median RSS of the last half of the samples after the warm-up
-  // (the first minute, or the first third of a shorter run) minus the median of the first
-  // half. Medians, because the old generation is collected lazily: RSS climbs by ~100 MB and
-  // falls back at each major GC (the main heap's live size, from --trace-gc, stays ~70 MB),
-  // so two single samples would measure where the saw-tooth happens to be.
+  // RSS growth after warm-up: the lowest RSS of the last half of the samples after the warm-up
+  // (the first minute, or the first third of a shorter run) minus the lowest of the first half.
+  // The lowest, because the old generation is collected lazily: RSS climbs by 100–150 MB over a
+  // minute or more and falls back at each major GC (the main heap's live size, from
+  // --trace-gc, stays ~70 MB), so single samples, or even medians, measure where the saw-tooth
+  // happens to be; a leak raises the troughs. (A half with no major GC in it overstates growth.)
   const warmupS = Math.min(60, o.seconds / 3);
   const after = r.samples.filter((x) => x.t >= warmupS);
   const half = Math.floor(after.length / 2);
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  const early = median(after.slice(0, half).map((x) => x.rss));
-  const late = median(after.slice(half).map((x) => x.rss));
+  const early = Math.min(...after.slice(0, half).map((x) => x.rss));
+  const late = Math.min(...after.slice(half).map((x) => x.rss));
   const end = r.samples[r.samples.length - 1];
   console.log(
     `  RSS: start ${mb(r.samples[0].rss).toFixed(0)} MB, end ${mb(end.rss).toFixed(0)} MB, peak ${mb(Math.max(...r.samples.map((x) => x.rss))).toFixed(0)} MB; ` +
-      `after the warm-up (${warmupS.toFixed(0)} s) median ${mb(early).toFixed(0)} MB in the first half, ${mb(late).toFixed(0)} MB in the second`,
+      `after the warm-up (${warmupS.toFixed(0)} s) lowest ${mb(early).toFixed(0)} MB in the first half, ${mb(late).toFixed(0)} MB in the second`,
   );
 
   const lost = seeded.reports + r.uploaded.length - verified;
@@ -535,7 +536,7 @@ async function mixedLoad(server: Server, seeded: Seeded, docs: CranfieldDoc[], q
   figure(BENCH, 'search p99 under mixed load', pct(sorted, 0.99), 'ms', { kind: 'max', value: 250 });
   figure(BENCH, 'writes under mixed load', r.writes / r.elapsed, '/s', { kind: 'min', value: 150 });
   figure(BENCH, 'errors under mixed load (incl. uploads not VERIFIED)', errors, '', { kind: 'max', value: 0 });
-  figure(BENCH, 'RSS growth after warm-up (median, 2nd half − 1st half)', mb(late - early), 'MB', { kind: 'max', value: RSS_GROWTH_TARGET_MB });
+  figure(BENCH, 'RSS growth after warm-up (lowest, 2nd half − 1st half)', mb(late - early), 'MB', { kind: 'max', value: RSS_GROWTH_TARGET_MB });
 }
 
 function copyDir(from: string, to: string): void {
