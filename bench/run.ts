@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
- * `npm run bench -- core search`. Available: core, search, extract, ingest, analytics (`--events N`), metrics.
+ * `npm run bench -- core search`. Available: core, search, extract, ingest, analytics (`--events N`), metrics,
+ * mixed (`--seconds N`, `--chunks N`, `--keep DIR`, `--search-interval MS`).
  */
 import { benchCore } from './core';
 import { benchSearch } from './search';
@@ -8,6 +9,7 @@ import { benchExtract } from './ingest-extract';
 import { benchIngest } from './ingest';
 import { benchAnalytics } from './analytics';
 import { benchMetrics } from './metrics';
+import { benchMixed, mixedOptions } from './mixed';
 import os from 'node:os';
 import { printTargetTable } from './targets';
 
@@ -18,11 +20,15 @@ const benches: Record<string, () => Promise<void>> = {
   ingest: benchIngest,
   analytics: benchAnalytics,
   metrics: benchMetrics,
+  mixed: () => benchMixed(mixedOptions(process.argv.slice(2))),
 };
+
+/** Options that take a value (the value is not a bench name). */
+const VALUED = new Set(['--events', '--seconds', '--chunks', '--keep', '--search-interval']);
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const wanted = args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--events');
+  const wanted = args.filter((a, i) => !a.startsWith('-') && !VALUED.has(args[i - 1]));
   const unknown = wanted.filter((w) => !(w in benches));
   if (unknown.length) throw new Error(`unknown bench(es) ${unknown.join(', ')}; available: ${Object.keys(benches).join(', ')}`);
   const names = wanted.length ? wanted : Object.keys(benches);

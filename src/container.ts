@@ -27,6 +27,7 @@ import { LOG_VERIFIER, LogVerifier } from './ports/logVerifier';
 import { SqliteReadStore } from './adapters/sqlite/sqliteReadStore';
 import { SqliteKeyStore } from './adapters/sqlite/sqliteKeyStore';
 import { EmbeddedSearchIndex } from './adapters/embedded/embeddedSearchIndex';
+import { WorkerSearchIndex } from './adapters/embedded/workerSearchIndex';
 import { FsBlobStore } from './adapters/fs/fsBlobStore';
 import { EventStoreDbEventStore } from './adapters/eventstoredb/eventStoreDbEventStore';
 import { MongoReadStore } from './adapters/mongodb/mongoReadStore';
@@ -105,6 +106,12 @@ const LOCAL_MODEL_BY_DIMENSIONS: ReadonlyMap<number, 'use' | 'use+glove'> = new 
   [512, 'use'],
   [612, 'use+glove'],
 ]);
+
+async function openEmbeddedIndex(config: Config, logger: Logger): Promise<EmbeddedSearchIndex | WorkerSearchIndex> {
+  const file = path.join(config.dataDir, 'search.db');
+  if (config.searchThread === 'main') return new EmbeddedSearchIndex(file);
+  return WorkerSearchIndex.open(file, { onCrash: (err) => logger.error({ err }, 'search index worker stopped; starting a new one') });
+}
 
 export interface BuildOptions {
   /** Bound on each start-up connection to a production server (default 15 s). */
@@ -204,7 +211,8 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   // The embedded index is opened first: `local` (the default) means GloVe-SIF for a new index,
   // and whichever local model built an existing one (data dirs from before the default changed
   // hold USE-lite's 512-dimension vectors), so an upgrade keeps working without re-embedding.
-  const embedded = config.searchIndex === 'elasticsearch' ? undefined : new EmbeddedSearchIndex(path.join(config.dataDir, 'search.db'));
+  // By default in its own thread (KB_SEARCH_THREAD): ranking and index updates do not hold up the event loop.
+  const embedded = config.searchIndex === 'elasticsearch' ? undefined : await openEmbeddedIndex(config, logger);
   if (embedded) opened.push(() => embedded.close());
   const stored = embedded?.stats().dims ?? 0;
   const builtBy = config.embeddings === 'local' ? LOCAL_MODEL_BY_DIMENSIONS.get(stored) : undefined;

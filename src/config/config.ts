@@ -26,6 +26,7 @@ const Env = t.partial({
   KB_EVENT_STORE: t.keyof({ sqlite: null, eventstoredb: null }),
   KB_READ_STORE: t.keyof({ sqlite: null, mongodb: null }),
   KB_SEARCH_INDEX: t.keyof({ embedded: null, elasticsearch: null }),
+  KB_SEARCH_THREAD: t.keyof({ worker: null, main: null }),
   KB_FEED: t.keyof({ none: null, kafka: null }),
   KB_EMBEDDINGS: t.keyof({ local: null, use: null, glove: null, 'use+glove': null, openai: null }),
   KB_MODEL_CACHE_DIR: t.string,
@@ -108,6 +109,8 @@ export interface Config {
   eventStore: 'sqlite' | 'eventstoredb';
   readStore: 'sqlite' | 'mongodb';
   searchIndex: 'embedded' | 'elasticsearch';
+  /** Where the embedded index runs: `worker` (its own thread; default) or `main` (the event loop's thread). */
+  searchThread: 'worker' | 'main';
   feed: 'none' | 'kafka';
   embeddings: 'local' | 'use' | 'glove' | 'use+glove' | 'openai';
   /** Where converted local model files are cached (default `<repo>/.cache/models`, then `KB_DATA_DIR/models`). */
@@ -231,6 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventStore: e.KB_EVENT_STORE ?? 'sqlite',
     readStore: e.KB_READ_STORE ?? 'sqlite',
     searchIndex: e.KB_SEARCH_INDEX ?? 'embedded',
+    searchThread: e.KB_SEARCH_THREAD ?? 'worker',
     feed: e.KB_FEED ?? 'none',
     embeddings: e.KB_EMBEDDINGS ?? 'local',
     modelCacheDir: e.KB_MODEL_CACHE_DIR,

@@ -13,6 +13,7 @@ import { SqliteEventStore } from '../../src/adapters/sqlite/sqliteEventStore';
 import { SqliteReadStore } from '../../src/adapters/sqlite/sqliteReadStore';
 import { SqliteKeyStore } from '../../src/adapters/sqlite/sqliteKeyStore';
 import { EmbeddedSearchIndex } from '../../src/adapters/embedded/embeddedSearchIndex';
+import { WorkerSearchIndex } from '../../src/adapters/embedded/workerSearchIndex';
 import { FsBlobStore } from '../../src/adapters/fs/fsBlobStore';
 import { KEY_STORE } from '../../src/ports/keyStore';
 
@@ -27,6 +28,15 @@ describe('composition root', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('runs the embedded index on the main thread with KB_SEARCH_THREAD=main', async () => {
+    const { ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir, KB_SEARCH_THREAD: 'main' }), logger);
+    try {
+      expect(ctx.searchIndex).toBeInstanceOf(EmbeddedSearchIndex);
+    } finally {
+      await closeContainer(di);
+    }
+  });
+
   it('wires the embedded adapters by default, the encryption decorator around the event store', async () => {
     const { ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir }), logger);
     try {
@@ -36,7 +46,8 @@ describe('composition root', () => {
       expect(enc.keyStore).toBeInstanceOf(SqliteKeyStore);
       expect(di.resolve(KEY_STORE)).toBe(enc.keyStore);
       expect(ctx.readStore).toBeInstanceOf(SqliteReadStore);
-      expect(ctx.searchIndex).toBeInstanceOf(EmbeddedSearchIndex);
+      // The embedded index runs in its own thread by default.
+      expect(ctx.searchIndex).toBeInstanceOf(WorkerSearchIndex);
       expect(ctx.blobStore).toBeInstanceOf(FsBlobStore);
       expect(ctx.runner.mode).toBe('subscribe');
       expect(optional(di, JOB_QUEUE)).toBeUndefined();

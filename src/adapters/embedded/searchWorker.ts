@@ -1,0 +1,100 @@
+/**
+ * Worker-thread side of WorkerSearchIndex (workerSearchIndex.ts): owns one
+ * EmbeddedSearchIndex on the index file and answers the port's calls sent by the main
+ * thread. A read (search, count) jumps the waiting writes (index updates from the
+ * projection), and while both wait they take turns (CallQueue): a search waits for at most
+ * one update, not a burst of them, and updates are never starved. Each call runs to
+ * completion (the index's work is synchronous), then the queue is looked at again, so calls
+ * arriving meanwhile are considered before the next one.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { EmbeddedSearchIndex, type EmbeddedSearchIndexOptions } from './embeddedSearchIndex';
+import { CallQueue, type WorkerReply, type WorkerRequest } from './searchWorkerProtocol';
+
+export interface SearchWorkerData {
+  filePath: string;
+  options: EmbeddedSearchIndexOptions;
+}
+
+function main(): void {
+  const port = parentPort;
+  if (!port) throw new Error('searchWorker runs in a worker thread');
+  const { filePath, options } = workerData as SearchWorkerData;
+  const index = new EmbeddedSearchIndex(filePath, options);
+  const queue = new CallQueue<WorkerRequest>();
+  let scheduled = false;
+  /** The close request, answered once everything sent before it is answered. */
+  let closeRequest: WorkerRequest | undefined;
+
+  const run = async (req: WorkerRequest): Promise<unknown> => {
+    switch (req.method) {
+      case 'search':
+        return index.search(req.args[0]);
+      case 'countDocuments':
+        return index.countDocuments(req.args[0]);
+      case 'stats':
+        return index.stats();
+      case 'getCheckpoint':
+        return index.getCheckpoint();
+      case 'upsertDocument':
+        return index.upsertDocument(req.args[0], req.args[1]);
+      case 'deleteDocument':
+        return index.deleteDocument(req.args[0]);
+      case 'deleteWorkspace':
+        return index.deleteWorkspace(req.args[0]);
+      case 'updateDocumentFields':
+        return index.updateDocumentFields(req.args[0], req.args[1]);
+      case 'setCheckpoint':
+        return index.setCheckpoint(req.args[0]);
+      case 'clear':
+        return index.clear();
+      case 'crash':
+        // Tests: an uncaught error, as a bug or a native failure would end the thread.
+        setImmediate(() => {
+          throw new Error('search worker crash requested');
+        });
+        return undefined;
+    }
+  };
+
+  // One call at a time: `scheduled` stays set until the running call has been answered.
+  const drain = async (): Promise<void> => {
+    const req = queue.shift();
+    if (!req) {
+      scheduled = false;
+      if (closeRequest) {
+        const id = closeRequest.id;
+        closeRequest = undefined;
+        await index.close();
+        port.postMessage({ id, ok: true, value: undefined } satisfies WorkerReply);
+      }
+      return;
+    }
+    let reply: WorkerReply;
+    try {
+      reply = { id: req.id, ok: true, value: await run(req) };
+    } catch (err) {
+      const e = err instanceof Error ? err : new Error(String(err));
+      reply = { id: req.id, ok: false, error: { name: e.name, message: e.message } };
+    }
+    port.postMessage(reply);
+    scheduled = false;
+    schedule();
+  };
+
+  const schedule = (): void => {
+    if (scheduled || (queue.size === 0 && !closeRequest)) return;
+    scheduled = true;
+    // setImmediate: messages that arrived meanwhile are queued (and sorted) before the next call runs.
+    setImmediate(() => void drain());
+  };
+
+  port.on('message', (req: WorkerRequest) => {
+    if (req.method === 'close') closeRequest = req;
+    else queue.push(req);
+    schedule();
+  });
+  port.postMessage({ ready: true, stats: index.stats() });
+}
+
+main();
