@@ -1,9 +1,9 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
- * `npm run bench -- core search`. Available: core, search, extract, ingest, analytics (`--events N`), metrics.
+ * `npm run bench -- core search`. Available: core, search (`--sizes 1000000 --keep DIR`), extract, ingest, analytics (`--events N`), metrics.
  */
 import { benchCore } from './core';
-import { benchSearch } from './search';
+import { benchSearch, sizesArg } from './search';
 import { benchExtract } from './ingest-extract';
 import { benchIngest } from './ingest';
 import { benchAnalytics } from './analytics';
@@ -13,7 +13,11 @@ import { printTargetTable } from './targets';
 
 const benches: Record<string, () => Promise<void>> = {
   core: benchCore,
-  search: () => benchSearch(),
+  search: () => {
+    const args = process.argv.slice(2);
+    const keep = args.indexOf('--keep');
+    return benchSearch({ sizes: sizesArg(args), keep: keep >= 0 ? args[keep + 1] : undefined });
+  },
   extract: () => benchExtract(),
   ingest: benchIngest,
   analytics: benchAnalytics,
@@ -22,7 +26,7 @@ const benches: Record<string, () => Promise<void>> = {
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const wanted = args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--events');
+  const wanted = args.filter((a, i) => !a.startsWith('-') && !['--events', '--sizes', '--keep'].includes(args[i - 1]));
   const unknown = wanted.filter((w) => !(w in benches));
   if (unknown.length) throw new Error(`unknown bench(es) ${unknown.join(', ')}; available: ${Object.keys(benches).join(', ')}`);
   const names = wanted.length ? wanted : Object.keys(benches);

@@ -120,15 +120,25 @@ export class EmbeddedSearchIndex implements SearchIndex {
   // ---------------------------------------------------------------- writes
 
   async upsertDocument(documentId: string, chunks: IndexedChunk[]): Promise<void> {
+    await this.upsertDocuments([{ documentId, chunks }]);
+  }
+
+  /**
+   * Replaces the chunks of several documents in one transaction (bulk loads: one commit
+   * instead of one per document). Each entry behaves as `upsertDocument`.
+   */
+  async upsertDocuments(batch: { documentId: string; chunks: IndexedChunk[] }[]): Promise<void> {
     this.assertOpen();
-    const prepared = chunks.map((c) => {
-      if (c.documentId !== documentId) throw new Error(`chunk of ${c.documentId} upserted as ${documentId}`);
-      const v = c.vector.length > 0 ? unitVector(c.vector) : null;
-      return { c, v };
-    });
-    const firstDims = prepared.find((p) => p.v)?.v?.length;
+    const prepared = batch.map(({ documentId, chunks }) =>
+      chunks.map((c) => {
+        if (c.documentId !== documentId) throw new Error(`chunk of ${c.documentId} upserted as ${documentId}`);
+        const v = c.vector.length > 0 ? unitVector(c.vector) : null;
+        return { c, v };
+      }),
+    );
+    const firstDims = prepared.flat().find((p) => p.v)?.v?.length;
     if (firstDims !== undefined && this.slab.dims === 0) this.fixDims(firstDims);
-    for (const p of prepared) {
+    for (const p of prepared.flat()) {
       if (p.v && p.v.length !== this.slab.dims) throw new Error(`vector has ${p.v.length} dimensions, index has ${this.slab.dims}`);
     }
     const insert = this.statements.get(
@@ -136,42 +146,46 @@ export class EmbeddedSearchIndex implements SearchIndex {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const wsOf = new Map<string, number>();
-    for (const c of chunks) if (!wsOf.has(c.workspaceId)) wsOf.set(c.workspaceId, this.rowIds.internWorkspace(c.workspaceId));
+    for (const { chunks } of batch) for (const c of chunks) if (!wsOf.has(c.workspaceId)) wsOf.set(c.workspaceId, this.rowIds.internWorkspace(c.workspaceId));
     const insertFts = this.statements.get('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
-    const tx = this.db.transaction(() => {
-      this.deleteRows(documentId);
-      const added: { id: number; v: Float32Array | null }[] = [];
-      for (const { c, v } of prepared) {
-        const info = insert.run(
-          this.rowIds.allocateRow(wsOf.get(c.workspaceId)!),
-          c.workspaceId,
-          documentId,
-          c.documentTitle,
-          c.purpose,
-          JSON.stringify(c.tags),
-          c.chunkIndex,
-          c.content,
-          c.page ?? null,
-          c.section ?? null,
-          v ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : null,
-        );
-        const id = Number(info.lastInsertRowid);
-        insertFts.run(id, c.documentTitle, c.content);
-        added.push({ id, v });
-      }
-      return added;
+    const tx = this.db.transaction(() =>
+      batch.map(({ documentId }, i) => {
+        this.deleteRows(documentId);
+        const added: { id: number; v: Float32Array | null }[] = [];
+        for (const { c, v } of prepared[i]) {
+          const info = insert.run(
+            this.rowIds.allocateRow(wsOf.get(c.workspaceId)!),
+            c.workspaceId,
+            documentId,
+            c.documentTitle,
+            c.purpose,
+            JSON.stringify(c.tags),
+            c.chunkIndex,
+            c.content,
+            c.page ?? null,
+            c.section ?? null,
+            v ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : null,
+          );
+          const id = Number(info.lastInsertRowid);
+          insertFts.run(id, c.documentTitle, c.content);
+          added.push({ id, v });
+        }
+        return added;
+      }),
+    );
+    const addedByDoc = tx();
+    batch.forEach(({ documentId, chunks }, i) => {
+      if (chunks.length === 0) return;
+      const doc = this.catalog.intern(documentId);
+      const first = chunks[0];
+      this.setDoc(doc, {
+        workspace: this.rowIds.internWorkspace(first.workspaceId),
+        purpose: PURPOSE_CODE[first.purpose],
+        tags: [...first.tags],
+        chunks: chunks.length,
+      });
+      for (const a of addedByDoc[i]) this.slab.add(a.id, doc, a.v);
     });
-    const added = tx();
-    if (chunks.length === 0) return;
-    const doc = this.catalog.intern(documentId);
-    const first = chunks[0];
-    this.setDoc(doc, {
-      workspace: this.rowIds.internWorkspace(first.workspaceId),
-      purpose: PURPOSE_CODE[first.purpose],
-      tags: [...first.tags],
-      chunks: chunks.length,
-    });
-    for (const a of added) this.slab.add(a.id, doc, a.v);
   }
 
   /** Deletes a document's rows in SQL and memory; call inside a transaction. */
