@@ -13,8 +13,9 @@ import { rocchio } from '../../search/queryFeedback';
 import type { WeightedTerm } from '../../search/textAnalysis';
 import { unitVector } from '../../search/unitVector';
 import { type DocInfo, DocumentCatalog, PURPOSE_CODE, type Scope } from './documentCatalog';
+import { LexicalIndex } from './lexicalIndex';
 import { LexicalRanker } from './lexicalRanker';
-import { openIndexDatabase, RowIds, storedDims } from './schema';
+import { openIndexDatabase, RowIds, storedDims, WS_SPAN } from './schema';
 import { StatementCache } from './statements';
 import { Stemmer } from './stemmer';
 import { bufferToFloats, dotBuffer, VectorSlab } from './vectorSlab';
@@ -25,6 +26,9 @@ export { queryTerms, toMatchExpression } from '../../search/textAnalysis';
 export interface EmbeddedSearchIndexOptions {
   hybrid?: HybridOverrides;
 }
+
+/** Rows read per query while loading. */
+const LOAD_PAGE = 4096;
 
 interface ChunkRow {
   id: number;
@@ -58,6 +62,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private readonly catalog: DocumentCatalog;
   private readonly slab = new VectorSlab();
   private readonly lexical: LexicalRanker;
+  private readonly lexicalIndex: LexicalIndex;
   private cfg: HybridConfig;
   private closed = false;
 
@@ -67,7 +72,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.statements = new StatementCache(this.db);
     this.rowIds = new RowIds(this.db);
     this.catalog = new DocumentCatalog((workspaceId) => this.rowIds.workspaceNumber(workspaceId));
-    this.lexical = new LexicalRanker(this.statements, new Stemmer(this.statements), this.slab);
+    const stemmer = new Stemmer(this.statements);
+    this.lexicalIndex = new LexicalIndex((words) => stemmer.stems(words));
+    this.lexical = new LexicalRanker(this.statements, stemmer, this.slab, this.lexicalIndex);
     const dims = storedDims(this.db);
     if (dims !== undefined) this.slab.setDims(dims);
     this.load();
@@ -83,26 +90,36 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.cfg = resolveHybridConfig({ ...this.cfg, ...hybrid, dense: { ...this.cfg.dense, ...hybrid.dense }, prf: { ...this.cfg.prf, ...hybrid.prf } });
   }
 
+  /**
+   * Loads the in-memory side from the chunks table: documents, int8 vectors and the lexical
+   * index. Read in pages of rows (the lexical index stems new words through the same
+   * connection, which an open iterator would hold busy).
+   */
   private load(): void {
-    const rows = this.db
-      .prepare<[], Pick<ChunkRow, 'id' | 'workspace_id' | 'document_id' | 'purpose' | 'tags' | 'vector'>>(
-        'SELECT id, workspace_id, document_id, purpose, tags, vector FROM chunks ORDER BY id',
-      )
-      .iterate();
-    for (const r of rows) {
-      const doc = this.catalog.intern(r.document_id);
-      const info = this.catalog.info(doc);
-      if (info) this.catalog.addChunk(info);
-      else
-        this.setDoc(doc, {
-          workspace: this.rowIds.internWorkspace(r.workspace_id),
-          purpose: PURPOSE_CODE[r.purpose],
-          tags: JSON.parse(r.tags) as string[],
-          chunks: 1,
-        });
-      const vector = r.vector ? bufferToFloats(r.vector) : null;
-      if (vector && this.slab.dims === 0) this.slab.setDims(vector.length);
-      this.slab.add(r.id, doc, vector);
+    const page = this.db.prepare<[number, number], Pick<ChunkRow, 'id' | 'workspace_id' | 'document_id' | 'purpose' | 'tags' | 'vector' | 'document_title' | 'content'>>(
+      'SELECT id, workspace_id, document_id, purpose, tags, vector, document_title, content FROM chunks WHERE id > ? ORDER BY id LIMIT ?',
+    );
+    let after = -Infinity;
+    for (;;) {
+      const rows = page.all(after, LOAD_PAGE);
+      for (const r of rows) {
+        const doc = this.catalog.intern(r.document_id);
+        const info = this.catalog.info(doc);
+        if (info) this.catalog.addChunk(info);
+        else
+          this.setDoc(doc, {
+            workspace: this.rowIds.internWorkspace(r.workspace_id),
+            purpose: PURPOSE_CODE[r.purpose],
+            tags: JSON.parse(r.tags) as string[],
+            chunks: 1,
+          });
+        const vector = r.vector ? bufferToFloats(r.vector) : null;
+        if (vector && this.slab.dims === 0) this.slab.setDims(vector.length);
+        this.slab.add(r.id, doc, vector);
+        this.lexicalIndex.add(r.id, workspaceOfRow(r.id), doc, r.document_title, r.content);
+      }
+      if (rows.length < LOAD_PAGE) break;
+      after = rows[rows.length - 1].id;
     }
   }
 
@@ -151,7 +168,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const tx = this.db.transaction(() =>
       batch.map(({ documentId }, i) => {
         this.deleteRows(documentId);
-        const added: { id: number; v: Float32Array | null }[] = [];
+        const added: { id: number; v: Float32Array | null; title: string; content: string }[] = [];
         for (const { c, v } of prepared[i]) {
           const info = insert.run(
             this.rowIds.allocateRow(wsOf.get(c.workspaceId)!),
@@ -168,7 +185,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
           );
           const id = Number(info.lastInsertRowid);
           insertFts.run(id, c.documentTitle, c.content);
-          added.push({ id, v });
+          added.push({ id, v, title: c.documentTitle, content: c.content });
         }
         return added;
       }),
@@ -184,18 +201,24 @@ export class EmbeddedSearchIndex implements SearchIndex {
         tags: [...first.tags],
         chunks: chunks.length,
       });
-      for (const a of addedByDoc[i]) this.slab.add(a.id, doc, a.v);
+      for (const a of addedByDoc[i]) {
+        this.slab.add(a.id, doc, a.v);
+        this.lexicalIndex.add(a.id, workspaceOfRow(a.id), doc, a.title, a.content);
+      }
     });
   }
 
   /** Deletes a document's rows in SQL and memory; call inside a transaction. */
   private deleteRows(documentId: string): void {
-    const ids = this.statements.get<[string], { id: number }>('SELECT id FROM chunks WHERE document_id = ?').all(documentId);
+    const ids = this.statements.get<[string], { id: number; document_title: string; content: string }>(
+      'SELECT id, document_title, content FROM chunks WHERE document_id = ?',
+    ).all(documentId);
     if (ids.length === 0) return;
     const delFts = this.statements.get('DELETE FROM chunks_fts WHERE rowid = ?');
-    for (const { id } of ids) {
+    for (const { id, document_title, content } of ids) {
       delFts.run(id);
       this.slab.remove(id);
+      this.lexicalIndex.remove(id, workspaceOfRow(id), document_title, content);
     }
     this.statements.get('DELETE FROM chunks WHERE document_id = ?').run(documentId);
     const d = this.catalog.docId(documentId);
@@ -229,13 +252,17 @@ export class EmbeddedSearchIndex implements SearchIndex {
       if (fields.purpose !== undefined) this.statements.get('UPDATE chunks SET purpose = ? WHERE document_id = ?').run(fields.purpose, documentId);
       if (fields.tags !== undefined) this.statements.get('UPDATE chunks SET tags = ? WHERE document_id = ?').run(JSON.stringify(fields.tags), documentId);
       if (fields.documentTitle !== undefined) {
+        const rows = this.statements.get<[string], { id: number; document_title: string; content: string }>(
+          'SELECT id, document_title, content FROM chunks WHERE document_id = ?',
+        ).all(documentId);
         this.statements.get('UPDATE chunks SET document_title = ? WHERE document_id = ?').run(fields.documentTitle, documentId);
-        const rows = this.statements.get<[string], { id: number; content: string }>('SELECT id, content FROM chunks WHERE document_id = ?').all(documentId);
         const del = this.statements.get('DELETE FROM chunks_fts WHERE rowid = ?');
         const ins = this.statements.get('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
         for (const r of rows) {
           del.run(r.id);
           ins.run(r.id, fields.documentTitle, r.content);
+          this.lexicalIndex.remove(r.id, workspaceOfRow(r.id), r.document_title, r.content);
+          this.lexicalIndex.add(r.id, workspaceOfRow(r.id), d!, fields.documentTitle, r.content);
         }
         // Retitled chunks change the term statistics as much as rewritten ones.
         this.slab.noteWrites(rows.length);
@@ -249,6 +276,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.db.exec("DELETE FROM chunks; DELETE FROM chunks_fts; DELETE FROM checkpoint; DELETE FROM meta WHERE key = 'dims';");
     this.rowIds.clearRows();
     this.slab.clear();
+    this.lexicalIndex.clear();
     this.lexical.clear();
     this.catalog.clear();
   }
@@ -399,6 +427,11 @@ export class EmbeddedSearchIndex implements SearchIndex {
   stats(): { chunks: number; dims: number; vectorBytes: number } {
     return { chunks: this.slab.liveCount, dims: this.slab.dims, vectorBytes: this.slab.vectorBytes };
   }
+}
+
+/** The workspace number of a chunk row id (each workspace owns one range: schema.ts). */
+function workspaceOfRow(rowId: number): number {
+  return Math.floor(rowId / WS_SPAN);
 }
 
 /** The stored float32 vectors of feedback chunks (those that have one). */
