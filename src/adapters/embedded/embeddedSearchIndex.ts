@@ -15,7 +15,7 @@ import { unitVector } from '../../search/unitVector';
 import { type DocInfo, DocumentCatalog, PURPOSE_CODE, type Scope } from './documentCatalog';
 import { LexicalIndex } from './lexicalIndex';
 import { LexicalRanker } from './lexicalRanker';
-import { openIndexDatabase, RowIds, storedDims, WS_SPAN } from './schema';
+import { openIndexDatabase, RowIds, SCHEMA_VERSION, storedDims, WS_SPAN } from './schema';
 import { StatementCache } from './statements';
 import { Stemmer } from './stemmer';
 import { bufferToFloats, dotBuffer, VectorSlab } from './vectorSlab';
@@ -65,6 +65,11 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private readonly lexicalIndex: LexicalIndex;
   private cfg: HybridConfig;
   private closed = false;
+  /** Where the lexical index's snapshot is kept (none for an in-memory database). */
+  private readonly snapshotFile: string | undefined;
+  /** Write transactions committed to the file so far (stamps the lexical snapshot). */
+  private generation: number;
+  private lexicalFrom: 'snapshot' | 'text' = 'text';
 
   constructor(filePath: string, options: EmbeddedSearchIndexOptions = {}) {
     this.cfg = resolveHybridConfig(options.hybrid);
@@ -77,7 +82,26 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.lexical = new LexicalRanker(this.statements, stemmer, this.slab, this.lexicalIndex);
     const dims = storedDims(this.db);
     if (dims !== undefined) this.slab.setDims(dims);
-    this.load();
+    this.generation = Number(this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'generation'").get()?.value ?? 0);
+    this.snapshotFile = filePath === ':memory:' || filePath === '' ? undefined : `${filePath}.lexical`;
+    const fromSnapshot = this.snapshotFile !== undefined && this.lexicalIndex.readSnapshot(this.snapshotFile, this.stamp());
+    const bound = this.load(fromSnapshot);
+    if (!bound) {
+      // The snapshot did not hold exactly the rows of the file: rebuild from their text.
+      this.lexicalIndex.clear();
+      this.loadText();
+    }
+    this.lexicalFrom = fromSnapshot && bound ? 'snapshot' : 'text';
+  }
+
+  private stamp(): { generation: number; schema: string } {
+    return { generation: this.generation, schema: SCHEMA_VERSION };
+  }
+
+  /** Counts a write transaction (call inside it): a lexical snapshot of an older count is stale. */
+  private bumpGeneration(): void {
+    this.generation++;
+    this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)").run(String(this.generation));
   }
 
   /** Current ranking configuration. */
@@ -91,14 +115,18 @@ export class EmbeddedSearchIndex implements SearchIndex {
   }
 
   /**
-   * Loads the in-memory side from the chunks table: documents, int8 vectors and the lexical
-   * index. Read in pages of rows (the lexical index stems new words through the same
-   * connection, which an open iterator would hold busy).
+   * Loads the in-memory side from the chunks table: documents, int8 vectors and, unless a
+   * snapshot of the lexical index was read (`withSnapshot`: the rows are bound to it), the
+   * lexical index from the chunks' text. Read in pages of rows (the lexical index stems new
+   * words through the same connection, which an open iterator would hold busy). Returns false
+   * when the snapshot did not hold exactly these rows.
    */
-  private load(): void {
+  private load(withSnapshot: boolean): boolean {
+    const columns = `id, workspace_id, document_id, purpose, tags, vector${withSnapshot ? '' : ', document_title, content'}`;
     const page = this.db.prepare<[number, number], Pick<ChunkRow, 'id' | 'workspace_id' | 'document_id' | 'purpose' | 'tags' | 'vector' | 'document_title' | 'content'>>(
-      'SELECT id, workspace_id, document_id, purpose, tags, vector, document_title, content FROM chunks WHERE id > ? ORDER BY id LIMIT ?',
+      `SELECT ${columns} FROM chunks WHERE id > ? ORDER BY id LIMIT ?`,
     );
+    let bound = true;
     let after = -Infinity;
     for (;;) {
       const rows = page.all(after, LOAD_PAGE);
@@ -116,8 +144,24 @@ export class EmbeddedSearchIndex implements SearchIndex {
         const vector = r.vector ? bufferToFloats(r.vector) : null;
         if (vector && this.slab.dims === 0) this.slab.setDims(vector.length);
         this.slab.add(r.id, doc, vector);
-        this.lexicalIndex.add(r.id, workspaceOfRow(r.id), doc, r.document_title, r.content);
+        if (!withSnapshot) this.lexicalIndex.add(r.id, workspaceOfRow(r.id), doc, r.document_title, r.content);
+        else if (bound) bound = this.lexicalIndex.bind(r.id, workspaceOfRow(r.id), doc);
       }
+      if (rows.length < LOAD_PAGE) break;
+      after = rows[rows.length - 1].id;
+    }
+    return !withSnapshot || (bound && this.lexicalIndex.complete);
+  }
+
+  /** Builds the lexical index from the chunks' text (documents already loaded). */
+  private loadText(): void {
+    const page = this.db.prepare<[number, number], Pick<ChunkRow, 'id' | 'document_id' | 'document_title' | 'content'>>(
+      'SELECT id, document_id, document_title, content FROM chunks WHERE id > ? ORDER BY id LIMIT ?',
+    );
+    let after = -Infinity;
+    for (;;) {
+      const rows = page.all(after, LOAD_PAGE);
+      for (const r of rows) this.lexicalIndex.add(r.id, workspaceOfRow(r.id), this.catalog.intern(r.document_id), r.document_title, r.content);
       if (rows.length < LOAD_PAGE) break;
       after = rows[rows.length - 1].id;
     }
@@ -165,8 +209,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const wsOf = new Map<string, number>();
     for (const { chunks } of batch) for (const c of chunks) if (!wsOf.has(c.workspaceId)) wsOf.set(c.workspaceId, this.rowIds.internWorkspace(c.workspaceId));
     const insertFts = this.statements.get('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
-    const tx = this.db.transaction(() =>
-      batch.map(({ documentId }, i) => {
+    const tx = this.db.transaction(() => {
+      this.bumpGeneration();
+      return batch.map(({ documentId }, i) => {
         this.deleteRows(documentId);
         const added: { id: number; v: Float32Array | null; title: string; content: string }[] = [];
         for (const { c, v } of prepared[i]) {
@@ -188,8 +233,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
           added.push({ id, v, title: c.documentTitle, content: c.content });
         }
         return added;
-      }),
-    );
+      });
+    });
     const addedByDoc = tx();
     batch.forEach(({ documentId, chunks }, i) => {
       if (chunks.length === 0) return;
@@ -231,7 +276,10 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   async deleteDocument(documentId: string): Promise<void> {
     this.assertOpen();
-    this.db.transaction(() => this.deleteRows(documentId))();
+    this.db.transaction(() => {
+      this.bumpGeneration();
+      this.deleteRows(documentId);
+    })();
   }
 
   async deleteWorkspace(workspaceId: string): Promise<void> {
@@ -239,6 +287,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const docs = this.statements.get<[string], { document_id: string }>('SELECT DISTINCT document_id FROM chunks WHERE workspace_id = ?')
       .all(workspaceId);
     this.db.transaction(() => {
+      this.bumpGeneration();
       for (const d of docs) this.deleteRows(d.document_id);
     })();
   }
@@ -249,6 +298,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const info = d === undefined ? undefined : this.catalog.info(d);
     if (!info) return;
     this.db.transaction(() => {
+      this.bumpGeneration();
       if (fields.purpose !== undefined) this.statements.get('UPDATE chunks SET purpose = ? WHERE document_id = ?').run(fields.purpose, documentId);
       if (fields.tags !== undefined) this.statements.get('UPDATE chunks SET tags = ? WHERE document_id = ?').run(JSON.stringify(fields.tags), documentId);
       if (fields.documentTitle !== undefined) {
@@ -273,7 +323,10 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   async clear(): Promise<void> {
     this.assertOpen();
-    this.db.exec("DELETE FROM chunks; DELETE FROM chunks_fts; DELETE FROM checkpoint; DELETE FROM meta WHERE key = 'dims';");
+    this.db.transaction(() => {
+      this.db.exec("DELETE FROM chunks; DELETE FROM chunks_fts; DELETE FROM checkpoint; DELETE FROM meta WHERE key = 'dims';");
+      this.bumpGeneration();
+    })();
     this.rowIds.clearRows();
     this.slab.clear();
     this.lexicalIndex.clear();
@@ -296,6 +349,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
     if (this.closed) return;
     this.closed = true;
     this.db.close();
+    if (this.snapshotFile) {
+      try {
+        this.lexicalIndex.writeSnapshot(this.snapshotFile, this.stamp());
+      } catch {
+        // Without a snapshot the next open rebuilds the lexical index from the chunks' text.
+      }
+    }
   }
 
   private assertOpen(): void {
@@ -423,9 +483,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
     return hits;
   }
 
-  /** Approximate in-memory footprint of the dense side, for benchmarks. */
-  stats(): { chunks: number; dims: number; vectorBytes: number } {
-    return { chunks: this.slab.liveCount, dims: this.slab.dims, vectorBytes: this.slab.vectorBytes };
+  /** Approximate in-memory footprint, and where the lexical index was loaded from, for benchmarks and tests. */
+  stats(): { chunks: number; dims: number; vectorBytes: number; postings: number; lexicalFrom: 'snapshot' | 'text' } {
+    return { chunks: this.slab.liveCount, dims: this.slab.dims, vectorBytes: this.slab.vectorBytes, postings: this.lexicalIndex.postings, lexicalFrom: this.lexicalFrom };
   }
 }
 

@@ -13,10 +13,18 @@
  * positive), n the live rows holding the term, all workspaces counted, N and the average length
  * from FTS5's own averages record (see `top`); words
  * split as FTS5's unicode61 does (wordsOf) and stemmed by FTS5's own porter tokenizer (the
- * index's Stemmer). Nothing of it is stored: it is rebuilt from the chunks table on open,
- * and follows every write (a removed chunk's text is tokenized again to take its terms out
- * of the document frequencies; its postings are dropped lazily, by compaction).
+ * index's Stemmer). It follows every write (a removed chunk's text is tokenized again to take
+ * its terms out of the document frequencies; its postings are dropped lazily, by compaction).
+ *
+ * Persistence: derived from the chunks table, which stays the truth. Tokenizing every chunk on
+ * open costs minutes at a million chunks, so a clean close writes a snapshot beside the file
+ * (`writeSnapshot`: postings, lengths, frequencies, stems), stamped with the file's write
+ * generation (a counter the index bumps in every write transaction); an open whose generation
+ * matches reads it instead (`readSnapshot`), and every snapshot chunk must then be found among
+ * the rows loaded (`bind`). Anything else (no snapshot, a crash after writes, a mismatch)
+ * rebuilds from the chunks' text.
  */
+import fs from 'node:fs';
 import { wordsOf } from '../../search/textAnalysis';
 
 export const BM25_K1 = 1.2; // FTS5's constants
@@ -72,6 +80,23 @@ class Space {
   }
 }
 
+const SNAPSHOT_MAGIC = 'KBLX';
+const SNAPSHOT_FORMAT = 1;
+const align = (n: number): number => Math.ceil(n / 8) * 8;
+
+/** What a snapshot must match to be used: the file's write generation and layout. */
+export interface SnapshotStamp {
+  generation: number;
+  schema: string;
+}
+
+interface SnapshotHeader extends SnapshotStamp {
+  format: number;
+  rows: number;
+  stems: string[];
+  spaces: { workspace: number; chunks: number; terms: number; escaped: [number, [number, number, number][]][] }[];
+}
+
 /** FTS5's N and average row length (decodeAverages of its averages record). */
 export interface Bm25Stats {
   rows: number;
@@ -94,6 +119,8 @@ export class LexicalIndex {
   private df = new Int32Array(1024);
   private terms = 0;
   private rowCount = 0;
+  /** Chunks of the snapshot read last (checked by `complete`). */
+  private snapshotRows = -1;
   private readonly spaces = new Map<number, Space>();
   /** Reused per chunk: its distinct terms and their frequencies by term id. */
   private tallyTerms = new Int32Array(256);
@@ -291,6 +318,137 @@ export class LexicalIndex {
     space.dead = 0;
     space.acc = new Float64Array(0);
     space.touched = new Int32Array(0);
+  }
+
+  // ------------------------------------------------------------ snapshot
+
+  /** Compacts every workspace and writes the snapshot (temp file, then renamed over `file`). */
+  writeSnapshot(file: string, stamp: SnapshotStamp): void {
+    for (const space of this.spaces.values()) if (space.dead > 0) this.compact(space);
+    const stems = new Array<string>(this.terms);
+    for (const [stem, t] of this.termOfStem) stems[t] = stem;
+    const spaces = [...this.spaces].map(([workspace, sp]) => ({
+      workspace,
+      chunks: sp.next,
+      terms: sp.postings.size,
+      escaped: [...sp.escaped].map(([t, e]) => [t, [...e].map(([lex, [ti, co]]) => [lex, ti, co])]),
+    }));
+    const header = Buffer.from(JSON.stringify({ format: SNAPSHOT_FORMAT, ...stamp, rows: this.rowCount, stems, spaces }));
+    const tmp = `${file}.${process.pid}.tmp`;
+    const fd = fs.openSync(tmp, 'w');
+    try {
+      let offset = 0;
+      const write = (bytes: Uint8Array): void => {
+        fs.writeSync(fd, bytes);
+        offset += bytes.byteLength;
+        const pad = (8 - (offset % 8)) % 8;
+        if (pad > 0) {
+          fs.writeSync(fd, new Uint8Array(pad));
+          offset += pad;
+        }
+      };
+      const view = (a: Int32Array | Uint16Array | Float64Array | Uint32Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+      const len = Buffer.alloc(8);
+      len.writeUInt32LE(header.byteLength, 0);
+      len.write(SNAPSHOT_MAGIC, 4, 'latin1');
+      write(len);
+      write(header);
+      write(view(this.df.subarray(0, this.terms)));
+      for (const sp of this.spaces.values()) {
+        write(view(sp.rowOfLex.subarray(0, sp.next)));
+        write(view(sp.lenOfLex.subarray(0, sp.next)));
+        const termIds = new Int32Array([...sp.postings.keys()]);
+        const counts = new Int32Array([...sp.postings.values()].map((p) => p.n));
+        write(view(termIds));
+        write(view(counts));
+        for (const p of sp.postings.values()) write(view(p.lex.subarray(0, p.n)));
+        for (const p of sp.postings.values()) write(view(p.tf.subarray(0, p.n)));
+      }
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(tmp, file);
+  }
+
+  /**
+   * Replaces the contents with the snapshot in `file` when it carries this stamp; false (and
+   * nothing changed) when there is none, it is of another stamp or format, or unreadable.
+   * The chunks' documents are then attached with `bind` as the rows are loaded.
+   */
+  readSnapshot(file: string, stamp: SnapshotStamp): boolean {
+    let bytes: Buffer;
+    try {
+      bytes = fs.readFileSync(file);
+    } catch {
+      return false;
+    }
+    try {
+      if (bytes.byteLength < 8 || bytes.toString('latin1', 4, 8) !== SNAPSHOT_MAGIC) return false;
+      const headerLength = bytes.readUInt32LE(0);
+      const header = JSON.parse(bytes.toString('utf8', 8, 8 + headerLength)) as SnapshotHeader;
+      if (header.format !== SNAPSHOT_FORMAT || header.generation !== stamp.generation || header.schema !== stamp.schema) return false;
+      // Typed views need aligned offsets: copy when the file's buffer is not 8-byte aligned.
+      const buf = bytes.byteOffset % 8 === 0 ? bytes : Buffer.from(bytes);
+      let offset = align(8 + headerLength);
+      const take = <T>(make: (b: ArrayBuffer, o: number, n: number) => T, n: number, size: number): T => {
+        if (offset + n * size > buf.byteLength) throw new Error('snapshot truncated');
+        const out = make(buf.buffer as ArrayBuffer, buf.byteOffset + offset, n);
+        offset = align(offset + n * size);
+        return out;
+      };
+      const terms = header.stems.length;
+      const df = take((b, o, n) => new Int32Array(b, o, n), terms, 4);
+      const spaces = new Map<number, Space>();
+      for (const h of header.spaces) {
+        const sp = new Space();
+        sp.rowOfLex = take((b, o, n) => new Float64Array(b, o, n), h.chunks, 8);
+        sp.lenOfLex = take((b, o, n) => new Uint32Array(b, o, n), h.chunks, 4);
+        sp.docOfLex = new Int32Array(h.chunks).fill(-1);
+        sp.next = h.chunks;
+        sp.dead = h.chunks; // each chunk comes alive when `bind` finds its row
+        for (let l = 0; l < h.chunks; l++) sp.lexOfRow.set(sp.rowOfLex[l], l);
+        const termIds = take((b, o, n) => new Int32Array(b, o, n), h.terms, 4);
+        const counts = take((b, o, n) => new Int32Array(b, o, n), h.terms, 4);
+        const lists: Postings[] = [];
+        for (let i = 0; i < h.terms; i++) lists.push({ lex: take((b, o, n) => new Int32Array(b, o, n), counts[i], 4), tf: new Uint16Array(0), n: counts[i] });
+        for (let i = 0; i < h.terms; i++) {
+          lists[i].tf = take((b, o, n) => new Uint16Array(b, o, n), counts[i], 2);
+          sp.postings.set(termIds[i], lists[i]);
+        }
+        for (const [t, entries] of h.escaped) sp.escaped.set(t, new Map(entries.map(([lex, ti, co]) => [lex, [ti, co] as [number, number]])));
+        spaces.set(h.workspace, sp);
+      }
+      this.clear();
+      this.termOfStem.clear();
+      this.termOfWord.clear();
+      header.stems.forEach((stem, t) => this.termOfStem.set(stem, t));
+      this.terms = terms;
+      this.df = new Int32Array(Math.max(1024, terms * 2));
+      this.df.set(df);
+      for (const [w, sp] of spaces) this.spaces.set(w, sp);
+      this.rowCount = 0;
+      this.snapshotRows = header.rows;
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Attaches a loaded row to its snapshot chunk; false when the snapshot does not hold it. */
+  bind(rowId: number, workspace: number, doc: number): boolean {
+    const space = this.spaces.get(workspace);
+    const lex = space?.lexOfRow.get(rowId);
+    if (!space || lex === undefined || space.docOfLex[lex] >= 0) return false;
+    space.docOfLex[lex] = doc;
+    space.dead--;
+    this.rowCount++;
+    return true;
+  }
+
+  /** After binding every row: whether the snapshot held exactly the rows loaded. */
+  get complete(): boolean {
+    return this.rowCount === this.snapshotRows && [...this.spaces.values()].every((s) => s.dead === 0);
   }
 
   /** Forgets everything. */
