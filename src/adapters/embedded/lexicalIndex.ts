@@ -486,8 +486,9 @@ export class LexicalIndex {
       const esc = space.escaped.get(t);
       const { lex, tf } = p;
       for (let i = 0; i < p.n; i++) {
+        // Removed chunks are scored too (their postings stay until compaction) and dropped
+        // with the mask below: one load less per posting.
         const l = lex[i];
-        if (docOfLex[l] < 0) continue;
         const packed = tf[i];
         let f: number;
         if (packed !== ESCAPE) f = (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
@@ -511,7 +512,8 @@ export class LexicalIndex {
       const l = touched[j];
       const s = acc[l];
       acc[l] = 0;
-      if (mask[docOfLex[l]] !== 1) continue;
+      const doc = docOfLex[l];
+      if (doc < 0 || mask[doc] !== 1) continue;
       const r = space.rowOfLex[l];
       if (size < m) {
         let i = size++;
