@@ -36,10 +36,10 @@ class Pair {
   private readonly ins: Database.Statement;
   private readonly del: Database.Statement;
 
-  constructor(compactMinDead?: number, pruneFrom?: number) {
+  constructor(compactMinDead?: number) {
     this.db = openIndexDatabase(':memory:');
     const stemmer = new Stemmer(new StatementCache(this.db));
-    this.index = new LexicalIndex((w) => stemmer.stems(w), compactMinDead, pruneFrom);
+    this.index = new LexicalIndex((w) => stemmer.stems(w), compactMinDead);
     this.ins = this.db.prepare('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
     this.del = this.db.prepare('DELETE FROM chunks_fts WHERE rowid = ?');
   }
@@ -96,10 +96,9 @@ function expectSameRanking(mine: { id: number; s: number }[], ref: { id: number;
 describe('LexicalIndex (in-memory BM25)', () => {
   const queries = ['shock laminar', 'wing', 'heat transfer nozzle', 'the of a', 'mach pressure jet flow', 'turbulent boundary layer waves', 'café uber'];
 
-  // pruneFrom 0: MaxScore pruning on every query; Infinity: every posting scanned.
-  it.each([0, Infinity])('ranks every match of a workspace exactly as FTS5\'s bm25() does, title weighted, other workspaces apart (pruning from %p postings)', (pruneFrom) => {
+  it('ranks every match of a workspace exactly as FTS5\'s bm25() does, title weighted, other workspaces apart', () => {
     const rand = rng(3);
-    const p = new Pair(undefined, pruneFrom);
+    const p = new Pair();
     let id = 0;
     for (let d = 0; d < 600; d++) {
       const ws = d % 5 === 0 ? 2 : 1;
@@ -121,13 +120,12 @@ describe('LexicalIndex (in-memory BM25)', () => {
       }
     }
     expect(p.top(3, ['shock'], 2, all, 10)).toEqual([]);
-    if (pruneFrom === Infinity) expect(p.index.prunedQueries).toBe(0);
     p.db.close();
   });
 
-  it.each([0, Infinity])('honours the document mask (filters) before keeping the top m (pruning from %p postings)', (pruneFrom) => {
+  it('honours the document mask (filters) before keeping the top m', () => {
     const rand = rng(7);
-    const p = new Pair(undefined, pruneFrom);
+    const p = new Pair();
     for (let d = 0; d < 800; d++) p.add({ id: WS_SPAN + d + 1, ws: 1, doc: d, title: 'notes', content: text(rand, 10 + Math.floor(rand() * 30)) });
     for (const share of [0.01, 0.2, 0.9]) {
       const mask = new Uint8Array(800);
@@ -141,40 +139,10 @@ describe('LexicalIndex (in-memory BM25)', () => {
     p.db.close();
   });
 
-  it('MaxScore pruning (rare and common words, as in real text) gives exactly the unpruned ranking, with and without filters', () => {
-    // 400 words with Zipf frequencies: queries mix words in most chunks with words in a few.
-    const vocab = Array.from({ length: 400 }, (_, i) => `w${i.toString(36)}x`);
-    const cdf: number[] = [];
-    let acc = 0;
-    vocab.forEach((_, i) => cdf.push((acc += 1 / (i + 1))));
-    const rand = rng(17);
-    const word = (): string => {
-      const x = rand() * acc;
-      return vocab[cdf.findIndex((c) => c >= x)];
-    };
-    const p = new Pair(undefined, 0);
-    for (let d = 0; d < 3000; d++) {
-      p.add({ id: WS_SPAN + d + 1, ws: 1, doc: d, title: `${word()} ${word()}`, content: Array.from({ length: 20 + Math.floor(rand() * 80) }, word).join(' ') });
-    }
-    const all = new Uint8Array(3000).fill(1);
-    const some = new Uint8Array(3000);
-    for (let d = 0; d < 3000; d++) if (rand() < 0.2) some[d] = 1;
-    for (let q = 0; q < 40; q++) {
-      const words = [...new Set([vocab[Math.floor(rand() * 5)], vocab[Math.floor(rand() * 20)], vocab[50 + Math.floor(rand() * 350)], vocab[100 + Math.floor(rand() * 300)], word()])];
-      const stems = stemsOf(p.db, words);
-      for (const mask of [all, some]) {
-        const ref = p.reference(1, words, 2, mask === all ? undefined : mask);
-        for (const m of [1, 10, 100]) expectSameRanking(p.top(1, stems, 2, mask, m), ref.slice(0, m));
-      }
-    }
-    expect(p.index.prunedQueries).toBeGreaterThan(40);
-    p.db.close();
-  });
-
   it('follows deletes and re-adds (document frequencies, row count, lengths), with and without compaction', () => {
-    for (const [compactMinDead, pruneFrom] of [[1, 0], [1_000_000, Infinity], [1_000_000, 0]]) {
+    for (const compactMinDead of [1, 1_000_000]) {
       const rand = rng(11);
-      const p = new Pair(compactMinDead, pruneFrom);
+      const p = new Pair(compactMinDead);
       let id = 0;
       for (let round = 0; round < 6; round++) {
         for (let d = 0; d < 150; d++) p.add({ id: WS_SPAN + ++id, ws: 1, doc: round * 1000 + d, title: `${WORDS[d % WORDS.length]}`, content: text(rand, 5 + Math.floor(rand() * 40)) });
@@ -199,8 +167,8 @@ describe('LexicalIndex (in-memory BM25)', () => {
     }
   });
 
-  it.each([0, Infinity])('keeps exact frequencies beyond the packed range (long titles, very repetitive content; pruning from %p postings)', (pruneFrom) => {
-    const p = new Pair(undefined, pruneFrom);
+  it('keeps exact frequencies beyond the packed range (long titles, very repetitive content)', () => {
+    const p = new Pair();
     p.add({ id: WS_SPAN + 1, ws: 1, doc: 0, title: Array(12).fill('shock').join(' '), content: 'wing' });
     p.add({ id: WS_SPAN + 2, ws: 1, doc: 1, title: 'wing', content: Array(9000).fill('shock').join(' ') });
     p.add({ id: WS_SPAN + 3, ws: 1, doc: 2, title: 'shock', content: 'shock wing flow' });

@@ -36,8 +36,6 @@ const CONTENT_MASK = (1 << TITLE_SHIFT) - 1;
 const ESCAPE = 0xffff;
 /** Compaction when dead chunks exceed the live ones (and this many). */
 const COMPACT_MIN_DEAD = 4096;
-/** Postings of a query from which pruning is tried. */
-const PRUNE_FROM = 20_000;
 
 interface Postings {
   lex: Int32Array;
@@ -121,8 +119,6 @@ export class LexicalIndex {
   private df = new Int32Array(1024);
   private terms = 0;
   private rowCount = 0;
-  /** Queries whose remaining terms were looked up for candidates only (MaxScore cut in), for tests and benchmarks. */
-  prunedQueries = 0;
   /** Chunks of the snapshot read last (checked by `complete`). */
   private snapshotRows = -1;
   private readonly spaces = new Map<number, Space>();
@@ -132,15 +128,10 @@ export class LexicalIndex {
   private tallyTitle = new Uint32Array(0);
   private tallyContent = new Uint32Array(0);
 
-  /**
-   * `compactMinDead`: removed chunks a workspace holds before compaction is considered;
-   * `pruneFrom`: postings a query must reach before MaxScore pruning is tried (below it, every
-   * posting is scanned).
-   */
+  /** `compactMinDead`: removed chunks a workspace holds before compaction is considered. */
   constructor(
     private readonly stem: StemFn,
     private readonly compactMinDead = COMPACT_MIN_DEAD,
-    private readonly pruneFrom = PRUNE_FROM,
   ) {}
 
   /** Live rows indexed (all workspaces). */
@@ -480,10 +471,11 @@ export class LexicalIndex {
       space.acc = new Float64Array(space.rowOfLex.length);
       space.touched = new Int32Array(space.rowOfLex.length);
     }
+    const { acc, touched, docOfLex, lenOfLex } = space;
+    let nTouched = 0;
     const n = stats.rows;
     const avg = stats.avgLength;
-    const terms: QueryTerm[] = [];
-    let postings = 0;
+    const k1p1 = BM25_K1 + 1;
     for (const stem of stems) {
       const t = this.termOfStem.get(stem);
       const p = t === undefined ? undefined : space.postings.get(t);
@@ -491,259 +483,67 @@ export class LexicalIndex {
       const nHit = this.df[t];
       let idf = Math.log((n - nHit + 0.5) / (nHit + 0.5));
       if (idf <= 0) idf = 1e-6;
-      terms.push({ p, idf, esc: space.escaped.get(t), ub: idf * (BM25_K1 + 1) });
-      postings += p.n;
-    }
-    if (terms.length === 0) return [];
-    const ctx: ScoreContext = { space, titleWeight, avg };
-    if (terms.length === 1 || postings < this.pruneFrom) {
-      // Every posting, in query order: the sums are FTS5's, operation for operation.
-      let nTouched = 0;
-      for (const term of terms) nTouched = scan(ctx, term, nTouched);
-      return selectTop(space, space.touched, nTouched, mask, m, (l) => space.acc[l], true);
-    }
-    return this.pruned(ctx, terms, mask, m);
-  }
-
-  /**
-   * MaxScore, term at a time: terms by decreasing upper bound (idf·(k1 + 1)); once the bound
-   * left for chunks not yet seen falls below the m-th best partial score (a lower bound of
-   * the final m-th score), the remaining terms only score the chunks that can still make the
-   * top m, looked up in their postings (sorted by chunk number) instead of scanned. The near-top
-   * chunks are then scored again in query order, so the scores and the order are exactly those
-   * of the unpruned pass.
-   */
-  private pruned(ctx: ScoreContext, terms: QueryTerm[], mask: Uint8Array, m: number): LexicalMatch[] {
-    const { space } = ctx;
-    const { acc, touched, docOfLex } = space;
-    const order = [...terms].sort((a, b) => b.ub - a.ub);
-    const rest = new Float64Array(order.length + 1);
-    for (let i = order.length - 1; i >= 0; i--) rest[i] = rest[i + 1] + order[i].ub;
-    const inScope = (l: number): boolean => {
-      const doc = docOfLex[l];
-      return doc >= 0 && mask[doc] === 1;
-    };
-    let nTouched = 0;
-    let i = 0;
-    let theta = -Infinity;
-    for (; i < order.length; i++) {
-      // Checking costs a pass over the chunks seen: only when it is cheaper than the scan.
-      if (nTouched >= m && nTouched < order[i].p.n) {
-        theta = mthBest(touched, nTouched, m, (l) => (inScope(l) ? acc[l] : -Infinity));
-        if (rest[i] < theta - slack(theta)) break;
-      }
-      nTouched = scan(ctx, order[i], nTouched);
-    }
-    let cand: Int32Array;
-    let score: Float64Array;
-    if (i === order.length) {
-      cand = touched.slice(0, nTouched);
-      score = new Float64Array(nTouched);
-      for (let j = 0; j < nTouched; j++) {
-        score[j] = acc[cand[j]];
-        acc[cand[j]] = 0;
-      }
-    } else {
-      // Chunks that can still reach theta, in chunk order; the scratch is reset.
-      this.prunedQueries++;
-      const keep: number[] = [];
-      for (let j = 0; j < nTouched; j++) {
-        const l = touched[j];
-        if (inScope(l) && acc[l] + rest[i] >= theta - slack(theta)) keep.push(l);
-      }
-      cand = Int32Array.from(keep).sort();
-      score = new Float64Array(cand.length);
-      for (let j = 0; j < cand.length; j++) score[j] = acc[cand[j]];
-      for (let j = 0; j < nTouched; j++) acc[touched[j]] = 0;
-      for (; i < order.length; i++) {
-        const term = order[i];
-        let from = 0;
-        for (let j = 0; j < cand.length; j++) {
-          const at = seek(term.p, cand[j], from);
-          from = at;
-          if (at < term.p.n && term.p.lex[at] === cand[j]) score[j] += contribution(ctx, term, at);
+      const esc = space.escaped.get(t);
+      const { lex, tf } = p;
+      for (let i = 0; i < p.n; i++) {
+        // Removed chunks are scored too (their postings stay until compaction) and dropped
+        // with the mask below: one load less per posting.
+        const l = lex[i];
+        const packed = tf[i];
+        let f: number;
+        if (packed !== ESCAPE) f = (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
+        else {
+          const [ti, co] = esc!.get(l)!;
+          f = ti * titleWeight + co;
         }
+        if (f <= 0) continue;
+        // FTS5's expression, operation for operation.
+        const add = idf * ((f * k1p1) / (f + BM25_K1 * (1 - BM25_B + (BM25_B * lenOfLex[l]) / avg)));
+        if (acc[l] === 0) touched[nTouched++] = l;
+        acc[l] += add;
       }
     }
-    // The near-top chunks (within rounding of the m-th best), scored again in query order.
-    const idx = new Int32Array(cand.length);
-    for (let j = 0; j < cand.length; j++) idx[j] = j;
-    const mth = mthBest(idx, cand.length, m, (j) => (inScope(cand[j]) ? score[j] : -Infinity));
-    const near: number[] = [];
-    const exact = new Map<number, number>();
-    for (let j = 0; j < cand.length; j++) {
-      const l = cand[j];
-      if (!inScope(l) || (mth > -Infinity && score[j] < mth - slack(mth))) continue;
-      let s = 0;
-      for (const term of terms) {
-        const at = seek(term.p, l, 0);
-        if (at < term.p.n && term.p.lex[at] === l) s += contribution(ctx, term, at);
+    // Bounded min-heap of the best m: worst = lower score, then higher row id.
+    const hs = new Float64Array(m);
+    const hr = new Float64Array(m);
+    let size = 0;
+    const worse = (s1: number, r1: number, s2: number, r2: number): boolean => s1 < s2 || (s1 === s2 && r1 > r2);
+    for (let j = 0; j < nTouched; j++) {
+      const l = touched[j];
+      const s = acc[l];
+      acc[l] = 0;
+      const doc = docOfLex[l];
+      if (doc < 0 || mask[doc] !== 1) continue;
+      const r = space.rowOfLex[l];
+      if (size < m) {
+        let i = size++;
+        while (i > 0) {
+          const par = (i - 1) >> 1;
+          if (!worse(s, r, hs[par], hr[par])) break;
+          hs[i] = hs[par];
+          hr[i] = hr[par];
+          i = par;
+        }
+        hs[i] = s;
+        hr[i] = r;
+      } else if (worse(hs[0], hr[0], s, r)) {
+        let i = 0;
+        for (;;) {
+          const l2 = 2 * i + 1;
+          if (l2 >= size) break;
+          const r2 = l2 + 1;
+          const c = r2 < size && worse(hs[r2], hr[r2], hs[l2], hr[l2]) ? r2 : l2;
+          if (!worse(hs[c], hr[c], s, r)) break;
+          hs[i] = hs[c];
+          hr[i] = hr[c];
+          i = c;
+        }
+        hs[i] = s;
+        hr[i] = r;
       }
-      near.push(l);
-      exact.set(l, s);
     }
-    return selectTop(space, Int32Array.from(near), near.length, mask, m, (l) => exact.get(l)!, false);
+    const out: LexicalMatch[] = [];
+    for (let i = 0; i < size; i++) out.push({ id: hr[i], s: hs[i] });
+    return out.sort((a, b) => b.s - a.s || a.id - b.id);
   }
-
-}
-
-interface QueryTerm {
-  p: Postings;
-  idf: number;
-  esc: Map<number, [number, number]> | undefined;
-  /** Upper bound of the term's contribution: idf · (k1 + 1). */
-  ub: number;
-}
-
-interface ScoreContext {
-  space: Space;
-  titleWeight: number;
-  avg: number;
-}
-
-/** Slack for comparisons of sums added in different orders (a few ulps at most). */
-const slack = (x: number): number => 1e-9 * (1 + Math.abs(x));
-
-/** The term's BM25 contribution at posting `i`: FTS5's expression, operation for operation. */
-function contribution(ctx: ScoreContext, term: QueryTerm, i: number): number {
-  const packed = term.p.tf[i];
-  let f: number;
-  if (packed !== ESCAPE) f = (packed >>> TITLE_SHIFT) * ctx.titleWeight + (packed & CONTENT_MASK);
-  else {
-    const [ti, co] = term.esc!.get(term.p.lex[i])!;
-    f = ti * ctx.titleWeight + co;
-  }
-  if (f <= 0) return 0;
-  return term.idf * ((f * (BM25_K1 + 1)) / (f + BM25_K1 * (1 - BM25_B + (BM25_B * ctx.space.lenOfLex[term.p.lex[i]]) / ctx.avg)));
-}
-
-/** Adds the term's contribution to every chunk in its postings; returns the new count of chunks touched. */
-function scan(ctx: ScoreContext, term: QueryTerm, nTouched: number): number {
-  const { acc, touched, lenOfLex } = ctx.space;
-  const { lex, tf, n } = term.p;
-  const { idf, esc } = term;
-  const titleWeight = ctx.titleWeight;
-  const avg = ctx.avg;
-  const k1p1 = BM25_K1 + 1;
-  for (let i = 0; i < n; i++) {
-    // Removed chunks are scored too (their postings stay until compaction) and dropped with
-    // the mask when the top is kept: one load less per posting.
-    const l = lex[i];
-    const packed = tf[i];
-    let f: number;
-    if (packed !== ESCAPE) f = (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
-    else {
-      const [ti, co] = esc!.get(l)!;
-      f = ti * titleWeight + co;
-    }
-    if (f <= 0) continue;
-    // FTS5's expression, operation for operation.
-    const add = idf * ((f * k1p1) / (f + BM25_K1 * (1 - BM25_B + (BM25_B * lenOfLex[l]) / avg)));
-    if (acc[l] === 0) touched[nTouched++] = l;
-    acc[l] += add;
-  }
-  return nTouched;
-}
-
-/** First index at or after `from` whose chunk number is at least `l` (galloping, then binary search). */
-function seek(p: Postings, l: number, from: number): number {
-  const lex = p.lex;
-  let lo = from;
-  let step = 1;
-  let hi = from;
-  while (hi < p.n && lex[hi] < l) {
-    lo = hi + 1;
-    hi += step;
-    step *= 2;
-  }
-  if (hi > p.n) hi = p.n;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (lex[mid] < l) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** The m-th largest value among `items[0, count)` (-Infinity when fewer than m are finite). */
-function mthBest(items: Int32Array, count: number, m: number, value: (item: number) => number): number {
-  const heap = new Float64Array(m);
-  let size = 0;
-  for (let j = 0; j < count; j++) {
-    const v = value(items[j]);
-    if (v === -Infinity) continue;
-    if (size < m) {
-      let i = size++;
-      while (i > 0) {
-        const par = (i - 1) >> 1;
-        if (heap[par] <= v) break;
-        heap[i] = heap[par];
-        i = par;
-      }
-      heap[i] = v;
-    } else if (v > heap[0]) {
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        if (l >= size) break;
-        const r = l + 1;
-        const c = r < size && heap[r] < heap[l] ? r : l;
-        if (heap[c] >= v) break;
-        heap[i] = heap[c];
-        i = c;
-      }
-      heap[i] = v;
-    }
-  }
-  return size < m ? -Infinity : heap[0];
-}
-
-/**
- * The best m of `items[0, count)` (chunk numbers) within the mask, by score then row id.
- * `reset`: the scores are the space's scratch accumulator, zeroed on the way.
- */
-function selectTop(space: Space, items: Int32Array, count: number, mask: Uint8Array, m: number, score: (l: number) => number, reset: boolean): LexicalMatch[] {
-  const { docOfLex, acc } = space;
-  // Bounded min-heap of the best m: worst = lower score, then higher row id.
-  const hs = new Float64Array(m);
-  const hr = new Float64Array(m);
-  let size = 0;
-  const worse = (s1: number, r1: number, s2: number, r2: number): boolean => s1 < s2 || (s1 === s2 && r1 > r2);
-  for (let j = 0; j < count; j++) {
-    const l = items[j];
-    const s = score(l);
-    if (reset) acc[l] = 0;
-    const doc = docOfLex[l];
-    if (doc < 0 || mask[doc] !== 1) continue;
-    const r = space.rowOfLex[l];
-    if (size < m) {
-      let i = size++;
-      while (i > 0) {
-        const par = (i - 1) >> 1;
-        if (!worse(s, r, hs[par], hr[par])) break;
-        hs[i] = hs[par];
-        hr[i] = hr[par];
-        i = par;
-      }
-      hs[i] = s;
-      hr[i] = r;
-    } else if (worse(hs[0], hr[0], s, r)) {
-      let i = 0;
-      for (;;) {
-        const l2 = 2 * i + 1;
-        if (l2 >= size) break;
-        const r2 = l2 + 1;
-        const c = r2 < size && worse(hs[r2], hr[r2], hs[l2], hr[l2]) ? r2 : l2;
-        if (!worse(hs[c], hr[c], s, r)) break;
-        hs[i] = hs[c];
-        hr[i] = hr[c];
-        i = c;
-      }
-      hs[i] = s;
-      hr[i] = r;
-    }
-  }
-  const out: LexicalMatch[] = [];
-  for (let i = 0; i < size; i++) out.push({ id: hr[i], s: hs[i] });
-  return out.sort((a, b) => b.s - a.s || a.id - b.id);
 }
