@@ -1,7 +1,7 @@
 /**
  * Search speed, memory and start-up of the embedded index.
  *
- *   node --expose-gc dist/bench/search.js [--sizes 10000,100000] [--queries 150] [--keep DIR] [--only REGEX]
+ *   node --expose-gc dist/bench/search.js [--sizes 10000,100000] [--queries 150] [--keep DIR] [--only REGEX] [--crash-startup]
  *   npm run bench -- search                          (10k and 100k, a few minutes)
  *   npm run bench -- search --sizes 1000000 --keep /tmp/kb-bench   (1M: the build takes minutes, kept for later runs)
  *
@@ -14,8 +14,10 @@
  * 225 Cranfield queries, embedded by the same embedder.
  *
  * The index is built in a child process (bulk `upsertDocuments`, 256 documents per
- * transaction), then opened here as the server opens it: that open is the start-up time, and
- * the process RSS afterwards (embedder loaded, queries run) is the memory figure.
+ * transaction), then opened here as the server opens it after a clean stop (the lexical index
+ * from its snapshot): that open is the start-up time, and the process RSS afterwards (embedder
+ * loaded, queries run) is the memory figure. At the end the open is timed again without the
+ * snapshot, as after a crash (up to 100k chunks; above, with --crash-startup).
  *
  * Measured: a new query's search with its embedding (the first 75 Cranfield queries, never
  * seen before by the embedder's cache or the index), then p50/p95 of each mode with and without
@@ -172,6 +174,8 @@ interface BenchOptions {
   keep?: string;
   /** Only the runs whose name matches. */
   only?: RegExp;
+  /** Also time a start-up without the lexical snapshot above 100k chunks (minutes at 1M). */
+  crashStartup?: boolean;
 }
 
 const label = (n: number): string => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1000}k`);
@@ -273,6 +277,16 @@ async function benchSize(n: number, options: BenchOptions): Promise<void> {
   }
   await index.close();
   await provider.close();
+  if (n <= 100_000 || options.crashStartup) {
+    // As after kill -9 following writes: no valid snapshot, the lexical index is rebuilt from the text.
+    fs.rmSync(`${file}.lexical`, { force: true });
+    const c = process.cpuUsage();
+    const t = process.hrtime.bigint();
+    const reopened = new EmbeddedSearchIndex(file);
+    console.log(`start-up without a lexical snapshot (after a crash): ${(Number(process.hrtime.bigint() - t) / 1e9).toFixed(2)} s (CPU ${(cpuMs(c) / 1000).toFixed(2)} s), ` +
+      `lexical index ${reopened.stats().lexicalFrom === 'text' ? 'rebuilt from the text' : 'from a snapshot?'}`);
+    await reopened.close();
+  }
   if (!options.keep) fs.rmSync(dir, { recursive: true, force: true });
 }
 
@@ -346,6 +360,7 @@ if (require.main === module) {
         queries: arg('--queries') ? Number(arg('--queries')) : undefined,
         keep: arg('--keep'),
         only: arg('--only') ? new RegExp(arg('--only')!) : undefined,
+        crashStartup: args.includes('--crash-startup'),
       });
   run.catch((err: unknown) => {
     console.error(err);
