@@ -27,6 +27,9 @@ export interface EmbeddedSearchIndexOptions {
   hybrid?: HybridOverrides;
 }
 
+/** A chunk's id and stored vector (what the exact re-scoring reads). */
+type VectorRow = Pick<ChunkRow, 'id' | 'vector'>;
+
 /** Rows read per query while loading. */
 const LOAD_PAGE = 4096;
 
@@ -384,8 +387,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
     denseIds?: number[],
     lexicalPool?: number[],
     poolFactor = 1,
-    known?: Map<number, ChunkRow>,
-  ): { fused: Fused<number>[]; byId: Map<number, ChunkRow>; denseIds: number[]; lexicalIds: number[] } {
+    known?: Map<number, VectorRow>,
+  ): { fused: Fused<number>[]; byId: Map<number, VectorRow>; denseIds: number[]; lexicalIds: number[] } {
     const m = Math.max(k, this.cfg.candidates);
     const candidates = new Map<number, Candidate<number>>();
     let lexicalIds: number[] = [];
@@ -393,7 +396,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       // Without a dense leg, the strongest expansion terms' own hits are the only new candidates.
       const newTerms = mode === 'bm25' ? this.cfg.prf.newTermQuery : 0;
       const titleWeight = Number(this.cfg.titleWeight) || 0;
-      const deep = this.lexical.candidates(terms, filters, scope, Math.ceil(m * poolFactor), titleWeight, lexicalPool, known, newTerms);
+      const deep = this.lexical.candidates(terms, filters, scope, Math.ceil(m * poolFactor), titleWeight, lexicalPool, undefined, newTerms);
       lexicalIds = deep.map((r) => r.id);
       const lex = deep.slice(0, m);
       lex.forEach((r, rank) => candidates.set(r.id, { key: r.id, lexical: r.lexical, lexicalRank: rank }));
@@ -407,7 +410,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
       });
     }
     if (candidates.size === 0) return { fused: [], byId: new Map(), denseIds: denseIds ?? [], lexicalIds };
-    const byId = new Map<number, ChunkRow>();
+    // Only the vectors here (exact cosines): the text of the few rows shown or fed back is read later.
+    const byId = new Map<number, VectorRow>();
     const ids: number[] = [];
     for (const id of candidates.keys()) {
       const r = known?.get(id);
@@ -415,7 +419,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       else ids.push(id);
     }
     if (ids.length > 0) {
-      const rows = this.statements.get<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
+      const rows = this.statements.get<[string], VectorRow>('SELECT id, vector FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
         .all(JSON.stringify(ids));
       for (const r of rows) byId.set(r.id, r);
     }
@@ -452,8 +456,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
       // Pseudo-relevance feedback: the first pass's top chunks expand the query, then a second pass.
       const top = fused.slice(0, prf.docs).filter((f) => f.score > 0 && byId.has(f.key));
       if (top.length > 0) {
+        const text = lexicalFeedback ? this.rowsById(top.map((f) => f.key)) : new Map<number, ChunkRow>();
         const expanded = lexicalFeedback
-          ? this.lexical.expand(terms, top.map((f) => ({ text: `${byId.get(f.key)!.document_title} ${byId.get(f.key)!.content}`, weight: f.score })), prf)
+          ? this.lexical.expand(
+              terms,
+              top.filter((f) => text.has(f.key)).map((f) => ({ text: `${text.get(f.key)!.document_title} ${text.get(f.key)!.content}`, weight: f.score })),
+              prf,
+            )
           : terms;
         const q2 = denseFeedback ? rocchio(query!, feedbackVectors(top.map((f) => byId.get(f.key)!.vector)), prf.denseWeight) : query;
         // The dense leg is re-run only when its query changed.
@@ -464,8 +473,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
     }
 
     const hits: SearchHit[] = [];
+    const shown = this.rowsById(fused.filter((f) => byId.has(f.key)).map((f) => f.key));
     for (const f of fused) {
-      const r = byId.get(f.key);
+      const r = shown.get(f.key);
       if (!r) continue;
       const hit: SearchHit = {
         documentId: r.document_id,
@@ -481,6 +491,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
       hits.push(hit);
     }
     return hits;
+  }
+
+  /** Whole rows by id. */
+  private rowsById(ids: number[]): Map<number, ChunkRow> {
+    if (ids.length === 0) return new Map();
+    const rows = this.statements.get<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids));
+    return new Map(rows.map((r) => [r.id, r]));
   }
 
   /** Approximate in-memory footprint, and where the lexical index was loaded from, for benchmarks and tests. */
