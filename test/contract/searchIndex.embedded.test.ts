@@ -85,9 +85,14 @@ describe('EmbeddedSearchIndex specifics', () => {
     await write(index, 0, 120);
     await index.deleteDocument('d5');
     await index.updateDocumentFields('d7', { documentTitle: 'nozzle nozzle jet' });
+    // A deleted document's words are not written into the snapshot.
+    await index.upsertDocument('secret', [{ ...chunk('w', 'secret', 0, unit(rand, 8)), content: 'quetzalcoatlus wing' }]);
+    expect((await index.search({ text: 'quetzalcoatlus', filters: { workspaceId: 'w' }, k: 1, mode: 'bm25' }))[0].documentId).toBe('secret');
+    await index.deleteDocument('secret');
     const before = await ranking(index);
     await index.close();
     expect(fs.existsSync(snapshot)).toBe(true);
+    expect(fs.readFileSync(snapshot).includes('quetzalcoatl')).toBe(false);
     // Reopened from the snapshot: the same rankings.
     index = new EmbeddedSearchIndex(file);
     expect(index.stats().lexicalFrom).toBe('snapshot');

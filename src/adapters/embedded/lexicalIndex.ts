@@ -325,13 +325,24 @@ export class LexicalIndex {
   /** Compacts every workspace and writes the snapshot (temp file, then renamed over `file`). */
   writeSnapshot(file: string, stamp: SnapshotStamp): void {
     for (const space of this.spaces.values()) if (space.dead > 0) this.compact(space);
-    const stems = new Array<string>(this.terms);
-    for (const [stem, t] of this.termOfStem) stems[t] = stem;
+    // Only terms some chunk holds, renumbered: the words of deleted documents are not written.
+    const newId = new Int32Array(this.terms).fill(-1);
+    const stems: string[] = [];
+    const byId = new Array<string>(this.terms);
+    for (const [stem, t] of this.termOfStem) byId[t] = stem;
+    for (let t = 0; t < this.terms; t++) {
+      if (this.df[t] > 0) {
+        newId[t] = stems.length;
+        stems.push(byId[t]);
+      }
+    }
+    const df = new Int32Array(stems.length);
+    for (let t = 0; t < this.terms; t++) if (newId[t] >= 0) df[newId[t]] = this.df[t];
     const spaces = [...this.spaces].map(([workspace, sp]) => ({
       workspace,
       chunks: sp.next,
       terms: sp.postings.size,
-      escaped: [...sp.escaped].map(([t, e]) => [t, [...e].map(([lex, [ti, co]]) => [lex, ti, co])]),
+      escaped: [...sp.escaped].map(([t, e]) => [newId[t], [...e].map(([lex, [ti, co]]) => [lex, ti, co])]),
     }));
     const header = Buffer.from(JSON.stringify({ format: SNAPSHOT_FORMAT, ...stamp, rows: this.rowCount, stems, spaces }));
     const tmp = `${file}.${process.pid}.tmp`;
@@ -353,11 +364,16 @@ export class LexicalIndex {
       len.write(SNAPSHOT_MAGIC, 4, 'latin1');
       write(len);
       write(header);
-      write(view(this.df.subarray(0, this.terms)));
+      write(view(df));
       for (const sp of this.spaces.values()) {
         write(view(sp.rowOfLex.subarray(0, sp.next)));
         write(view(sp.lenOfLex.subarray(0, sp.next)));
-        const termIds = new Int32Array([...sp.postings.keys()]);
+        const termIds = new Int32Array(
+          [...sp.postings.keys()].map((t) => {
+            if (newId[t] < 0) throw new Error('postings of a term no chunk holds');
+            return newId[t];
+          }),
+        );
         const counts = new Int32Array([...sp.postings.values()].map((p) => p.n));
         write(view(termIds));
         write(view(counts));
