@@ -1,10 +1,11 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
- * `npm run bench -- core search`. Available: core, search, extract, ingest, analytics (`--events N`), metrics,
- * mixed (`--seconds N`, `--chunks N`, `--keep DIR`, `--search-interval MS`).
+ * `npm run bench -- core search`. Available: core, search (`--sizes 1000000 --keep DIR`), extract, ingest,
+ * analytics (`--events N`), metrics, mixed (`--seconds N`, `--chunks N`, `--keep DIR`, `--search-interval MS`).
+ * `--keep DIR` means a different directory to search and to mixed: run them one at a time when using it.
  */
 import { benchCore } from './core';
-import { benchSearch } from './search';
+import { benchSearch, sizesArg } from './search';
 import { benchExtract } from './ingest-extract';
 import { benchIngest } from './ingest';
 import { benchAnalytics } from './analytics';
@@ -15,7 +16,11 @@ import { printTargetTable } from './targets';
 
 const benches: Record<string, () => Promise<void>> = {
   core: benchCore,
-  search: () => benchSearch(),
+  search: () => {
+    const args = process.argv.slice(2);
+    const keep = args.indexOf('--keep');
+    return benchSearch({ sizes: sizesArg(args), keep: keep >= 0 ? args[keep + 1] : undefined });
+  },
   extract: () => benchExtract(),
   ingest: benchIngest,
   analytics: benchAnalytics,
@@ -24,7 +29,7 @@ const benches: Record<string, () => Promise<void>> = {
 };
 
 /** Options that take a value (the value is not a bench name). */
-const VALUED = new Set(['--events', '--seconds', '--chunks', '--keep', '--search-interval']);
+const VALUED = new Set(['--events', '--sizes', '--seconds', '--chunks', '--keep', '--search-interval']);
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);

@@ -1,30 +1,54 @@
 /**
- * Search speed and memory of the embedded index.
+ * Search speed, memory and start-up of the embedded index.
  *
- *   node dist/bench/search.js [--sizes 10000,100000] [--queries 200] [--no-embed] [--keep DIR] [--only REGEX]
+ *   node --expose-gc dist/bench/search.js [--sizes 10000,100000] [--queries 150] [--keep DIR] [--only REGEX] [--crash-startup]
+ *   npm run bench -- search                          (10k and 100k, a few minutes)
+ *   npm run bench -- search --sizes 1000000 --keep /tmp/kb-bench   (1M: the build takes minutes, kept for later runs)
  *
- * --keep DIR builds each index once in DIR/<size> and reuses it later (the recall check needs a
- * fresh build); --only runs just the cases whose name matches (e.g. 'hybrid\+prf|tag').
+ * Corpus: one large workspace `bench` of n chunks (4 per document; every tenth document tagged
+ * `t-ten`) plus three small workspaces of 500 chunks each written among its documents. Chunk
+ * text: 120 words, 70 % drawn from one random Cranfield abstract (../shared/eval/cranfield, so
+ * chunks are about something) and 30 % from the whole collection's word distribution; titles
+ * from Cranfield titles. Vectors: the default embedder itself (GloVe-SIF 100-d, the converted
+ * vectors of KB_MODEL_CACHE_DIR or the repo's cache), run on every chunk's text. Queries: the
+ * 225 Cranfield queries, embedded by the same embedder.
  *
- * Builds file-backed indexes (temp dir) of synthetic chunks (random unit vectors of 512 dims, text drawn from a
- * Zipf-distributed vocabulary) in one large workspace plus a small one (500 chunks written among
- * the large one's) and prints search latency p50/p95 per mode, with and without feedback (+prf),
- * (query vectors are precomputed: embedding time excluded), recall@10 of the int8 dense
- * scan against exact float search, memory per 100k chunks, and the local provider's query
- * embedding time, cold and cached.
+ * The index is built in a child process (bulk `upsertDocuments`, 256 documents per
+ * transaction), then opened here as the server opens it after a clean stop (the lexical index
+ * from its snapshot): that open is the start-up time, and the process RSS afterwards (embedder
+ * loaded, queries run) is the memory figure. At the end the open is timed again without the
+ * snapshot, as after a crash (up to 100k chunks; above, with --crash-startup).
+ *
+ * Measured: a new query's search with its embedding (the first 75 Cranfield queries, never
+ * seen before by the embedder's cache or the index), then p50/p95 of each mode with and without
+ * feedback (the other 150 queries, precomputed vectors), hybrid with a tag filter, and the
+ * dense recall@10 against an exact float32 scan of the stored vectors. Each latency is wall time
+ * (the figure) with the process's CPU time beside it (on a shared machine the wall time includes
+ * waiting for a core; the CPU time is what the search cost).
+ * --keep DIR builds each size once in DIR/<size> and reuses it; --only runs just the cases whose
+ * name matches (e.g. 'hybrid\+prf|tag').
  */
+import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { EmbeddedSearchIndex } from '../src/adapters/embedded/embeddedSearchIndex';
 import { CachedEmbeddings } from '../src/adapters/embeddings/cachedEmbeddings';
-import { LocalEmbeddings } from '../src/adapters/embeddings/localEmbeddings';
+import { modelCacheDirs } from '../src/adapters/embeddings/factory';
+import { GloveSifEmbeddings } from '../src/adapters/embeddings/gloveSifEmbeddings';
 import type { IndexedChunk } from '../src/ports/searchIndex';
+import { repoRoot } from '../src/util/paths';
+import { figure } from './targets';
 
-const DIMS = 512;
-const SMALL_DOCS = 125;
-/** Feedback measured when the default has none. */
-const BENCH_PRF = { docs: 5, terms: 10, originalWeight: 0.7, maxDocFrequency: 0.1, denseWeight: 0 };
+const PER_DOC = 4;
+const WORDS = 120;
+const SMALL_WORKSPACES = 3;
+const SMALL_DOCS = 125; // 500 chunks each
+const BATCH_DOCS = 256;
+/** Queries whose first search (embedding included) is measured; the rest are the mode runs'. */
+const NEW_QUERIES = 75;
+const RECALL_QUERIES = 50;
 
 function rng(seed: number): () => number {
   let a = seed;
@@ -36,213 +60,291 @@ function rng(seed: number): () => number {
   };
 }
 
-function gaussian(rand: () => number): number {
-  return Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
-}
-
-function unitVector(rand: () => number): Float32Array {
-  const v = new Float32Array(DIMS);
-  let s = 0;
-  for (let i = 0; i < DIMS; i++) {
-    v[i] = gaussian(rand);
-    s += v[i] * v[i];
-  }
-  const inv = 1 / Math.sqrt(s);
-  for (let i = 0; i < DIMS; i++) v[i] *= inv;
-  return v;
-}
-
-/** Synthetic vocabulary of 20k pronounceable words, sampled with a Zipf(1) law. */
-function makeVocabulary(rand: () => number): { words: string[]; sample: () => string } {
-  const syll = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'pa', 'qu', 'dr', 'en', 'is', 'or', 'um'];
-  const words = new Set<string>();
-  while (words.size < 20000) {
-    let w = '';
-    const n = 2 + Math.floor(rand() * 3);
-    for (let i = 0; i < n; i++) w += syll[Math.floor(rand() * syll.length)];
-    words.add(w);
-  }
-  const list = [...words];
-  const cdf = new Float64Array(list.length);
-  let acc = 0;
-  for (let i = 0; i < list.length; i++) cdf[i] = acc += 1 / (i + 1);
-  const sample = (): string => {
-    const x = rand() * acc;
-    let lo = 0;
-    let hi = cdf.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (cdf[mid] < x) lo = mid + 1;
-      else hi = mid;
-    }
-    return list[lo];
-  };
-  return { words: list, sample };
-}
-
 const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(p * s.length))];
 };
 const ms = (x: number): string => `${x.toFixed(2)} ms`;
 const mb = (x: number): string => `${(x / 1048576).toFixed(0)} MB`;
+/** CPU time (user + system) of this process since `since`, in ms: on a loaded machine, closer to what the work costs than wall time. */
+const cpuMs = (since: NodeJS.CpuUsage): number => {
+  const d = process.cpuUsage(since);
+  return (d.user + d.system) / 1000;
+};
+const load = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' ');
+
+function cranfieldDir(): string {
+  const candidates = [process.env.KB_CRANFIELD_DIR, path.join(repoRoot, '..', 'shared', 'eval', 'cranfield'), '/work/shared/eval/cranfield'];
+  const dir = candidates.find((d): d is string => !!d && fs.existsSync(path.join(d, 'documents.json')));
+  if (!dir) throw new Error('Cranfield collection not found (../shared/eval/cranfield or KB_CRANFIELD_DIR)');
+  return dir;
+}
+
+interface Corpus {
+  docs: string[][];
+  titles: string[];
+  all: string[];
+  queries: string[];
+}
+
+function readCorpus(): Corpus {
+  const dir = cranfieldDir();
+  const raw = JSON.parse(fs.readFileSync(path.join(dir, 'documents.json'), 'utf8')) as { title: string; body: string }[];
+  const words = (t: string): string[] => t.toLowerCase().match(/[a-z][a-z0-9-]*/g) ?? [];
+  const docs = raw.map((d) => words(d.body)).filter((w) => w.length > 20);
+  const queries = (JSON.parse(fs.readFileSync(path.join(dir, 'queries.json'), 'utf8')) as { text: string }[]).map((q) => q.text.replace(/\s+\.\s*$/, ''));
+  return { docs, titles: raw.map((d) => d.title.replace(/\s+\.\s*$/, '')), all: docs.flat(), queries };
+}
+
+function embedder(): GloveSifEmbeddings {
+  return new GloveSifEmbeddings({ cacheDirs: modelCacheDirs(undefined, process.env.KB_MODEL_CACHE_DIR) });
+}
+
+// ------------------------------------------------------------------ build (child process)
+
+async function build(dir: string, n: number): Promise<void> {
+  const corpus = readCorpus();
+  const rand = rng(n);
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+  const text = (): string => {
+    const topic = pick(corpus.docs);
+    const out = new Array<string>(WORDS);
+    for (let i = 0; i < WORDS; i++) out[i] = rand() < 0.7 ? pick(topic) : pick(corpus.all);
+    return out.join(' ');
+  };
+  const model = embedder();
+  await model.warmup();
+  const index = new EmbeddedSearchIndex(path.join(dir, 'index.sqlite'));
+  const started = Date.now();
+  let embedMs = 0;
+  const docs = n / PER_DOC;
+  const smallEvery = Math.max(1, Math.floor(docs / SMALL_DOCS));
+  let smallDocs = 0;
+  let batch: { documentId: string; chunks: IndexedChunk[] }[] = [];
+  const flush = async (): Promise<void> => {
+    const chunks = batch.flatMap((b) => b.chunks);
+    const t = Date.now();
+    const vectors = await model.embed(chunks.map((c) => `${c.documentTitle}\n${c.content}`));
+    embedMs += Date.now() - t;
+    chunks.forEach((c, i) => (c.vector = vectors[i]));
+    await index.upsertDocuments(batch);
+    batch = [];
+  };
+  const doc = (documentId: string, workspaceId: string, tags: string[]): void => {
+    const title = pick(corpus.titles);
+    batch.push({
+      documentId,
+      chunks: Array.from({ length: PER_DOC }, (_, c) => ({
+        workspaceId, documentId, documentTitle: title, purpose: 'KNOWLEDGE' as const, tags, chunkIndex: c, content: text(), vector: [],
+      })),
+    });
+  };
+  for (let d = 0; d < docs; d++) {
+    doc(`doc-${d}`, 'bench', d % 10 === 0 ? ['t-ten'] : []);
+    // Small workspaces written among the large one's documents.
+    if (d % smallEvery === 0 && smallDocs < SMALL_DOCS) {
+      for (let w = 0; w < SMALL_WORKSPACES; w++) doc(`small-${w}-${smallDocs}`, `small-${w}`, []);
+      smallDocs++;
+    }
+    if (batch.length >= BATCH_DOCS) await flush();
+    if (d > 0 && d % 25_000 === 0) console.log(`  built ${d * PER_DOC} chunks, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  }
+  await flush();
+  await index.close();
+  const s = (Date.now() - started) / 1000;
+  console.log(`built ${n} chunks (+${SMALL_WORKSPACES} × ${SMALL_DOCS * PER_DOC} small) in ${s.toFixed(1)} s ` +
+    `(${Math.round(n / s)} chunks/s, of which embedding ${(embedMs / 1000).toFixed(1)} s; load average ${load()})`);
+  await model.close();
+}
+
+function buildInChild(dir: string, n: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = fork(__filename, ['--build', dir, '--size', String(n)], { stdio: 'inherit' });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`index build exited with ${code}`))));
+  });
+}
+
+// ------------------------------------------------------------------ measure
 
 interface BenchOptions {
   sizes?: number[];
   queries?: number;
-  embed?: boolean;
-  /** Keep the built index in this directory and reuse it on later runs (no recall check then). */
+  /** Keep the built index in this directory and reuse it on later runs. */
   keep?: string;
   /** Only the runs whose name matches. */
   only?: RegExp;
+  /** Also time a start-up without the lexical snapshot above 100k chunks (minutes at 1M). */
+  crashStartup?: boolean;
 }
 
-async function benchSize(n: number, queries: number, options: BenchOptions = {}): Promise<void> {
-  const rand = rng(n);
-  const vocab = makeVocabulary(rand);
-  if (global.gc) global.gc();
-  const before = process.memoryUsage();
-  const dir = options.keep ? path.join(options.keep, String(n)) : fs.mkdtempSync(path.join(os.tmpdir(), 'kb-bench-'));
-  const reuse = options.keep !== undefined && fs.existsSync(path.join(dir, 'index.sqlite'));
-  fs.mkdirSync(dir, { recursive: true });
-  const index = new EmbeddedSearchIndex(path.join(dir, 'index.sqlite'));
-  const exact = new Float32Array(reuse ? 0 : n * DIMS); // reference copy for recall, excluded from memory figures
-  const perDoc = 4;
-  let smallDocs = 0;
-  const started = Date.now();
-  for (let d = 0; !reuse && d < n / perDoc; d++) {
-    const chunks: IndexedChunk[] = [];
-    for (let c = 0; c < perDoc; c++) {
-      const v = unitVector(rand);
-      exact.set(v, (d * perDoc + c) * DIMS);
-      const words = Array.from({ length: 120 }, vocab.sample).join(' ');
-      chunks.push({
-        workspaceId: 'bench', documentId: `doc-${d}`, documentTitle: `Document ${d} ${vocab.sample()}`, purpose: 'KNOWLEDGE',
-        tags: d % 10 === 0 ? ['t-ten'] : [], chunkIndex: c, content: words, vector: v,
-      });
-    }
-    await index.upsertDocument(`doc-${d}`, chunks);
-    // A small workspace (500 chunks) written among the large one's documents.
-    if (d % Math.floor(n / perDoc / SMALL_DOCS) === 0 && smallDocs < SMALL_DOCS) {
-      const id = `small-${smallDocs++}`;
-      await index.upsertDocument(
-        id,
-        Array.from({ length: perDoc }, (_, c) => ({
-          workspaceId: 'small', documentId: id, documentTitle: `Small ${id}`, purpose: 'KNOWLEDGE' as const, tags: [], chunkIndex: c,
-          content: Array.from({ length: 120 }, vocab.sample).join(' '), vector: unitVector(rand),
-        })),
-      );
-    }
-  }
-  const buildMs = Date.now() - started;
-  if (global.gc) global.gc();
-  const after = process.memoryUsage();
-  const exactBytes = exact.byteLength;
-  console.log(`\n== ${n} chunks (${reuse ? `reused ${dir}, opened` : 'built'} in ${(buildMs / 1000).toFixed(1)} s)`);
-  const rssDelta = after.rss - before.rss - exactBytes;
-  const extDelta = after.arrayBuffers - before.arrayBuffers - exactBytes;
-  // The reference float32 copy kept for the recall check is subtracted from every figure.
-  console.log(`memory: process RSS ${mb(after.rss - exactBytes)} (Δ ${mb(rssDelta)} while building), heap used ${mb(after.heapUsed)}, ` +
-    `array buffers Δ ${mb(extDelta)}; int8 vectors in WebAssembly memory ${mb(index.stats().vectorBytes)}`);
+const label = (n: number): string => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1000}k`);
 
-  const qrand = rng(n + 1);
-  const qs = Array.from({ length: queries }, () => ({
-    // Query text: 3–6 words of Zipf rank 50–5000 (each in ~0.2–25% of chunks: the
-    // most frequent ranks play the part of stopwords, which queries drop).
-    text: Array.from({ length: 3 + Math.floor(qrand() * 4) }, () => vocab.words[50 + Math.floor(qrand() * 4950)]).join(' '),
-    vector: unitVector(qrand),
-  }));
+async function benchSize(n: number, options: BenchOptions): Promise<void> {
+  const dir = options.keep ? path.join(options.keep, String(n)) : fs.mkdtempSync(path.join(os.tmpdir(), 'kb-bench-'));
+  const file = path.join(dir, 'index.sqlite');
+  const reuse = options.keep !== undefined && fs.existsSync(file);
+  fs.mkdirSync(dir, { recursive: true });
+  console.log(`\n== ${n} chunks`);
+  if (reuse) console.log(`reusing ${dir}`);
+  else await buildInChild(dir, n);
+
+  const corpus = readCorpus();
+  const provider = new CachedEmbeddings(embedder(), { maxEntries: 1000 });
+  await provider.warmup();
+  if (global.gc) global.gc();
+  const rssBefore = process.memoryUsage().rss;
+  // Start-up: the server opens the file and loads the in-memory side (catalog, vectors).
+  const c0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  const index = new EmbeddedSearchIndex(file);
+  const startupS = Number(process.hrtime.bigint() - t0) / 1e9;
+  const lexical = index.stats().lexicalFrom === 'snapshot' ? 'lexical index from its snapshot' : 'lexical index rebuilt from the text (no valid snapshot)';
+  console.log(`start-up (open + load ${index.stats().chunks} chunks, ${lexical}; file ${mb(fs.statSync(file).size)}, OS page cache warm): ` +
+    `${startupS.toFixed(2)} s (CPU ${(cpuMs(c0) / 1000).toFixed(2)} s)`);
+  if (n === 1_000_000) figure('search', `start-up, load the index at ${label(n)}`, startupS, 's', { kind: 'max', value: 30 });
+
+  const newQueries = corpus.queries.slice(0, NEW_QUERIES);
+  const runQueries = corpus.queries.slice(NEW_QUERIES, NEW_QUERIES + (options.queries ?? 150));
+  const runVectors = await provider.embed(runQueries);
+  const qs = runQueries.map((text, i) => ({ text, vector: runVectors[i] }));
+  const search = (q: { text: string; vector: Float32Array }, workspaceId: string, mode: 'hybrid' | 'bm25' | 'dense', tags?: string[]): Promise<unknown> =>
+    index.search({ text: q.text, vector: q.vector, filters: { workspaceId, ...(tags ? { tags } : {}) }, k: 10, mode });
+  // Warm-up: JIT and SQLite's pages, as on a server that has answered a few searches.
+  for (const q of qs.slice(0, 10)) await search(q, 'bench', 'hybrid');
+
+  if (!options.only || options.only.test('new query')) {
+    // A query never seen before: embedding (through the cache, a miss) and the default search.
+    const times: number[] = [];
+    const cpu: number[] = [];
+    const embedTimes: number[] = [];
+    for (const text of newQueries) {
+      const c = process.cpuUsage();
+      const t = process.hrtime.bigint();
+      const [vector] = await provider.embed([text]);
+      const e = process.hrtime.bigint();
+      await index.search({ text, vector, filters: { workspaceId: 'bench' }, k: 10, mode: 'hybrid' });
+      times.push(Number(process.hrtime.bigint() - t) / 1e6);
+      cpu.push(cpuMs(c));
+      embedTimes.push(Number(e - t) / 1e6);
+    }
+    console.log(`new query (embedding + default hybrid+feedback, ${newQueries.length} queries): p50 ${ms(pct(times, 0.5))}  p95 ${ms(pct(times, 0.95))} (CPU p50 ${ms(pct(cpu, 0.5))}); ` +
+      `its embedding p50 ${ms(pct(embedTimes, 0.5))}  p95 ${ms(pct(embedTimes, 0.95))}`);
+    if (n === 100_000) figure('search', `new query search p50 at ${label(n)} (embedding incl.)`, pct(times, 0.5), 'ms', { kind: 'max', value: 20 });
+  }
+
   const defaults = index.hybridConfig;
   const noPrf = { ...defaults, prf: { ...defaults.prf, docs: 0 } };
-  const runs: { name: string; mode: 'hybrid' | 'bm25' | 'dense'; workspaceId: string; prf: boolean }[] = [];
-  for (const workspaceId of ['bench', 'small']) {
+  const runs: { name: string; mode: 'hybrid' | 'bm25' | 'dense'; workspaceId: string; prf: boolean; tags?: string[] }[] = [];
+  for (const workspaceId of ['bench', 'small-0']) {
     for (const mode of ['hybrid', 'bm25', 'dense'] as const) {
-      for (const prf of [false, true]) runs.push({ name: `${workspaceId === 'small' ? 'small ws ' : ''}${mode}${prf ? '+prf' : ''}`, mode, workspaceId, prf });
+      for (const prf of mode === 'dense' ? [false] : [false, true]) {
+        runs.push({ name: `${workspaceId === 'bench' ? '' : 'small ws '}${mode}${prf ? '+prf' : ''}`, mode, workspaceId, prf });
+      }
     }
   }
-  console.log(`(small ws: ${SMALL_DOCS * perDoc} chunks among the others; +prf: ${JSON.stringify(defaults.prf.docs > 0 ? defaults.prf : BENCH_PRF)})`);
+  runs.push({ name: 'hybrid+prf, tag filter (10% of docs)', mode: 'hybrid', workspaceId: 'bench', prf: true, tags: ['t-ten'] });
+  console.log(`(small ws: ${SMALL_DOCS * PER_DOC} chunks, one of ${SMALL_WORKSPACES} beside the large one; +prf is the default: ${JSON.stringify(defaults.prf)})`);
   for (const run of runs) {
     if (options.only && !options.only.test(run.name)) continue;
-    index.configure(run.prf ? { ...defaults, prf: defaults.prf.docs > 0 ? defaults.prf : BENCH_PRF } : noPrf);
-    const search = (q: { text: string; vector: Float32Array }): Promise<unknown> =>
-      index.search({ text: q.text, vector: q.vector, filters: { workspaceId: run.workspaceId }, k: 10, mode: run.mode });
-    for (const q of qs.slice(0, 10)) await search(q);
+    index.configure(run.prf ? defaults : noPrf);
+    for (const q of qs.slice(0, 5)) await search(q, run.workspaceId, run.mode, run.tags);
     const times: number[] = [];
+    const cpu: number[] = [];
     for (const q of qs) {
+      const c = process.cpuUsage();
       const t = process.hrtime.bigint();
-      await search(q);
+      await search(q, run.workspaceId, run.mode, run.tags);
       times.push(Number(process.hrtime.bigint() - t) / 1e6);
+      cpu.push(cpuMs(c));
     }
-    console.log(`${run.name.padEnd(20)} k=10: p50 ${ms(pct(times, 0.5))}  p95 ${ms(pct(times, 0.95))}`);
+    const p50 = pct(times, 0.5);
+    console.log(`${run.name.padEnd(38)} k=10: p50 ${ms(p50)}  p95 ${ms(pct(times, 0.95))}  (CPU p50 ${ms(pct(cpu, 0.5))})`);
+    if (run.name === 'hybrid+prf' && n === 100_000) figure('search', `default hybrid p50 at ${label(n)}`, p50, 'ms', { kind: 'max', value: 8 });
+    if (run.name === 'hybrid+prf' && n === 1_000_000) figure('search', `default hybrid p50 at ${label(n)}`, p50, 'ms', { kind: 'max', value: 50 });
   }
   index.configure(defaults);
-  if (!options.only || options.only.test('tag filter')) {
-    const times: number[] = [];
-    for (const q of qs.slice(0, 50)) {
-      const t = process.hrtime.bigint();
-      await index.search({ text: q.text, vector: q.vector, filters: { workspaceId: 'bench', tags: ['t-ten'] }, k: 10 });
-      times.push(Number(process.hrtime.bigint() - t) / 1e6);
-    }
-    console.log(`hybrid with tag filter (10% of docs): p50 ${ms(pct(times, 0.5))}  p95 ${ms(pct(times, 0.95))}`);
-  }
 
-  if (reuse || options.only) {
-    await index.close();
-    if (!options.keep) fs.rmSync(dir, { recursive: true, force: true });
-    return;
+  if (global.gc) global.gc();
+  const mem = process.memoryUsage();
+  console.log(`memory: process RSS ${mb(mem.rss)} (${mb(mem.rss - rssBefore)} more than before opening the index; the embedder is loaded), ` +
+    `heap used ${mb(mem.heapUsed)}, array buffers ${mb(mem.arrayBuffers)}; int8 vectors ${mb(index.stats().vectorBytes)}`);
+  if (n === 1_000_000) figure('search', `RSS at ${label(n)}`, mem.rss / 1024 ** 3, 'GB', { kind: 'max', value: 1.5 });
+
+  if (!options.only || options.only.test('recall')) {
+    const recall = await denseRecall(index, file, qs.slice(0, RECALL_QUERIES));
+    console.log(`dense recall@10 vs exact float32 (${Math.min(RECALL_QUERIES, qs.length)} queries): ${recall.toFixed(4)}`);
   }
-  // Recall@10 of the dense path (int8 scan + exact re-scoring) vs exact float32 search.
-  let found = 0;
-  const recallQueries = qs.slice(0, 50);
-  for (const q of recallQueries) {
-    const scores = new Float32Array(n);
-    for (let r = 0; r < n; r++) {
-      let s = 0;
-      const o = r * DIMS;
-      for (let i = 0; i < DIMS; i++) s += exact[o + i] * q.vector[i];
-      scores[r] = s;
-    }
-    const top = Array.from(scores.keys()).sort((a, b) => scores[b] - scores[a]).slice(0, 10);
-    const truth = new Set(top.map((r) => `doc-${Math.floor(r / perDoc)}#${r % perDoc}`));
-    const hits = await index.search({ text: '', vector: q.vector, filters: { workspaceId: 'bench' }, k: 10, mode: 'dense' });
-    found += hits.filter((h) => truth.has(`${h.documentId}#${h.chunkIndex}`)).length;
-  }
-  console.log(`dense recall@10 vs exact float32: ${(found / (recallQueries.length * 10)).toFixed(4)}`);
   await index.close();
+  await provider.close();
+  if (n <= 100_000 || options.crashStartup) {
+    // As after kill -9 following writes: no valid snapshot, the lexical index is rebuilt from the text.
+    fs.rmSync(`${file}.lexical`, { force: true });
+    const c = process.cpuUsage();
+    const t = process.hrtime.bigint();
+    const reopened = new EmbeddedSearchIndex(file);
+    console.log(`start-up without a lexical snapshot (after a crash): ${(Number(process.hrtime.bigint() - t) / 1e9).toFixed(2)} s (CPU ${(cpuMs(c) / 1000).toFixed(2)} s), ` +
+      `lexical index ${reopened.stats().lexicalFrom === 'text' ? 'rebuilt from the text' : 'from a snapshot?'}`);
+    await reopened.close();
+  }
   if (!options.keep) fs.rmSync(dir, { recursive: true, force: true });
 }
 
-async function benchQueryEmbedding(): Promise<void> {
-  const provider = new CachedEmbeddings(new LocalEmbeddings({ threads: 1 }));
+/**
+ * Recall@10 of the dense search against an exact float32 scan of every stored vector of the
+ * workspace (streamed from the file, so no second copy is held).
+ */
+async function denseRecall(index: EmbeddedSearchIndex, file: string, qs: { text: string; vector: Float32Array }[]): Promise<number> {
+  const k = 10;
+  const dims = index.stats().dims;
+  const best = qs.map(() => ({ score: new Float64Array(k).fill(-Infinity), key: new Array<string>(k).fill('') }));
+  const db = new Database(file, { readonly: true });
   try {
-    const t = Date.now();
-    await provider.embed(['first query loads the model']);
-    console.log(`\nquery embedding (local, 1 worker): model start + first query ${Date.now() - t} ms`);
-    const texts = Array.from({ length: 20 }, (_, i) => `how does the boundary layer behave at mach ${i + 2} on a swept wing`);
-    const cold: number[] = [];
-    for (const text of texts) {
-      const s = process.hrtime.bigint();
-      await provider.embed([text]);
-      cold.push(Number(process.hrtime.bigint() - s) / 1e6);
+    const rows = db
+      .prepare<[], { document_id: string; chunk_index: number; vector: Buffer }>("SELECT document_id, chunk_index, vector FROM chunks WHERE workspace_id = 'bench' AND vector IS NOT NULL")
+      .iterate();
+    const v = new Float32Array(dims);
+    for (const r of rows) {
+      for (let i = 0; i < dims; i++) v[i] = r.vector.readFloatLE(i * 4);
+      qs.forEach((q, j) => {
+        let s = 0;
+        for (let i = 0; i < dims; i++) s += q.vector[i] * v[i];
+        const b = best[j];
+        if (s <= b.score[k - 1]) return;
+        let p = k - 1;
+        while (p > 0 && b.score[p - 1] < s) {
+          b.score[p] = b.score[p - 1];
+          b.key[p] = b.key[p - 1];
+          p--;
+        }
+        b.score[p] = s;
+        b.key[p] = `${r.document_id}#${r.chunk_index}`;
+      });
     }
-    const cached: number[] = [];
-    for (const text of texts) {
-      const s = process.hrtime.bigint();
-      await provider.embed([text]);
-      cached.push(Number(process.hrtime.bigint() - s) / 1e6);
-    }
-    console.log(`query embedding cold (new text): p50 ${ms(pct(cold, 0.5))}  p95 ${ms(pct(cold, 0.95))}`);
-    console.log(`query embedding cached (repeated text): p50 ${ms(pct(cached, 0.5))}  p95 ${ms(pct(cached, 0.95))}`);
   } finally {
-    await provider.close();
+    db.close();
   }
+  let found = 0;
+  for (let j = 0; j < qs.length; j++) {
+    const truth = new Set(best[j].key);
+    const hits = await index.search({ text: '', vector: qs[j].vector, filters: { workspaceId: 'bench' }, k, mode: 'dense' });
+    found += hits.filter((h) => truth.has(`${h.documentId}#${h.chunkIndex}`)).length;
+  }
+  return found / (qs.length * k);
 }
 
 export async function benchSearch(options: BenchOptions = {}): Promise<void> {
   const sizes = options.sizes ?? [10_000, 100_000];
-  console.log(`search benchmark: ${DIMS}-dim random unit vectors, synthetic text, one large and one small workspace; node ${process.version}`);
-  for (const n of sizes) await benchSize(n, options.queries ?? 200, options);
-  if (options.embed !== false) await benchQueryEmbedding();
+  console.log(`search benchmark: Cranfield-drawn text, GloVe-SIF 100-d vectors (the default embedder), one large workspace and ${SMALL_WORKSPACES} small ones; ` +
+    `node ${process.version}, load average ${load()}`);
+  for (const n of sizes) await benchSize(n, options);
+  console.log(`(load average at the end: ${load()})`);
+}
+
+/** `--sizes a,b` of a command line, if given. */
+export function sizesArg(args: string[]): number[] | undefined {
+  const i = args.indexOf('--sizes');
+  return i >= 0 ? args[i + 1].split(',').map(Number) : undefined;
 }
 
 if (require.main === module) {
@@ -251,13 +353,16 @@ if (require.main === module) {
     const i = args.indexOf(name);
     return i >= 0 ? args[i + 1] : undefined;
   };
-  benchSearch({
-    sizes: arg('--sizes')?.split(',').map(Number),
-    queries: arg('--queries') ? Number(arg('--queries')) : undefined,
-    embed: !args.includes('--no-embed'),
-    keep: arg('--keep'),
-    only: arg('--only') ? new RegExp(arg('--only')!) : undefined,
-  }).catch((err: unknown) => {
+  const run = arg('--build')
+    ? build(arg('--build')!, Number(arg('--size')))
+    : benchSearch({
+        sizes: sizesArg(args),
+        queries: arg('--queries') ? Number(arg('--queries')) : undefined,
+        keep: arg('--keep'),
+        only: arg('--only') ? new RegExp(arg('--only')!) : undefined,
+        crashStartup: args.includes('--crash-startup'),
+      });
+  run.catch((err: unknown) => {
     console.error(err);
     process.exit(1);
   });

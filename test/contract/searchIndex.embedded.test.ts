@@ -60,6 +60,91 @@ describe('EmbeddedSearchIndex specifics', () => {
     await index.close();
   });
 
+  it('the lexical index: read from its snapshot after a clean close, rebuilt from the text when the snapshot is stale, corrupt or missing', async () => {
+    const file = path.join(dir, 'snapshot.sqlite');
+    const snapshot = `${file}.lexical`;
+    const rand = rng(21);
+    const words = 'shock wave boundary layer flow heat transfer wing nozzle jet mach pressure laminar turbulent'.split(' ');
+    const text = (): string => Array.from({ length: 8 + Math.floor(rand() * 30) }, () => words[Math.floor(rand() * words.length)]).join(' ');
+    const write = async (index: EmbeddedSearchIndex, from: number, to: number): Promise<void> => {
+      for (let d = from; d < to; d++) {
+        await index.upsertDocument(`d${d}`, [0, 1].map((i) => ({ ...chunk(d % 4 === 0 ? 'other' : 'w', `d${d}`, i, unit(rand, 8)), documentTitle: `${words[d % words.length]} notes`, content: text() })));
+      }
+    };
+    const ranking = async (index: EmbeddedSearchIndex): Promise<string[]> => {
+      const out: string[] = [];
+      for (const q of ['shock laminar', 'heat transfer nozzle', 'wing flow', 'turbulent boundary layer']) {
+        for (const workspaceId of ['w', 'other']) {
+          const hits = await index.search({ text: q, filters: { workspaceId }, k: 20, mode: 'bm25' });
+          out.push(hits.map((h) => `${h.documentId}#${h.chunkIndex}:${h.score.toFixed(12)}`).join(' '));
+        }
+      }
+      return out;
+    };
+    let index = new EmbeddedSearchIndex(file);
+    await write(index, 0, 120);
+    await index.deleteDocument('d5');
+    await index.updateDocumentFields('d7', { documentTitle: 'nozzle nozzle jet' });
+    // A deleted document's words are not written into the snapshot.
+    await index.upsertDocument('secret', [{ ...chunk('w', 'secret', 0, unit(rand, 8)), content: 'quetzalcoatlus wing' }]);
+    expect((await index.search({ text: 'quetzalcoatlus', filters: { workspaceId: 'w' }, k: 1, mode: 'bm25' }))[0].documentId).toBe('secret');
+    await index.deleteDocument('secret');
+    const before = await ranking(index);
+    await index.close();
+    expect(fs.existsSync(snapshot)).toBe(true);
+    expect(fs.readFileSync(snapshot).includes('quetzalcoatl')).toBe(false);
+    // Reopened from the snapshot: the same rankings.
+    index = new EmbeddedSearchIndex(file);
+    expect(index.stats().lexicalFrom).toBe('snapshot');
+    expect(await ranking(index)).toEqual(before);
+    await write(index, 120, 160);
+    await index.deleteWorkspace('other');
+    const later = await ranking(index);
+    await index.close();
+    const stale = fs.readFileSync(snapshot);
+    index = new EmbeddedSearchIndex(file);
+    expect(index.stats().lexicalFrom).toBe('snapshot');
+    expect(await ranking(index)).toEqual(later);
+    await index.close();
+    // A snapshot of an earlier state (as after a crash that followed writes) is not used, even
+    // when it holds the same rows (a retitle keeps the row ids).
+    index = new EmbeddedSearchIndex(file);
+    await index.updateDocumentFields('d9', { documentTitle: 'shock shock laminar' });
+    const latest = await ranking(index);
+    expect(latest).not.toEqual(later);
+    await index.close();
+    fs.writeFileSync(snapshot, stale);
+    index = new EmbeddedSearchIndex(file);
+    expect(index.stats().lexicalFrom).toBe('text');
+    expect(await ranking(index)).toEqual(latest);
+    await index.close();
+    // Truncated, or missing: rebuilt from the chunks' text.
+    const good = fs.readFileSync(snapshot);
+    fs.writeFileSync(snapshot, good.subarray(0, Math.floor(good.byteLength * 0.7)));
+    index = new EmbeddedSearchIndex(file);
+    expect(index.stats().lexicalFrom).toBe('text');
+    expect(await ranking(index)).toEqual(latest);
+    await index.close();
+    fs.rmSync(snapshot);
+    index = new EmbeddedSearchIndex(file);
+    expect(index.stats().lexicalFrom).toBe('text');
+    expect(await ranking(index)).toEqual(latest);
+    await index.close();
+    // Rows changed behind the index's back (same generation): the snapshot does not hold the
+    // rows loaded, so it is not used.
+    const raw = new Database(file);
+    const ids = raw.prepare<[], number>("SELECT id FROM chunks WHERE document_id = 'd3'").pluck().all();
+    for (const id of ids) raw.prepare('DELETE FROM chunks_fts WHERE rowid = ?').run(id);
+    raw.prepare("DELETE FROM chunks WHERE document_id = 'd3'").run();
+    raw.close();
+    index = new EmbeddedSearchIndex(file);
+    expect(index.stats().lexicalFrom).toBe('text');
+    const after = await ranking(index);
+    expect(after.join(' ')).not.toContain('d3#');
+    expect(latest.join(' ')).toContain('d3#');
+    await index.close();
+  });
+
   it('dense kNN over thousands of vectors matches brute force, with filters and deletions', async () => {
     const rand = rng(7);
     const dims = 48; // not a multiple of 32: exercises padding

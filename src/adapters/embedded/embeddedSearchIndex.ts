@@ -13,8 +13,9 @@ import { rocchio } from '../../search/queryFeedback';
 import type { WeightedTerm } from '../../search/textAnalysis';
 import { unitVector } from '../../search/unitVector';
 import { type DocInfo, DocumentCatalog, PURPOSE_CODE, type Scope } from './documentCatalog';
+import { LexicalIndex } from './lexicalIndex';
 import { LexicalRanker } from './lexicalRanker';
-import { openIndexDatabase, RowIds, storedDims } from './schema';
+import { openIndexDatabase, RowIds, SCHEMA_VERSION, storedDims, WS_SPAN } from './schema';
 import { StatementCache } from './statements';
 import { Stemmer } from './stemmer';
 import { bufferToFloats, dotBuffer, VectorSlab } from './vectorSlab';
@@ -25,6 +26,12 @@ export { queryTerms, toMatchExpression } from '../../search/textAnalysis';
 export interface EmbeddedSearchIndexOptions {
   hybrid?: HybridOverrides;
 }
+
+/** A chunk's id and stored vector (what the exact re-scoring reads). */
+type VectorRow = Pick<ChunkRow, 'id' | 'vector'>;
+
+/** Rows read per query while loading. */
+const LOAD_PAGE = 4096;
 
 interface ChunkRow {
   id: number;
@@ -58,8 +65,14 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private readonly catalog: DocumentCatalog;
   private readonly slab = new VectorSlab();
   private readonly lexical: LexicalRanker;
+  private readonly lexicalIndex: LexicalIndex;
   private cfg: HybridConfig;
   private closed = false;
+  /** Where the lexical index's snapshot is kept (none for an in-memory database). */
+  private readonly snapshotFile: string | undefined;
+  /** Write transactions committed to the file so far (stamps the lexical snapshot). */
+  private generation: number;
+  private lexicalFrom: 'snapshot' | 'text' = 'text';
 
   constructor(filePath: string, options: EmbeddedSearchIndexOptions = {}) {
     this.cfg = resolveHybridConfig(options.hybrid);
@@ -67,10 +80,31 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.statements = new StatementCache(this.db);
     this.rowIds = new RowIds(this.db);
     this.catalog = new DocumentCatalog((workspaceId) => this.rowIds.workspaceNumber(workspaceId));
-    this.lexical = new LexicalRanker(this.statements, new Stemmer(this.statements), this.slab);
+    const stemmer = new Stemmer(this.statements);
+    this.lexicalIndex = new LexicalIndex((words) => stemmer.stems(words));
+    this.lexical = new LexicalRanker(this.statements, stemmer, this.slab, this.lexicalIndex);
     const dims = storedDims(this.db);
     if (dims !== undefined) this.slab.setDims(dims);
-    this.load();
+    this.generation = Number(this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'generation'").get()?.value ?? 0);
+    this.snapshotFile = filePath === ':memory:' || filePath === '' ? undefined : `${filePath}.lexical`;
+    const fromSnapshot = this.snapshotFile !== undefined && this.lexicalIndex.readSnapshot(this.snapshotFile, this.stamp());
+    const bound = this.load(fromSnapshot);
+    if (!bound) {
+      // The snapshot did not hold exactly the rows of the file: rebuild from their text.
+      this.lexicalIndex.clear();
+      this.loadText();
+    }
+    this.lexicalFrom = fromSnapshot && bound ? 'snapshot' : 'text';
+  }
+
+  private stamp(): { generation: number; schema: string } {
+    return { generation: this.generation, schema: SCHEMA_VERSION };
+  }
+
+  /** Counts a write transaction (call inside it): a lexical snapshot of an older count is stale. */
+  private bumpGeneration(): void {
+    this.generation++;
+    this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)").run(String(this.generation));
   }
 
   /** Current ranking configuration. */
@@ -83,26 +117,56 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.cfg = resolveHybridConfig({ ...this.cfg, ...hybrid, dense: { ...this.cfg.dense, ...hybrid.dense }, prf: { ...this.cfg.prf, ...hybrid.prf } });
   }
 
-  private load(): void {
-    const rows = this.db
-      .prepare<[], Pick<ChunkRow, 'id' | 'workspace_id' | 'document_id' | 'purpose' | 'tags' | 'vector'>>(
-        'SELECT id, workspace_id, document_id, purpose, tags, vector FROM chunks ORDER BY id',
-      )
-      .iterate();
-    for (const r of rows) {
-      const doc = this.catalog.intern(r.document_id);
-      const info = this.catalog.info(doc);
-      if (info) this.catalog.addChunk(info);
-      else
-        this.setDoc(doc, {
-          workspace: this.rowIds.internWorkspace(r.workspace_id),
-          purpose: PURPOSE_CODE[r.purpose],
-          tags: JSON.parse(r.tags) as string[],
-          chunks: 1,
-        });
-      const vector = r.vector ? bufferToFloats(r.vector) : null;
-      if (vector && this.slab.dims === 0) this.slab.setDims(vector.length);
-      this.slab.add(r.id, doc, vector);
+  /**
+   * Loads the in-memory side from the chunks table: documents, int8 vectors and, unless a
+   * snapshot of the lexical index was read (`withSnapshot`: the rows are bound to it), the
+   * lexical index from the chunks' text. Read in pages of rows (the lexical index stems new
+   * words through the same connection, which an open iterator would hold busy). Returns false
+   * when the snapshot did not hold exactly these rows.
+   */
+  private load(withSnapshot: boolean): boolean {
+    const columns = `id, workspace_id, document_id, purpose, tags, vector${withSnapshot ? '' : ', document_title, content'}`;
+    const page = this.db.prepare<[number, number], Pick<ChunkRow, 'id' | 'workspace_id' | 'document_id' | 'purpose' | 'tags' | 'vector' | 'document_title' | 'content'>>(
+      `SELECT ${columns} FROM chunks WHERE id > ? ORDER BY id LIMIT ?`,
+    );
+    let bound = true;
+    let after = -Infinity;
+    for (;;) {
+      const rows = page.all(after, LOAD_PAGE);
+      for (const r of rows) {
+        const doc = this.catalog.intern(r.document_id);
+        const info = this.catalog.info(doc);
+        if (info) this.catalog.addChunk(info);
+        else
+          this.setDoc(doc, {
+            workspace: this.rowIds.internWorkspace(r.workspace_id),
+            purpose: PURPOSE_CODE[r.purpose],
+            tags: JSON.parse(r.tags) as string[],
+            chunks: 1,
+          });
+        const vector = r.vector ? bufferToFloats(r.vector) : null;
+        if (vector && this.slab.dims === 0) this.slab.setDims(vector.length);
+        this.slab.add(r.id, doc, vector);
+        if (!withSnapshot) this.lexicalIndex.add(r.id, workspaceOfRow(r.id), doc, r.document_title, r.content);
+        else if (bound) bound = this.lexicalIndex.bind(r.id, workspaceOfRow(r.id), doc);
+      }
+      if (rows.length < LOAD_PAGE) break;
+      after = rows[rows.length - 1].id;
+    }
+    return !withSnapshot || (bound && this.lexicalIndex.complete);
+  }
+
+  /** Builds the lexical index from the chunks' text (documents already loaded). */
+  private loadText(): void {
+    const page = this.db.prepare<[number, number], Pick<ChunkRow, 'id' | 'document_id' | 'document_title' | 'content'>>(
+      'SELECT id, document_id, document_title, content FROM chunks WHERE id > ? ORDER BY id LIMIT ?',
+    );
+    let after = -Infinity;
+    for (;;) {
+      const rows = page.all(after, LOAD_PAGE);
+      for (const r of rows) this.lexicalIndex.add(r.id, workspaceOfRow(r.id), this.catalog.intern(r.document_id), r.document_title, r.content);
+      if (rows.length < LOAD_PAGE) break;
+      after = rows[rows.length - 1].id;
     }
   }
 
@@ -120,15 +184,25 @@ export class EmbeddedSearchIndex implements SearchIndex {
   // ---------------------------------------------------------------- writes
 
   async upsertDocument(documentId: string, chunks: IndexedChunk[]): Promise<void> {
+    await this.upsertDocuments([{ documentId, chunks }]);
+  }
+
+  /**
+   * Replaces the chunks of several documents in one transaction (bulk loads: one commit
+   * instead of one per document). Each entry behaves as `upsertDocument`.
+   */
+  async upsertDocuments(batch: { documentId: string; chunks: IndexedChunk[] }[]): Promise<void> {
     this.assertOpen();
-    const prepared = chunks.map((c) => {
-      if (c.documentId !== documentId) throw new Error(`chunk of ${c.documentId} upserted as ${documentId}`);
-      const v = c.vector.length > 0 ? unitVector(c.vector) : null;
-      return { c, v };
-    });
-    const firstDims = prepared.find((p) => p.v)?.v?.length;
+    const prepared = batch.map(({ documentId, chunks }) =>
+      chunks.map((c) => {
+        if (c.documentId !== documentId) throw new Error(`chunk of ${c.documentId} upserted as ${documentId}`);
+        const v = c.vector.length > 0 ? unitVector(c.vector) : null;
+        return { c, v };
+      }),
+    );
+    const firstDims = prepared.flat().find((p) => p.v)?.v?.length;
     if (firstDims !== undefined && this.slab.dims === 0) this.fixDims(firstDims);
-    for (const p of prepared) {
+    for (const p of prepared.flat()) {
       if (p.v && p.v.length !== this.slab.dims) throw new Error(`vector has ${p.v.length} dimensions, index has ${this.slab.dims}`);
     }
     const insert = this.statements.get(
@@ -136,52 +210,63 @@ export class EmbeddedSearchIndex implements SearchIndex {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const wsOf = new Map<string, number>();
-    for (const c of chunks) if (!wsOf.has(c.workspaceId)) wsOf.set(c.workspaceId, this.rowIds.internWorkspace(c.workspaceId));
+    for (const { chunks } of batch) for (const c of chunks) if (!wsOf.has(c.workspaceId)) wsOf.set(c.workspaceId, this.rowIds.internWorkspace(c.workspaceId));
     const insertFts = this.statements.get('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
     const tx = this.db.transaction(() => {
-      this.deleteRows(documentId);
-      const added: { id: number; v: Float32Array | null }[] = [];
-      for (const { c, v } of prepared) {
-        const info = insert.run(
-          this.rowIds.allocateRow(wsOf.get(c.workspaceId)!),
-          c.workspaceId,
-          documentId,
-          c.documentTitle,
-          c.purpose,
-          JSON.stringify(c.tags),
-          c.chunkIndex,
-          c.content,
-          c.page ?? null,
-          c.section ?? null,
-          v ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : null,
-        );
-        const id = Number(info.lastInsertRowid);
-        insertFts.run(id, c.documentTitle, c.content);
-        added.push({ id, v });
+      this.bumpGeneration();
+      return batch.map(({ documentId }, i) => {
+        this.deleteRows(documentId);
+        const added: { id: number; v: Float32Array | null; title: string; content: string }[] = [];
+        for (const { c, v } of prepared[i]) {
+          const info = insert.run(
+            this.rowIds.allocateRow(wsOf.get(c.workspaceId)!),
+            c.workspaceId,
+            documentId,
+            c.documentTitle,
+            c.purpose,
+            JSON.stringify(c.tags),
+            c.chunkIndex,
+            c.content,
+            c.page ?? null,
+            c.section ?? null,
+            v ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : null,
+          );
+          const id = Number(info.lastInsertRowid);
+          insertFts.run(id, c.documentTitle, c.content);
+          added.push({ id, v, title: c.documentTitle, content: c.content });
+        }
+        return added;
+      });
+    });
+    const addedByDoc = tx();
+    batch.forEach(({ documentId, chunks }, i) => {
+      if (chunks.length === 0) return;
+      const doc = this.catalog.intern(documentId);
+      const first = chunks[0];
+      this.setDoc(doc, {
+        workspace: this.rowIds.internWorkspace(first.workspaceId),
+        purpose: PURPOSE_CODE[first.purpose],
+        tags: [...first.tags],
+        chunks: chunks.length,
+      });
+      for (const a of addedByDoc[i]) {
+        this.slab.add(a.id, doc, a.v);
+        this.lexicalIndex.add(a.id, workspaceOfRow(a.id), doc, a.title, a.content);
       }
-      return added;
     });
-    const added = tx();
-    if (chunks.length === 0) return;
-    const doc = this.catalog.intern(documentId);
-    const first = chunks[0];
-    this.setDoc(doc, {
-      workspace: this.rowIds.internWorkspace(first.workspaceId),
-      purpose: PURPOSE_CODE[first.purpose],
-      tags: [...first.tags],
-      chunks: chunks.length,
-    });
-    for (const a of added) this.slab.add(a.id, doc, a.v);
   }
 
   /** Deletes a document's rows in SQL and memory; call inside a transaction. */
   private deleteRows(documentId: string): void {
-    const ids = this.statements.get<[string], { id: number }>('SELECT id FROM chunks WHERE document_id = ?').all(documentId);
+    const ids = this.statements.get<[string], { id: number; document_title: string; content: string }>(
+      'SELECT id, document_title, content FROM chunks WHERE document_id = ?',
+    ).all(documentId);
     if (ids.length === 0) return;
     const delFts = this.statements.get('DELETE FROM chunks_fts WHERE rowid = ?');
-    for (const { id } of ids) {
+    for (const { id, document_title, content } of ids) {
       delFts.run(id);
       this.slab.remove(id);
+      this.lexicalIndex.remove(id, workspaceOfRow(id), document_title, content);
     }
     this.statements.get('DELETE FROM chunks WHERE document_id = ?').run(documentId);
     const d = this.catalog.docId(documentId);
@@ -194,7 +279,10 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   async deleteDocument(documentId: string): Promise<void> {
     this.assertOpen();
-    this.db.transaction(() => this.deleteRows(documentId))();
+    this.db.transaction(() => {
+      this.bumpGeneration();
+      this.deleteRows(documentId);
+    })();
   }
 
   async deleteWorkspace(workspaceId: string): Promise<void> {
@@ -202,6 +290,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const docs = this.statements.get<[string], { document_id: string }>('SELECT DISTINCT document_id FROM chunks WHERE workspace_id = ?')
       .all(workspaceId);
     this.db.transaction(() => {
+      this.bumpGeneration();
       for (const d of docs) this.deleteRows(d.document_id);
     })();
   }
@@ -212,16 +301,21 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const info = d === undefined ? undefined : this.catalog.info(d);
     if (!info) return;
     this.db.transaction(() => {
+      this.bumpGeneration();
       if (fields.purpose !== undefined) this.statements.get('UPDATE chunks SET purpose = ? WHERE document_id = ?').run(fields.purpose, documentId);
       if (fields.tags !== undefined) this.statements.get('UPDATE chunks SET tags = ? WHERE document_id = ?').run(JSON.stringify(fields.tags), documentId);
       if (fields.documentTitle !== undefined) {
+        const rows = this.statements.get<[string], { id: number; document_title: string; content: string }>(
+          'SELECT id, document_title, content FROM chunks WHERE document_id = ?',
+        ).all(documentId);
         this.statements.get('UPDATE chunks SET document_title = ? WHERE document_id = ?').run(fields.documentTitle, documentId);
-        const rows = this.statements.get<[string], { id: number; content: string }>('SELECT id, content FROM chunks WHERE document_id = ?').all(documentId);
         const del = this.statements.get('DELETE FROM chunks_fts WHERE rowid = ?');
         const ins = this.statements.get('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
         for (const r of rows) {
           del.run(r.id);
           ins.run(r.id, fields.documentTitle, r.content);
+          this.lexicalIndex.remove(r.id, workspaceOfRow(r.id), r.document_title, r.content);
+          this.lexicalIndex.add(r.id, workspaceOfRow(r.id), d!, fields.documentTitle, r.content);
         }
         // Retitled chunks change the term statistics as much as rewritten ones.
         this.slab.noteWrites(rows.length);
@@ -232,9 +326,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   async clear(): Promise<void> {
     this.assertOpen();
-    this.db.exec("DELETE FROM chunks; DELETE FROM chunks_fts; DELETE FROM checkpoint; DELETE FROM meta WHERE key = 'dims';");
+    this.db.transaction(() => {
+      this.db.exec("DELETE FROM chunks; DELETE FROM chunks_fts; DELETE FROM checkpoint; DELETE FROM meta WHERE key = 'dims';");
+      this.bumpGeneration();
+    })();
     this.rowIds.clearRows();
     this.slab.clear();
+    this.lexicalIndex.clear();
     this.lexical.clear();
     this.catalog.clear();
   }
@@ -254,6 +352,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
     if (this.closed) return;
     this.closed = true;
     this.db.close();
+    if (this.snapshotFile) {
+      try {
+        this.lexicalIndex.writeSnapshot(this.snapshotFile, this.stamp());
+      } catch {
+        // Without a snapshot the next open rebuilds the lexical index from the chunks' text.
+      }
+    }
   }
 
   private assertOpen(): void {
@@ -282,8 +387,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
     denseIds?: number[],
     lexicalPool?: number[],
     poolFactor = 1,
-    known?: Map<number, ChunkRow>,
-  ): { fused: Fused<number>[]; byId: Map<number, ChunkRow>; denseIds: number[]; lexicalIds: number[] } {
+    known?: Map<number, VectorRow>,
+  ): { fused: Fused<number>[]; byId: Map<number, VectorRow>; denseIds: number[]; lexicalIds: number[] } {
     const m = Math.max(k, this.cfg.candidates);
     const candidates = new Map<number, Candidate<number>>();
     let lexicalIds: number[] = [];
@@ -291,7 +396,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       // Without a dense leg, the strongest expansion terms' own hits are the only new candidates.
       const newTerms = mode === 'bm25' ? this.cfg.prf.newTermQuery : 0;
       const titleWeight = Number(this.cfg.titleWeight) || 0;
-      const deep = this.lexical.candidates(terms, filters, scope, Math.ceil(m * poolFactor), titleWeight, lexicalPool, known, newTerms);
+      const deep = this.lexical.candidates(terms, filters, scope, Math.ceil(m * poolFactor), titleWeight, lexicalPool, undefined, newTerms);
       lexicalIds = deep.map((r) => r.id);
       const lex = deep.slice(0, m);
       lex.forEach((r, rank) => candidates.set(r.id, { key: r.id, lexical: r.lexical, lexicalRank: rank }));
@@ -305,7 +410,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
       });
     }
     if (candidates.size === 0) return { fused: [], byId: new Map(), denseIds: denseIds ?? [], lexicalIds };
-    const byId = new Map<number, ChunkRow>();
+    // Only the vectors here (exact cosines): the text of the few rows shown or fed back is read later.
+    const byId = new Map<number, VectorRow>();
     const ids: number[] = [];
     for (const id of candidates.keys()) {
       const r = known?.get(id);
@@ -313,7 +419,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       else ids.push(id);
     }
     if (ids.length > 0) {
-      const rows = this.statements.get<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
+      const rows = this.statements.get<[string], VectorRow>('SELECT id, vector FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
         .all(JSON.stringify(ids));
       for (const r of rows) byId.set(r.id, r);
     }
@@ -350,8 +456,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
       // Pseudo-relevance feedback: the first pass's top chunks expand the query, then a second pass.
       const top = fused.slice(0, prf.docs).filter((f) => f.score > 0 && byId.has(f.key));
       if (top.length > 0) {
+        const text = lexicalFeedback ? this.rowsById(top.map((f) => f.key)) : new Map<number, ChunkRow>();
         const expanded = lexicalFeedback
-          ? this.lexical.expand(terms, top.map((f) => ({ text: `${byId.get(f.key)!.document_title} ${byId.get(f.key)!.content}`, weight: f.score })), prf)
+          ? this.lexical.expand(
+              terms,
+              top.filter((f) => text.has(f.key)).map((f) => ({ text: `${text.get(f.key)!.document_title} ${text.get(f.key)!.content}`, weight: f.score })),
+              prf,
+            )
           : terms;
         const q2 = denseFeedback ? rocchio(query!, feedbackVectors(top.map((f) => byId.get(f.key)!.vector)), prf.denseWeight) : query;
         // The dense leg is re-run only when its query changed.
@@ -362,8 +473,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
     }
 
     const hits: SearchHit[] = [];
+    const shown = this.rowsById(fused.filter((f) => byId.has(f.key)).map((f) => f.key));
     for (const f of fused) {
-      const r = byId.get(f.key);
+      const r = shown.get(f.key);
       if (!r) continue;
       const hit: SearchHit = {
         documentId: r.document_id,
@@ -381,10 +493,22 @@ export class EmbeddedSearchIndex implements SearchIndex {
     return hits;
   }
 
-  /** Approximate in-memory footprint of the dense side, for benchmarks. */
-  stats(): { chunks: number; dims: number; vectorBytes: number } {
-    return { chunks: this.slab.liveCount, dims: this.slab.dims, vectorBytes: this.slab.vectorBytes };
+  /** Whole rows by id. */
+  private rowsById(ids: number[]): Map<number, ChunkRow> {
+    if (ids.length === 0) return new Map();
+    const rows = this.statements.get<[string], ChunkRow>('SELECT * FROM chunks WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids));
+    return new Map(rows.map((r) => [r.id, r]));
   }
+
+  /** Approximate in-memory footprint, and where the lexical index was loaded from, for benchmarks and tests. */
+  stats(): { chunks: number; dims: number; vectorBytes: number; postings: number; lexicalFrom: 'snapshot' | 'text' } {
+    return { chunks: this.slab.liveCount, dims: this.slab.dims, vectorBytes: this.slab.vectorBytes, postings: this.lexicalIndex.postings, lexicalFrom: this.lexicalFrom };
+  }
+}
+
+/** The workspace number of a chunk row id (each workspace owns one range: schema.ts). */
+function workspaceOfRow(rowId: number): number {
+  return Math.floor(rowId / WS_SPAN);
 }
 
 /** The stored float32 vectors of feedback chunks (those that have one). */

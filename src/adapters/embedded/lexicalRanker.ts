@@ -13,8 +13,9 @@ import { WS_SPAN } from './schema';
 import type { StatementCache } from './statements';
 import { CACHE_LIMIT, type Stemmer } from './stemmer';
 
-export const BM25_K1 = 1.2; // FTS5's constants
-export const BM25_B = 0.75;
+import { BM25_B, BM25_K1, type LexicalIndex } from './lexicalIndex';
+
+export { BM25_B, BM25_K1 };
 /** SQL function: whether a chunk row is in the scope of the filtered query running. */
 const IN_SCOPE_FN = 'kb_in_scope';
 
@@ -49,6 +50,8 @@ export class LexicalRanker implements FeedbackStatistics {
     private readonly statements: StatementCache,
     private readonly stemmer: Stemmer,
     private readonly corpus: LexicalCorpus,
+    /** The in-memory BM25 of every indexed chunk, when the index holds one (else FTS5 ranks). */
+    private readonly index?: LexicalIndex,
   ) {
     statements.db.function(IN_SCOPE_FN, { deterministic: false }, (rowId: unknown) =>
       this.activeMask !== undefined && typeof rowId === 'number' && this.corpus.inScope(rowId, this.activeMask) ? 1 : 0,
@@ -110,7 +113,11 @@ export class LexicalRanker implements FeedbackStatistics {
     if (uniform) {
       // Equal weights: one OR query, ranked and limited by FTS5.
       const match = toMatchExpression(terms.map((t) => t.text));
-      if (this.corpus.dims > 0) {
+      if (this.index) {
+        // Exact BM25 over every match of the workspace, in memory (lexicalIndex.ts); the
+        // scope's mask is applied before the top m are kept.
+        rows = this.index.top(scope.workspace, terms.map((t) => t.stem), titleWeight, scope.mask, m, this.averages()).map((r) => ({ id: r.id, s: -r.s }));
+      } else if (this.corpus.dims > 0) {
         // Rank in FTS5 alone within the workspace's rowid range (no per-match join) and
         // filter with the in-memory mask, reading deeper until m rows pass.
         if (scope.chunks >= scope.workspaceChunks) {
@@ -277,10 +284,20 @@ export class LexicalRanker implements FeedbackStatistics {
   }
 
   /**
-   * Number of chunks containing each stem. fts5vocab counts by reading the term's whole
+   * Number of chunks containing each stem: the in-memory index's counts when there is one,
+   * else FTS5's (fts5vocab counts by reading the term's whole
    * posting list, so counts are cached until chunk writes reach 1 % of the index.
    */
   docFrequencies(stems: string[]): Map<string, number> {
+    if (this.index) {
+      // Exact and current: the in-memory index keeps them.
+      const out = new Map<string, number>();
+      for (const t of stems) {
+        const df = this.index.docFrequency(t);
+        if (df > 0) out.set(t, df);
+      }
+      return out;
+    }
     if (this.corpus.writes - this.dfCacheWrites > this.corpus.liveCount * 0.01 || this.dfCache.size > CACHE_LIMIT) {
       this.dfCache.clear();
       this.dfCacheWrites = this.corpus.writes;
