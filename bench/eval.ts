@@ -141,20 +141,24 @@ function metricsFor(ranked: string[], judged: Map<string, number>): Metrics {
   };
 }
 
-/** Mean metrics over the judged queries, plus score samples by relevance grade (for calibration). */
 /**
+ * Mean metrics over the judged queries, plus score samples by relevance grade (for
+ * calibration) and each judged query's nDCG@10 (in query order, for paired comparisons).
+ *
  * `k`: chunks requested per query (default 300, enough for Recall@100); a small k (e.g. 30)
  * measures the top of the ranking the way the API is used (Recall@100 is then meaningless).
  */
-export async function evaluate(c: Collection, mode: Mode, k?: number): Promise<Metrics & { scoreByGrade: Map<number, number[]> }> {
+export async function evaluate(c: Collection, mode: Mode, k?: number): Promise<Metrics & { scoreByGrade: Map<number, number[]>; perQueryNdcg10: number[] }> {
   const sum: Metrics = { ndcg10: 0, recall10: 0, recall100: 0, mrr10: 0 };
   const scoreByGrade = new Map<number, number[]>();
+  const perQueryNdcg10: number[] = [];
   let n = 0;
   for (const q of c.queries) {
     const judged = c.qrels.get(q.id);
     if (!judged || ![...judged.values()].some((g) => g > 0)) continue;
     const { docs, scores } = await rankDocuments(c, q, mode, 100, k);
     const m = metricsFor(docs, judged);
+    perQueryNdcg10.push(m.ndcg10);
     for (const key of Object.keys(sum) as (keyof Metrics)[]) sum[key] += m[key];
     docs.slice(0, 10).forEach((d, i) => {
       const g = judged.get(d) ?? 0;
@@ -164,7 +168,7 @@ export async function evaluate(c: Collection, mode: Mode, k?: number): Promise<M
     n++;
   }
   for (const key of Object.keys(sum) as (keyof Metrics)[]) sum[key] /= Math.max(1, n);
-  return { ...sum, scoreByGrade };
+  return { ...sum, scoreByGrade, perQueryNdcg10 };
 }
 
 const fmt = (x: number): string => x.toFixed(4);
