@@ -7,7 +7,9 @@
  *
  * Each row is one configuration (overrides of DEFAULT_HYBRID_CONFIG): nDCG@10 and Recall@100
  * per collection, their mean, and the paired difference in nDCG@10 from the first row (the
- * current default) with its standard error over the queries (mean ± 1 SE), per collection.
+ * current default) with its standard error over the queries (mean ± 1 SE), per collection,
+ * and the wall time per judged query (search only; list a setting twice, interleaved with
+ * another, to compare costs on a busy machine).
  * Embeddings come from bench/eval.ts's cache (.tmp/eval-cache).
  */
 import path from 'node:path';
@@ -74,11 +76,13 @@ async function main(): Promise<void> {
   console.log(`${'config'.padEnd(70)} ${collections.map((x) => x.name.padEnd(16)).join(' ')} mean     ${collections.map((x) => `Δ ${x.name}`.padEnd(18)).join(' ')}`);
   let baseline: number[][] | undefined;
   for (const overrides of configs) {
-    const per: { ndcg: number; r100: number; q: number[] }[] = [];
+    const per: { ndcg: number; r100: number; q: number[]; ms: number }[] = [];
     for (const { c } of collections) {
       c.index.configure(resolveHybridConfig(overrides));
+      const started = process.hrtime.bigint();
       const m = await evaluate(c, mode, k);
-      per.push({ ndcg: m.ndcg10, r100: m.recall100, q: m.perQueryNdcg10 });
+      const ms = Number(process.hrtime.bigint() - started) / 1e6 / Math.max(1, m.perQueryNdcg10.length);
+      per.push({ ndcg: m.ndcg10, r100: m.recall100, q: m.perQueryNdcg10, ms });
     }
     baseline ??= per.map((p) => p.q);
     const mean = per.reduce((s, p) => s + p.ndcg, 0) / per.length;
@@ -86,7 +90,7 @@ async function main(): Promise<void> {
     console.log(
       `${JSON.stringify(overrides).padEnd(70)} ${per.map((p) => `${p.ndcg.toFixed(4)} / ${p.r100.toFixed(3)}`.padEnd(16)).join(' ')} ${mean.toFixed(4)}   ${deltas
         .map((d) => `${d.mean >= 0 ? '+' : ''}${d.mean.toFixed(4)} ± ${d.se.toFixed(4)}`.padEnd(18))
-        .join(' ')}`,
+        .join(' ')}  ${per.map((p) => `${p.ms.toFixed(1)} ms/q`).join(' ')}`,
     );
   }
   for (const { c } of collections) await c.index.close();
