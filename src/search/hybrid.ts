@@ -43,7 +43,11 @@
  * `prf.newTermQuery` expansion terms of largest weight·idf (one OR query; in hybrid the dense
  * leg brings chunks that share no word with the query). The dense scan and the cosines are
  * reused when the query vector is unchanged. Cost (bench/search.ts, 100k chunks, p50):
- * about +3 ms in hybrid, +13 ms in BM25-only.
+ * about +3 ms in hybrid, +13 ms in BM25-only, measured with 5 feedback chunks and 10 terms.
+ * 20 terms (issue 13's default) cost more: on a loaded machine (load average 7–10 on 2
+ * cores), hybrid+prf minus hybrid in the same run was +7.8 ms with 10 terms and +17.6 ms
+ * and +28.9 ms in two runs with 20 (`node --expose-gc dist/bench/search.js --sizes 100000
+ * --only '^hybrid(\+prf)?$' --no-embed`); not yet measured on a quiet machine.
  *
  * Defaults (issue 13) were chosen on two collections at once, Cranfield (aeronautics, 225
  * graded queries) and CISI (library science, 76 judged queries; eval/cisi), with the default
