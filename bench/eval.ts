@@ -3,7 +3,7 @@
  * qrels.json). Documents go through the upload path minus extraction: chunker → local
  * embeddings → embedded index; queries are embedded with the same provider.
  *
- *   npm run eval -- --data ../shared/eval/cranfield [--embedder use|glove|use+glove] [--threads 2] [--sweep] [--prf-sweep] [--no-cache]
+ *   npm run eval -- --data ../shared/eval/cranfield|eval/cisi [--embedder glove|use|use+glove (default: the service's default, glove)] [--threads 2] [--sweep] [--prf-sweep] [--no-cache]
  *     [--hybrid '{"prf":{"poolDepth":2}}'] [--only 'hybrid|hybrid\+prf'] [--k 30]
  *
  * Prints nDCG@10, Recall@10, Recall@100 and MRR@10 for BM25, dense and hybrid ranking,
@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { EmbeddedSearchIndex } from '../src/adapters/embedded/embeddedSearchIndex';
 import { ConcatEmbeddings } from '../src/adapters/embeddings/concatEmbeddings';
-import { createLocalEmbedder, LOCAL_EMBEDDERS, type LocalEmbedderName } from '../src/adapters/embeddings/factory';
+import { createLocalEmbedder, DEFAULT_LOCAL_EMBEDDER, LOCAL_EMBEDDERS, modelCacheDirs, type LocalEmbedderName } from '../src/adapters/embeddings/factory';
 import type { EmbeddingProvider } from '../src/ports/embeddings';
 import type { IndexedChunk } from '../src/ports/searchIndex';
 import { chunkText, DEFAULT_CHUNK_OPTIONS } from '../src/processing/chunker';
@@ -69,7 +69,9 @@ export async function buildCollection(dataDir: string, opts: { threads?: number;
   const docs = read<EvalDoc[]>('documents.json');
   const rawQueries = read<EvalQuery[]>('queries.json');
   const rawQrels = read<Qrel[]>('qrels.json');
-  const provider = opts.provider ?? createLocalEmbedder(opts.embedder ?? 'use', { threads: opts.threads ?? 2, log: (m) => console.error(m) });
+  const provider =
+    opts.provider ??
+    createLocalEmbedder(opts.embedder ?? DEFAULT_LOCAL_EMBEDDER, { threads: opts.threads ?? 2, cacheDirs: modelCacheDirs(undefined, process.env.KB_MODEL_CACHE_DIR), log: (m) => console.error(m) });
   try {
     const perDoc = docs.map((d) => ({ d, chunks: chunkText([{ text: d.body }], DEFAULT_CHUNK_OPTIONS) }));
     const allTexts = perDoc.flatMap((p) => p.chunks.map((c) => c.content));
@@ -139,20 +141,24 @@ function metricsFor(ranked: string[], judged: Map<string, number>): Metrics {
   };
 }
 
-/** Mean metrics over the judged queries, plus score samples by relevance grade (for calibration). */
 /**
+ * Mean metrics over the judged queries, plus score samples by relevance grade (for
+ * calibration) and each judged query's nDCG@10 (in query order, for paired comparisons).
+ *
  * `k`: chunks requested per query (default 300, enough for Recall@100); a small k (e.g. 30)
  * measures the top of the ranking the way the API is used (Recall@100 is then meaningless).
  */
-export async function evaluate(c: Collection, mode: Mode, k?: number): Promise<Metrics & { scoreByGrade: Map<number, number[]> }> {
+export async function evaluate(c: Collection, mode: Mode, k?: number): Promise<Metrics & { scoreByGrade: Map<number, number[]>; perQueryNdcg10: number[] }> {
   const sum: Metrics = { ndcg10: 0, recall10: 0, recall100: 0, mrr10: 0 };
   const scoreByGrade = new Map<number, number[]>();
+  const perQueryNdcg10: number[] = [];
   let n = 0;
   for (const q of c.queries) {
     const judged = c.qrels.get(q.id);
     if (!judged || ![...judged.values()].some((g) => g > 0)) continue;
     const { docs, scores } = await rankDocuments(c, q, mode, 100, k);
     const m = metricsFor(docs, judged);
+    perQueryNdcg10.push(m.ndcg10);
     for (const key of Object.keys(sum) as (keyof Metrics)[]) sum[key] += m[key];
     docs.slice(0, 10).forEach((d, i) => {
       const g = judged.get(d) ?? 0;
@@ -162,7 +168,7 @@ export async function evaluate(c: Collection, mode: Mode, k?: number): Promise<M
     n++;
   }
   for (const key of Object.keys(sum) as (keyof Metrics)[]) sum[key] /= Math.max(1, n);
-  return { ...sum, scoreByGrade };
+  return { ...sum, scoreByGrade, perQueryNdcg10 };
 }
 
 const fmt = (x: number): string => x.toFixed(4);
@@ -183,7 +189,8 @@ async function main(): Promise<void> {
   const data = path.resolve(process.cwd(), arg('--data') ?? '../shared/eval/cranfield');
   const cacheDir = args.includes('--no-cache') ? undefined : path.join(repoRoot, '.tmp', 'eval-cache');
   const started = Date.now();
-  const embedder = (arg('--embedder') ?? 'use') as LocalEmbedderName;
+  // Default: the service's own default local embedder (KB_EMBEDDINGS=local).
+  const embedder = (arg('--embedder') ?? DEFAULT_LOCAL_EMBEDDER) as LocalEmbedderName;
   if (!LOCAL_EMBEDDERS.includes(embedder)) throw new Error(`--embedder: one of ${LOCAL_EMBEDDERS.join(', ')}`);
   const c = await buildCollection(data, { threads: Number(arg('--threads') ?? 2), cacheDir, embedder });
   console.log(`collection ${data}: ${c.queries.length} queries, ${c.chunks} chunks, embedder ${embedder} (built in ${((Date.now() - started) / 1000).toFixed(1)} s)`);

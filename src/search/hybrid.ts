@@ -35,7 +35,7 @@
  *    on Cranfield is the same with and without feedback).
  *  - Dense (Rocchio): q' = normalise(q + β·mean(feedback vectors)), β = `prf.denseWeight`
  *    (0, off, by default: it lowers dense alone and does not measurably help hybrid with
- *    this embedding model).
+ *    the local embedding models).
  * The embedded adapter re-ranks a pool with FTS5's own BM25 formula and statistics computed
  * in JS (FTS5's bm25() has no per-term weights, and an FTS5 query over every expanded term
  * would match most of a large index): the head of its first BM25 list (`prf.poolDepth` ×
@@ -43,21 +43,37 @@
  * `prf.newTermQuery` expansion terms of largest weight·idf (one OR query; in hybrid the dense
  * leg brings chunks that share no word with the query). The dense scan and the cosines are
  * reused when the query vector is unchanged. Cost (bench/search.ts, 100k chunks, p50):
- * about +3 ms in hybrid, +13 ms in BM25-only.
+ * about +3 ms in hybrid, +13 ms in BM25-only, measured with 5 feedback chunks and 10 terms.
+ * 20 terms (issue 13's default) cost more: on a loaded machine (load average 7–10 on 2
+ * cores), hybrid+prf minus hybrid in the same run was +7.8 ms with 10 terms and +17.6 ms
+ * and +28.9 ms in two runs with 20 (`node --expose-gc dist/bench/search.js --sizes 100000
+ * --only '^hybrid(\+prf)?$' --no-embed`); not yet measured on a quiet machine.
  *
- * Defaults were chosen by measurement on the Cranfield collection (bench/eval.ts,
- * `--sweep`, `--prf-sweep`), nDCG@10: BM25 0.367, dense 0.181, weighted hybrid 0.386,
- * BM25+RM3 0.399, hybrid+RM3 (the default) 0.404, hybrid+RM3+Rocchio(0.5) 0.402, RRF
- * (k=60) 0.31. The weighted blend is flat around the default (denseWeight 0.2–0.5,
- * lexicalScale 0.15–0.4, dense.low 0–0.2 all give 0.37–0.385 without feedback), so the
- * default sits in the middle of the plateau; RRF loses because it gives the weak dense
- * ranking as much say as BM25 regardless of evidence. Feedback is flat too (docs 3–7,
- * terms 10–20, λ 0.5–0.7: hybrid 0.40–0.41); 5 docs, 10 terms and λ 0.7 sit inside that
- * plateau, keep the second pass cheap and keep hybrid above BM25+RM3 (lower λ favours
- * BM25+RM3). maxDocFrequency 0.1 bounds the postings read per expansion term (0.2–1 give
- * the same nDCG@10, Recall@100 +0.02). The pool is flat as well (`--k 30`, the API's regime:
- * poolDepth 0.4–3 give hybrid+RM3 0.403–0.405, 0.3 gives 0.400; the new-term query changes
- * nothing in hybrid and keeps BM25+RM3 at 0.399), so 0.5 keeps the second pass cheap.
+ * Defaults (issue 13) were chosen on two collections at once, Cranfield (aeronautics, 225
+ * graded queries) and CISI (library science, 76 judged queries; eval/cisi), with the default
+ * embedder (GloVe-SIF), by `bench/tune.ts`, which prints each setting's paired difference
+ * from the current default with its standard error. nDCG@10 of hybrid+feedback, Cranfield /
+ * CISI: before (dense.high 0.8; feedback docs 5, terms 10, λ 0.7) 0.402 / 0.384; now 0.405 /
+ * 0.408. What moved CISI is dense.high 0.9 (0.8 → 0.9 alone: 0.401 / 0.408): with GloVe-SIF
+ * 52% (Cranfield) and 76% (CISI) of each query's top-10 dense chunks have a cosine above 0.8,
+ * and clamping them all to D = 1 threw away the dense leg's ordering among the best
+ * candidates. (GloVe-SIF's cosine of unrelated text is far above dense.low: the median over
+ * non-relevant chunks is 0.61 on Cranfield, 0.60 on CISI, relevant ones 0.69; raising
+ * dense.low to 0.3–0.5 costs Cranfield 0.007–0.015, so D is not 0 for unrelated text.) Feedback from 3 chunks with 20 terms
+ * and λ 0.5 then lifts Cranfield (0.401 → 0.405) at no cost on CISI. The same setting also
+ * improves USE-lite (0.404 / 0.402 → 0.411 / 0.412) and USE+GloVe (0.403 / 0.414 → 0.408 /
+ * 0.416). Honest size of it: the Cranfield gain, +0.003 ± 0.006 (paired SE), is noise, picked
+ * from ~90 settings; the CISI gain, +0.025 ± 0.014, is about two standard errors; BM25-only
+ * search with feedback loses 0.001 / 0.010 (also noise). The setting is the top of its
+ * neighbourhood: terms 10–25, 4 chunks or λ 0.4–0.6 measure 0.398–0.4035 on Cranfield and
+ * 0.399–0.407 on CISI, so Cranfield's ≥ 0.404 holds by less than its noise, CISI's gain
+ * across the neighbourhood. The fusion weights are flat around
+ * the default on both collections (denseWeight 0.3–0.5, lexicalScale 0.15–0.4 stay within
+ * about ±0.01 on Cranfield; denseWeight below 0.4 loses 0.01–0.02 on CISI), dense.low
+ * 0–0.2 changes little, and RRF loses (Cranfield 0.31, measured with USE-lite before issue 13) because it gives the weak dense ranking
+ * as much say as BM25 regardless of evidence. maxDocFrequency 0.1 bounds the postings read per
+ * expansion term. The pool was flat when measured before issue 13 (USE-lite, `--k 30`, the
+ * API's regime: poolDepth 0.4–3 gave 0.403–0.405), so 0.5 keeps the second pass cheap.
  * FTS5's bm25() fixes k1 = 1.2 and b = 0.75.
  */
 
@@ -112,10 +128,10 @@ export const DEFAULT_HYBRID_CONFIG: HybridConfig = {
   rrfK: 60,
   candidates: 100,
   titleWeight: 2,
-  dense: { low: 0.1, high: 0.8 },
+  dense: { low: 0.1, high: 0.9 },
   lexicalScale: 0.25,
   calibrationExponent: 1,
-  prf: { docs: 5, terms: 10, originalWeight: 0.7, maxDocFrequency: 0.1, denseWeight: 0, poolDepth: 0.5, newTermQuery: 3 },
+  prf: { docs: 3, terms: 20, originalWeight: 0.5, maxDocFrequency: 0.1, denseWeight: 0, poolDepth: 0.5, newTermQuery: 3 },
 };
 
 /** Partial configuration; nested groups may be partial too. */

@@ -35,7 +35,7 @@ describe('hybrid fusion and calibration', () => {
   });
 
   it('uses only the evidence of the requested mode', () => {
-    const c = { key: 1, cosine: 0.8, lexical: 0 };
+    const c = { key: 1, cosine: cfg.dense.high, lexical: 0 }; // a paraphrase's cosine: D = 1
     expect(calibratedScore(c, 'bm25', cfg)).toBe(0);
     expect(calibratedScore(c, 'dense', cfg)).toBe(1);
     expect(calibratedScore({ key: 1, lexical: 0.5 }, 'hybrid', cfg)).toBe(calibratedScore({ key: 1, lexical: 0.5 }, 'bm25', cfg));

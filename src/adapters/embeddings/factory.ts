@@ -15,6 +15,8 @@ import { ConcatEmbeddings } from './concatEmbeddings';
  */
 export const LOCAL_EMBEDDERS = ['use', 'glove', 'use+glove'] as const;
 export type LocalEmbedderName = (typeof LOCAL_EMBEDDERS)[number];
+/** What `local` (the default `KB_EMBEDDINGS`) means. */
+export const DEFAULT_LOCAL_EMBEDDER: LocalEmbedderName = 'glove';
 
 export interface LocalEmbedderOptions {
   /** Worker threads of the USE model. */
@@ -32,9 +34,8 @@ export function modelCacheDirs(dataDir?: string, configured?: string): string[] 
 export function createLocalEmbedder(name: LocalEmbedderName | 'local', options: LocalEmbedderOptions = {}): EmbeddingProvider {
   const glove = (): GloveSifEmbeddings => new GloveSifEmbeddings({ cacheDirs: options.cacheDirs ?? modelCacheDirs(), log: options.log });
   const use = (): LocalEmbeddings => new LocalEmbeddings({ threads: options.threads });
-  switch (name) {
+  switch (name === 'local' ? DEFAULT_LOCAL_EMBEDDER : name) {
     case 'glove':
-    case 'local':
       return glove();
     case 'use+glove':
       return new ConcatEmbeddings([{ provider: use(), weight: 1 }, { provider: glove(), weight: 1 }]);
