@@ -54,6 +54,13 @@ export class DocumentCatalog {
     return d;
   }
 
+  /** Documents held. */
+  documentCount(): number {
+    let n = 0;
+    for (const docs of this.workspaceDocs.values()) n += docs.size;
+    return n;
+  }
+
   info(doc: number): DocInfo | undefined {
     return this.docs[doc];
   }
