@@ -170,7 +170,7 @@ export class ElasticsearchSearchIndex implements SearchIndex {
 
   private async putModelDoc(id: string, doc: ModelDoc): Promise<void> {
     this.modelCache = undefined;
-    await this.client.index({ index: metaIndex(this.name), id, document: doc, refresh: true });
+    await this.client.index({ index: metaIndex(this.name), id, document: doc, refresh: this.writeRefresh });
   }
 
   /** The concrete index the active vectors live in: the rebuild's target, else the read alias's index. */
@@ -228,8 +228,8 @@ export class ElasticsearchSearchIndex implements SearchIndex {
 
   private async dropNext(base: string, next: ModelDoc): Promise<void> {
     await this.client.indices.delete({ index: next.index, ignore_unavailable: true });
-    await this.client.delete({ index: metaIndex(this.name), id: nextModelDocId(base), refresh: true }, { ignore: [404] });
-    await this.client.delete({ index: metaIndex(this.name), id: modelDocId(next.index), refresh: true }, { ignore: [404] });
+    await this.client.delete({ index: metaIndex(this.name), id: nextModelDocId(base), refresh: this.writeRefresh }, { ignore: [404] });
+    await this.client.delete({ index: metaIndex(this.name), id: modelDocId(next.index), refresh: this.writeRefresh }, { ignore: [404] });
     this.modelCache = undefined;
   }
 
@@ -307,8 +307,8 @@ export class ElasticsearchSearchIndex implements SearchIndex {
     if (this.target === undefined) await this.client.indices.updateAliases({ actions: swapAliasActions(this.name, next.index) });
     else this.target = next.index;
     await this.client.indices.delete({ index: base, ignore_unavailable: true });
-    await this.client.delete({ index: metaIndex(this.name), id: nextModelDocId(base), refresh: true }, { ignore: [404] });
-    await this.client.delete({ index: metaIndex(this.name), id: modelDocId(base), refresh: true }, { ignore: [404] });
+    await this.client.delete({ index: metaIndex(this.name), id: nextModelDocId(base), refresh: this.writeRefresh }, { ignore: [404] });
+    await this.client.delete({ index: metaIndex(this.name), id: modelDocId(base), refresh: this.writeRefresh }, { ignore: [404] });
     await this.client.delete({ index: metaIndex(this.name), id: checkpointDocId(base), refresh: true }, { ignore: [404] });
     this.dims = model.dimensions;
     this.modelCache = undefined;
@@ -526,7 +526,7 @@ export class ElasticsearchSearchIndex implements SearchIndex {
     if (next) await this.dropNext(index, next);
     await this.client.deleteByQuery({ index, query: { match_all: {} }, refresh: true, conflicts: 'proceed' });
     await this.client.delete({ index: metaIndex(this.name), id: checkpointDocId(index), refresh: true }, { ignore: [404] });
-    await this.client.delete({ index: metaIndex(this.name), id: modelDocId(index), refresh: true }, { ignore: [404] });
+    await this.client.delete({ index: metaIndex(this.name), id: modelDocId(index), refresh: this.writeRefresh }, { ignore: [404] });
     this.modelCache = undefined;
   }
 
