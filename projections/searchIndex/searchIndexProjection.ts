@@ -116,7 +116,7 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
     await indexed.put({ id: documentId, workspaceId, tags: liveTags });
   }
 
-  /** A document's vectors of another model (DocumentReembedded): the run's ChunksReembedded of that model up to this point. */
+  /** A document's vectors of a model (DocumentReembedded): the run's ChunksEmbedded or ChunksReembedded of that model up to this point. */
   async function putReembedded(documentId: string, processingId: string, modelId: string, atRevision: number): Promise<void> {
     const stream = await eventStore.readStream(documentStream(documentId));
     if (stream.some((e) => e.type === 'DocumentDeleted')) return;
@@ -124,7 +124,7 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
     for (const r of stream) {
       if (r.revision > atRevision) break;
       const e = r as unknown as DocumentEvent;
-      if (e.type !== 'ChunksReembedded' || e.data.processingId !== processingId || e.data.modelId !== modelId) continue;
+      if ((e.type !== 'ChunksReembedded' && e.type !== 'ChunksEmbedded') || e.data.processingId !== processingId || e.data.modelId !== modelId) continue;
       for (const v of e.data.vectors) out.push({ chunkIndex: v.index, vector: decodeVector(v.vector) });
     }
     await searchIndex.putVectors(documentId, modelId, out);

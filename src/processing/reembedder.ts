@@ -26,7 +26,7 @@ interface VerifiedDoc {
   processingId: string;
 }
 
-/** How re-embedding one document ended. */
+/** How re-embedding one document ended: vectors made or restated, already done in this change, or no VERIFIED run to give them to. */
 type DocOutcome = 'reembedded' | 'had-vectors' | 'not-verified';
 
 /**
@@ -150,6 +150,12 @@ export class Reembedder {
     return fold(embeddingModelDecider, await this.app.eventStore.readStream(EMBEDDING_MODEL_STREAM));
   }
 
+  /** Log position of the change's EmbeddingModelChangeStarted: a document restated after it is done for this change. */
+  private async startedAt(changeId: string): Promise<number> {
+    const events = await this.app.eventStore.readStream(EMBEDDING_MODEL_STREAM);
+    return events.find((e) => e.type === 'EmbeddingModelChangeStarted' && (e.data as { changeId?: string }).changeId === changeId)?.position ?? 0;
+  }
+
   private async decideModel(command: EmbeddingModelCommand): Promise<EmbeddingModelState> {
     const r = await handleCommand(this.app.eventStore, EMBEDDING_MODEL_STREAM, embeddingModelDecider, command, systemContext(this.app.now()));
     return r.state;
@@ -162,6 +168,7 @@ export class Reembedder {
   private async runChange(change: ModelChange, onProgress?: (p: ReembeddingProgress) => void): Promise<'completed' | 'cancelled' | 'interrupted'> {
     const provider = this.models.forModel(change.to.modelId);
     if (!provider) throw new Error(`cannot make vectors of ${change.to.modelId}`);
+    const since = await this.startedAt(change.changeId);
     const started = Date.now();
     /** Documents known to have the new vectors, by their VERIFIED run. */
     const done = new Map<string, string>();
@@ -186,7 +193,7 @@ export class Reembedder {
       let progressed = false;
       for (let next = pending.take(); next; next = pending.take()) {
         if (this.stopping) return 'interrupted';
-        const outcome = await this.reembedRetrying(next, change.to, provider);
+        const outcome = await this.reembedRetrying(next, change.to, provider, since);
         if (outcome !== 'not-verified') {
           done.set(next.id, next.processingId);
           progressed = true;
@@ -213,10 +220,10 @@ export class Reembedder {
     return this.app.readStore.collection<VerifiedDoc>('documents').count({ processingStatus: 'VERIFIED' });
   }
 
-  private async reembedRetrying(doc: VerifiedDoc, to: VectorModel, provider: EmbeddingProvider): Promise<DocOutcome> {
+  private async reembedRetrying(doc: VerifiedDoc, to: VectorModel, provider: EmbeddingProvider, since: number): Promise<DocOutcome> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.reembed(doc.id, to, provider);
+        return await this.reembed(doc.id, to, provider, since);
       } catch (err) {
         if (this.stopping) throw err;
         this.app.logger.warn({ err, documentId: doc.id, attempt }, 're-embedding a document failed; retrying');
@@ -225,15 +232,25 @@ export class Reembedder {
     }
   }
 
-  /** Gives the document's VERIFIED run `to`'s vectors, from the first chunk without them. */
-  async reembed(documentId: string, to: VectorModel, provider: EmbeddingProvider): Promise<DocOutcome> {
+  /**
+   * Gives the document's VERIFIED run `to`'s vectors, from the first chunk without them, and
+   * records DocumentReembedded (the index takes them then). Vectors the run already has in the
+   * log (its own model's, an earlier change's) are not made again, only restated. Done once
+   * per change: a DocumentReembedded after `since` (the change's start) ends it.
+   */
+  async reembed(documentId: string, to: VectorModel, provider: EmbeddingProvider, since: number): Promise<DocOutcome> {
     const stream = documentStream(documentId);
     const events = await this.app.eventStore.readStream(stream);
     const state = fold(documentDecider, events);
     if (state.status !== 'active' || state.processingStatus !== 'VERIFIED' || state.run.chunks === 0) return 'not-verified';
     const processingId = state.run.processingId;
-    const r = state.run.reembedding?.modelId === to.modelId ? state.run.reembedding : undefined;
-    if (state.run.modelId === to.modelId || r?.done) return 'had-vectors';
+    const restated = events.some((e) => {
+      if (e.type !== 'DocumentReembedded' || e.position <= since) return false;
+      const d = e.data as { processingId: string; modelId: string };
+      return d.processingId === processingId && d.modelId === to.modelId;
+    });
+    if (restated) return 'had-vectors';
+    const r = state.run.reembedded?.get(to.modelId);
     const texts: string[] = [];
     for (const e of events as unknown as DocumentEvent[]) {
       if (e.type === 'DocumentChunked' && e.data.processingId === processingId) for (const c of e.data.chunks) texts[c.index] = c.content;
@@ -243,7 +260,8 @@ export class Reembedder {
       const res = await handleCommand(this.app.eventStore, stream, documentDecider, command, { ...ctx, now: this.app.now() }, { workspaceId: state.workspaceId });
       return res.events.length > 0;
     };
-    for (let i = r?.embedded ?? 0; i < state.run.chunks; i += REEMBED_BATCH) {
+    const from = state.run.modelId === to.modelId ? state.run.chunks : (r?.embedded ?? 0);
+    for (let i = from; i < state.run.chunks; i += REEMBED_BATCH) {
       if (this.stopping) throw new Error('stopping');
       await this.yieldTurn();
       const indexes = Array.from({ length: Math.min(REEMBED_BATCH, state.run.chunks - i) }, (_, j) => i + j);
@@ -266,7 +284,8 @@ export class Reembedder {
     if (next || !active || active.modelId === data.modelId) return;
     const provider = this.models.forModel(active.modelId);
     if (!provider) return;
-    await this.reembed(data.documentId, active, provider);
+    // The run was verified after the switch: any DocumentReembedded of it is of this model's time.
+    await this.reembed(data.documentId, active, provider, 0);
   }
 
   private async yieldTurn(): Promise<void> {

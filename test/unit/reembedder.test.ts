@@ -212,4 +212,16 @@ describe('re-embedder: a model change in the log, through the search index', () 
     const types = await typesOf(EMBEDDING_MODEL_STREAM);
     expect(types.slice(-2)).toEqual(['EmbeddingModelChangeStarted', 'EmbeddingModelChangeCancelled']);
   });
+
+  it('a change back to a model the documents already have vectors of embeds nothing: the log\'s vectors are restated for the index', async () => {
+    B.calls.length = 0;
+    const C = hashEmbedder('test:C', 8);
+    expect(await new Reembedder(ctx, fixedModels(B, C), { follow: false }).runToCompletion()).toBe('completed');
+    await settle();
+    expect(B.calls).toEqual([]);
+    expect(await ctx.searchIndex.vectorModels()).toEqual({ active: { modelId: 'test:B', dimensions: 24 }, documents: 6 });
+    const [q] = await B.embed(['rudder vertical axis']);
+    const dense = await ctx.searchIndex.search({ text: '', vector: q, filters: { workspaceId: big }, k: 1, mode: 'dense', vectorModel: 'test:B' });
+    expect(dense[0]?.content).toContain('rudder');
+  });
 });

@@ -54,10 +54,13 @@ describe('re-embedding a VERIFIED document (document decider)', () => {
     doc([...base(), verified, reembedded([0, 1])]).when({ type: 'MarkReembedded', processingId: 'p1', modelId: 'B' }).thenThrows('INVALID_STATE');
   });
 
-  it('another model starts again from chunk 0', () => {
+  it('another model starts from its own chunk 0; each model\'s progress is kept', () => {
     doc([...base(), verified, reembedded([0, 1])])
       .when({ type: 'RecordReembedding', processingId: 'p1', modelId: 'C', dimensions: 2, vectors: [vec(0)] })
       .then([reembedded([0], 'C')]);
+    doc([...base(), verified, reembedded([0, 1]), reembedded([0], 'C')])
+      .when({ type: 'RecordReembedding', processingId: 'p1', modelId: 'B', dimensions: 2, vectors: [vec(2)] })
+      .then([reembedded([2])]);
   });
 
   it('dropped for a run that is not VERIFIED and current, for the run\'s own model, and once done', () => {
@@ -70,7 +73,14 @@ describe('re-embedding a VERIFIED document (document decider)', () => {
     doc([...base(), verified]).when({ ...cmd, modelId: 'A' }).then([]);
     const done: DocumentEvent = { type: 'DocumentReembedded', data: { ...ids, processingId: 'p1', modelId: 'B', chunkCount: 3 } };
     doc([...base(), verified, reembedded([0, 1, 2]), done]).when(cmd).then([]);
-    doc([...base(), verified, reembedded([0, 1, 2]), done]).when({ type: 'MarkReembedded', processingId: 'p1', modelId: 'B' }).then([]);
+  });
+
+  it('vectors the run already has (its own model, an earlier change) are restated for the index, not embedded again', () => {
+    const restated = (modelId: string): DocumentEvent => ({ type: 'DocumentReembedded', data: { ...ids, processingId: 'p1', modelId, chunkCount: 3 } });
+    doc([...base(), verified]).when({ type: 'MarkReembedded', processingId: 'p1', modelId: 'A' }).then([restated('A')]);
+    doc([...base(), verified, reembedded([0, 1, 2]), restated('B')]).when({ type: 'MarkReembedded', processingId: 'p1', modelId: 'B' }).then([restated('B')]);
+    // Restating the run's own model leaves what it knows of another model's vectors alone.
+    expect(doc([...base(), verified, restated('A')]).state.run.reembedded).toBeUndefined();
   });
 
   it('one model per processing run: a batch of another model is refused', () => {

@@ -23,8 +23,8 @@ export interface RunState {
   embedded: number;
   /** The model of the run's vectors (ChunksEmbedded): one per run. */
   modelId?: string;
-  /** Vectors of another model for the VERIFIED run (a model change): how many chunks have them, and whether all do. */
-  reembedding?: { modelId: string; embedded: number; done: boolean };
+  /** Vectors of other models for the VERIFIED run (model changes), by model: how many chunks have them, and whether all do. */
+  reembedded?: ReadonlyMap<string, { embedded: number; done: boolean }>;
 }
 
 export interface DocumentState {
@@ -144,11 +144,12 @@ function evolve(s: DocumentState, e: DocumentEvent): DocumentState {
       return current(s, e.data.processingId) ? { ...s, run: { ...s.run, embedded: s.run.embedded + e.data.vectors.length, modelId: e.data.modelId } } : s;
     case 'ChunksReembedded': {
       if (!current(s, e.data.processingId)) return s;
-      const before = s.run.reembedding?.modelId === e.data.modelId ? s.run.reembedding.embedded : 0;
-      return { ...s, run: { ...s.run, reembedding: { modelId: e.data.modelId, embedded: before + e.data.vectors.length, done: false } } };
+      const before = s.run.reembedded?.get(e.data.modelId)?.embedded ?? 0;
+      return { ...s, run: { ...s.run, reembedded: new Map(s.run.reembedded).set(e.data.modelId, { embedded: before + e.data.vectors.length, done: false }) } };
     }
     case 'DocumentReembedded':
-      return current(s, e.data.processingId) ? { ...s, run: { ...s.run, reembedding: { modelId: e.data.modelId, embedded: e.data.chunkCount, done: true } } } : s;
+      if (!current(s, e.data.processingId) || e.data.modelId === s.run.modelId) return s;
+      return { ...s, run: { ...s.run, reembedded: new Map(s.run.reembedded).set(e.data.modelId, { embedded: e.data.chunkCount, done: true }) } };
     case 'DocumentVerified':
       return current(s, e.data.processingId) ? { ...s, processingStatus: 'VERIFIED' } : s;
     case 'DocumentProcessingFailed':
@@ -310,7 +311,7 @@ function decide(c: DocumentCommand, s: DocumentState): DocumentEvent[] {
       ];
     case 'RecordReembedding': {
       if (!verifiedRun(s, c.processingId) || c.modelId === s.run.modelId) return [];
-      const r = s.run.reembedding?.modelId === c.modelId ? s.run.reembedding : undefined;
+      const r = s.run.reembedded?.get(c.modelId);
       if (r?.done) return [];
       // In chunk order, each batch after the last: a resumed re-embedding never records a chunk twice.
       const from = r?.embedded ?? 0;
@@ -320,10 +321,12 @@ function decide(c: DocumentCommand, s: DocumentState): DocumentEvent[] {
       return [{ type: 'ChunksReembedded', data: { ...ids, processingId: c.processingId, modelId: c.modelId, dimensions: c.dimensions, vectors: c.vectors } }];
     }
     case 'MarkReembedded': {
-      if (!verifiedRun(s, c.processingId) || c.modelId === s.run.modelId) return [];
-      const r = s.run.reembedding?.modelId === c.modelId ? s.run.reembedding : undefined;
-      if (r?.done) return [];
-      if ((r?.embedded ?? 0) < s.run.chunks) throw domainError('INVALID_STATE', `Only ${r?.embedded ?? 0} of ${s.run.chunks} chunks have ${c.modelId}'s vectors.`);
+      if (!verifiedRun(s, c.processingId)) return [];
+      // Also for vectors the run already has (its own model's, or an earlier change's): the
+      // index of a change under way takes them from the log when this event comes.
+      const r = s.run.reembedded?.get(c.modelId);
+      const have = c.modelId === s.run.modelId ? s.run.chunks : (r?.embedded ?? 0);
+      if (have < s.run.chunks) throw domainError('INVALID_STATE', `Only ${have} of ${s.run.chunks} chunks have ${c.modelId}'s vectors.`);
       return [{ type: 'DocumentReembedded', data: { ...ids, processingId: c.processingId, modelId: c.modelId, chunkCount: s.run.chunks } }];
     }
     case 'MarkFailed':
