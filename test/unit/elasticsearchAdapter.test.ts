@@ -32,6 +32,7 @@ function fakeElasticsearch() {
     return [...out];
   };
   const matches = (doc: any, query: any): boolean => {
+    if (!query) return true;
     if (query.term) return Object.entries(query.term).every(([k, v]) => doc[k] === v);
     if (query.bool) {
       const keep: string[] = query.bool.must_not?.[0]?.ids?.values ?? [];
@@ -83,6 +84,11 @@ function fakeElasticsearch() {
     const names = matchNames(seg[0]);
     if (seg[1] === '_mapping') return p.method === 'GET' ? Object.fromEntries(names.map((n) => [n, { mappings: { properties: {} } }])) : { acknowledged: true };
     if (seg[1] === '_search') {
+      // Like a real server: a kNN query of other dimensions than the field's is refused.
+      const dims = names.flatMap((n) => [...(indices.get(n) ?? new Map()).values()]).find((d) => d.vector)?.vector.length;
+      if (p.body.knn && dims !== undefined && p.body.knn.query_vector.length !== dims) {
+        return new errors.ResponseError({ body: { error: { type: 'illegal_argument_exception', reason: 'dims differ' }, status: 400 }, statusCode: 400, headers: {}, warnings: null, meta: {} as never });
+      }
       const hits = names
         .flatMap((n) => [...(indices.get(n) ?? new Map()).values()].filter((d) => matches(d, p.body.query)).map((d) => ({ _index: n, _id: d._id, _source: { ...d } })))
         .sort((a, b) => a._source.chunkIndex - b._source.chunkIndex)
@@ -286,5 +292,18 @@ describe('ElasticsearchSearchIndex through the real client (elasticsearch-mock t
     es.indices.get('kb-meta')?.delete('model:kb-v1');
     const index = await ElasticsearchSearchIndex.create({ client: es.client, name: 'kb', dimensions: 4, model: 'local:glove-sif-100d' });
     expect((await index.vectorModels()).active).toEqual({ modelId: 'local:glove-sif-100d', dimensions: 4 });
+  });
+
+  it('a process that trusts a stale model learns of another process\'s switch when the server refuses its query', async () => {
+    const es = fakeElasticsearch();
+    const projector = await ElasticsearchSearchIndex.create({ client: es.client, name: 'kb', dimensions: 4, model: 'A' });
+    const api = await ElasticsearchSearchIndex.create({ client: es.client, name: 'kb', dimensions: 4, model: 'A', modelCacheMs: 3_600_000 });
+    await projector.upsertDocument('d1', [{ ...chunk('d1'), model: 'A' }]);
+    expect((await api.vectorModels()).active?.modelId).toBe('A');
+    await projector.beginVectorModel({ modelId: 'B', dimensions: 8 });
+    await projector.putVectors('d1', 'B', [{ chunkIndex: 0, vector: [0, 1, 0, 0, 0, 0, 0, 0] }]);
+    await projector.switchVectorModel({ modelId: 'B', dimensions: 8 });
+    await expect(api.search({ text: '', vector: [1, 0, 0, 0], filters: { workspaceId: 'w' }, k: 1, mode: 'dense', vectorModel: 'A' })).rejects.toBeInstanceOf(VectorModelChangedError);
+    expect((await api.vectorModels()).active).toEqual({ modelId: 'B', dimensions: 8 });
   });
 });

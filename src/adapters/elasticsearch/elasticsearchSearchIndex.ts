@@ -438,6 +438,20 @@ export class ElasticsearchSearchIndex implements SearchIndex {
   }
 
   async search(request: SearchRequest): Promise<SearchHit[]> {
+    try {
+      return await this.searchOnce(request);
+    } catch (err) {
+      // Another process switched models within the cache's trust: a query of the old model's
+      // dimensions is refused by the server. Read the model again and say so.
+      if (request.vectorModel === undefined || !(err instanceof errors.ResponseError)) throw err;
+      this.modelCache = undefined;
+      const { active } = await this.vectorModels();
+      if (active && active.modelId !== request.vectorModel) throw new VectorModelChangedError(request.vectorModel, active.modelId);
+      throw err;
+    }
+  }
+
+  private async searchOnce(request: SearchRequest): Promise<SearchHit[]> {
     const k = Math.max(0, Math.floor(request.k));
     if (k === 0) return [];
     const index = this.target ?? readAlias(this.name);
