@@ -132,7 +132,11 @@ export declare namespace Document {
    * embedding model change, see src/domain/embeddingModel/events.ts), in chunk order from 0.
    */
   export type ChunksReembedded = D<'ChunksReembedded', { processingId: string; modelId: string; dimensions: number; vectors: EmbeddedVector[] }>;
-  /** Every chunk of the run has `modelId`'s vectors (ChunksReembedded before it). */
+  /**
+   * Every chunk of the run has `modelId`'s vectors (the run's own ChunksEmbedded, or
+   * ChunksReembedded before it): the search index takes them. Recorded once per model change
+   * that needs them, so a change back to an earlier model re-embeds nothing.
+   */
   export type DocumentReembedded = D<'DocumentReembedded', { processingId: string; modelId: string; chunkCount: number }>;
   export type DocumentProcessingFailed = D<'DocumentProcessingFailed', { processingId: string; code: ProcessingFailureCode; message: string }>;
   export type DocumentMetadataUpdated = D<'DocumentMetadataUpdated', { title?: string; purpose?: Purpose; tags?: string[]; updatedAt: string }>;
