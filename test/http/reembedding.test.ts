@@ -70,7 +70,7 @@ describe('changing the embedding model without downtime', () => {
     expect(new Set(storedVectors(dataDir).map((v) => `${v.model}/${v.bytes}`))).toEqual(new Set(['local:glove-sif-100d/400']));
 
     // Model B, slowed down (a pause between batches) so the change can be watched and interrupted.
-    const env = { KB_EMBEDDINGS: 'use', KB_REEMBED_PAUSE_MS: '700' };
+    const env = { KB_EMBEDDINGS: 'use', KB_REEMBED_PAUSE_MS: '700', KB_RATE_LIMITS: 'off' };
     server = await startServer(env, dataDir);
     const login = async () => client(server!.url, (await client(server!.url).post('/v1/auth/login', { email: u.email, password: 'correct horse battery' })).body.accessToken);
     let api = await login();
@@ -94,13 +94,16 @@ describe('changing the embedding model without downtime', () => {
     expect(seen.done).toBeGreaterThanOrEqual(1);
     expect(seen.done).toBeLessThan(TOPICS.length);
 
-    // kill -9 mid-way, then start again: the change resumes where it was.
+    // kill -9 mid-way, then start again: the change resumes where it was (slower still, to watch it).
     await server.crash();
-    server = await startServer(env, dataDir);
+    server = await startServer({ ...env, KB_REEMBED_PAUSE_MS: '1500' }, dataDir);
     api = await login();
     await waitReady(server.url);
     const resumed = (await readyz(server.url)).body.reembedding;
     expect(resumed?.done).toBeGreaterThanOrEqual(seen.done);
+    expect(resumed?.done).toBeLessThan(TOPICS.length);
+    // The CLI follows the running server's change on /readyz (periodic lines when not a terminal).
+    const watching = cli(dataDir, ['reembed', '--watch', server.url]);
     // A document uploaded during the change is searchable at once and gets the new vectors too.
     const late = await uploadVerified(api, ws, 'glaciers.md', '# Glaciers\n\nGlaciers carve valleys as the ice slowly flows downhill.');
     ids.set('glaciers.md', late);
@@ -117,6 +120,10 @@ describe('changing the embedding model without downtime', () => {
     }
     expect((await readyz(server.url)).body.reembedding).toBeUndefined();
     expect(progress).toEqual([...progress].sort((a, b) => a - b)); // never goes back
+    const watched = await watching;
+    expect(watched.stderr).toMatch(/reembed local:glove-sif-100d → local:use-lite-512: \d+\/7 documents/);
+    expect(watched.stdout).toMatch(/the model change is over/);
+    expect(watched.code).toBe(0);
     for (const [name, , query] of TOPICS) await searchFinds(query, name);
     await server.stop();
     server = undefined;
