@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
- * `npm run bench -- core search`. Available: core, search, extract, ingest, analytics (`--events N`), metrics.
+ * `npm run bench -- core search`. Available: core, search, extract, ingest, analytics (`--events N`), metrics, reembed.
  */
 import { benchCore } from './core';
 import { benchSearch } from './search';
@@ -8,6 +8,7 @@ import { benchExtract } from './ingest-extract';
 import { benchIngest } from './ingest';
 import { benchAnalytics } from './analytics';
 import { benchMetrics } from './metrics';
+import { benchReembed } from './reembed';
 import os from 'node:os';
 import { printTargetTable } from './targets';
 
@@ -18,6 +19,7 @@ const benches: Record<string, () => Promise<void>> = {
   ingest: benchIngest,
   analytics: benchAnalytics,
   metrics: benchMetrics,
+  reembed: benchReembed,
 };
 
 async function main(): Promise<void> {

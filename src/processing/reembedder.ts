@@ -16,6 +16,8 @@ export type { ReembeddingProgress } from '../search/vectorModels';
 export const REEMBEDDER = 'reembedder';
 /** Chunks per embedding call when re-embedding: small, so a batch never holds the embedder (or the event loop) long. */
 export const REEMBED_BATCH = 32;
+/** Documents re-embedded at once (one batch each in flight; their appends are committed together). */
+export const REEMBED_CONCURRENCY = 4;
 /** VERIFIED documents listed per read of the documents read model. */
 const LIST_PAGE = 1000;
 
@@ -41,7 +43,7 @@ type DocOutcome = 'reembedded' | 'had-vectors' | 'not-verified';
  * searches and new uploads keep using the old model (documents verified during the change
  * are picked up by the next pass). Going back to the old model cancels the change.
  *
- * Low priority and fair: one document at a time, REEMBED_BATCH chunks per embedding call,
+ * Low priority and fair: REEMBED_CONCURRENCY documents at a time, REEMBED_BATCH chunks per embedding call,
  * a yield to the event loop (and KB_REEMBED_PAUSE_MS) between calls; documents are taken
  * round-robin across workspaces, so a large workspace does not hold a small one's back.
  * The new model is its own provider: query embeddings never wait behind it.
@@ -64,7 +66,7 @@ export class Reembedder {
   constructor(
     private readonly app: AppContext,
     private readonly models: EmbeddingModels,
-    private readonly options: { pauseMs?: number; follow?: boolean } = {},
+    private readonly options: { pauseMs?: number; follow?: boolean; concurrency?: number } = {},
   ) {}
 
   async start(): Promise<void> {
@@ -191,15 +193,19 @@ export class Reembedder {
         return 'completed';
       }
       let progressed = false;
-      for (let next = pending.take(); next; next = pending.take()) {
-        if (this.stopping) return 'interrupted';
-        const outcome = await this.reembedRetrying(next, change.to, provider, since);
-        if (outcome !== 'not-verified') {
-          done.set(next.id, next.processingId);
-          progressed = true;
+      // A few documents at once, each taken round-robin by workspace: their appends share the log's group commit.
+      const worker = async (): Promise<void> => {
+        for (let next = pending.take(); next && !this.stopping; next = pending.take()) {
+          const outcome = await this.reembedRetrying(next, change.to, provider, since);
+          if (outcome !== 'not-verified') {
+            done.set(next.id, next.processingId);
+            progressed = true;
+          }
+          await report();
         }
-        await report();
-      }
+      };
+      await Promise.all(Array.from({ length: Math.max(1, this.options.concurrency ?? REEMBED_CONCURRENCY) }, worker));
+      if (this.stopping) return 'interrupted';
       // Only documents the read model shows VERIFIED but whose stream has moved on: let it catch up.
       if (!progressed) await this.sleep(500);
     }
@@ -261,6 +267,8 @@ export class Reembedder {
       return res.events.length > 0;
     };
     const from = state.run.modelId === to.modelId ? state.run.chunks : (r?.embedded ?? 0);
+    // Vectors already in the log: restated for this change. Else the batch that completes the run records DocumentReembedded with it.
+    if (from >= state.run.chunks) return (await append({ type: 'MarkReembedded', processingId, modelId: to.modelId })) ? 'reembedded' : 'not-verified';
     for (let i = from; i < state.run.chunks; i += REEMBED_BATCH) {
       if (this.stopping) throw new Error('stopping');
       await this.yieldTurn();
@@ -271,7 +279,7 @@ export class Reembedder {
         if (!(await append({ type: 'RecordReembedding', processingId, modelId: to.modelId, dimensions: to.dimensions, vectors: part }))) return 'not-verified';
       }
     }
-    return (await append({ type: 'MarkReembedded', processingId, modelId: to.modelId })) ? 'reembedded' : 'not-verified';
+    return 'reembedded';
   }
 
   /** After the switch: a run embedded with a model that is no longer active gets the active model's vectors. */

@@ -175,7 +175,8 @@ describe('re-embedder: a model change in the log, through the search index', () 
 
   it('re-embeds round-robin across workspaces: the small workspace does not wait behind the big one', async () => {
     const C = hashEmbedder('test:C', 8);
-    const r = new Reembedder(ctx, fixedModels(C, B), { follow: false });
+    // One document at a time, so that the order shows (by default a few run at once, taken in the same order).
+    const r = new Reembedder(ctx, fixedModels(C, B), { follow: false, concurrency: 1 });
     expect(await r.runToCompletion()).toBe('completed');
     await settle();
     // The documents in the order their first batch was embedded.

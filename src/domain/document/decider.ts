@@ -318,7 +318,10 @@ function decide(c: DocumentCommand, s: DocumentState): DocumentEvent[] {
       if (c.vectors.length === 0 || c.vectors.some((v, i) => v.index !== from + i) || from + c.vectors.length > s.run.chunks) {
         throw domainError('INVALID_STATE', `Re-embedded vectors must continue at chunk ${from} of ${s.run.chunks}.`);
       }
-      return [{ type: 'ChunksReembedded', data: { ...ids, processingId: c.processingId, modelId: c.modelId, dimensions: c.dimensions, vectors: c.vectors } }];
+      const batch: DocumentEvent = { type: 'ChunksReembedded', data: { ...ids, processingId: c.processingId, modelId: c.modelId, dimensions: c.dimensions, vectors: c.vectors } };
+      // The batch that completes the run records the completion with it (one append).
+      if (from + c.vectors.length < s.run.chunks) return [batch];
+      return [batch, { type: 'DocumentReembedded', data: { ...ids, processingId: c.processingId, modelId: c.modelId, chunkCount: s.run.chunks } }];
     }
     case 'MarkReembedded': {
       if (!verifiedRun(s, c.processingId)) return [];
