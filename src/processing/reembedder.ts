@@ -10,6 +10,7 @@ import { EmbeddingModelCommand, embeddingModelDecider, EmbeddingModelState, Mode
 import { EMBEDDING_MODEL_STREAM, VectorModel } from '../domain/embeddingModel/events';
 import { EmbeddingModels, EmbeddingProvider } from '../ports/embeddings';
 import { ReembeddingProgress, reembeddingProgress } from '../search/vectorModels';
+import { documentsCollection, DocumentView } from '../../projections/document/documentProjection';
 
 export type { ReembeddingProgress } from '../search/vectorModels';
 
@@ -21,12 +22,8 @@ export const REEMBED_CONCURRENCY = 4;
 /** VERIFIED documents listed per read of the documents read model. */
 const LIST_PAGE = 1000;
 
-/** The documents read model's fields the re-embedder reads (the `documents` collection of projections/document). */
-interface VerifiedDoc {
-  id: string;
-  workspaceId: string;
-  processingId: string;
-}
+/** What the re-embedder keeps of a VERIFIED document of the documents read model. */
+type VerifiedDoc = Pick<DocumentView, 'id' | 'workspaceId' | 'processingId'>;
 
 /** How re-embedding one document ended: vectors made or restated, already done in this change, or no VERIFIED run to give them to. */
 type DocOutcome = 'reembedded' | 'had-vectors' | 'not-verified';
@@ -214,7 +211,7 @@ export class Reembedder {
   /** VERIFIED documents without the new vectors as far as this pass knows, round-robin by workspace. */
   private async pendingDocuments(done: Map<string, string>): Promise<RoundRobin<VerifiedDoc>> {
     const queue = new RoundRobin<VerifiedDoc>();
-    const docs = this.app.readStore.collection<VerifiedDoc>('documents');
+    const docs = documentsCollection(this.app.readStore);
     for (let skip = 0; ; skip += LIST_PAGE) {
       const page = await docs.find({ processingStatus: 'VERIFIED' }, { sort: [{ field: 'id', direction: 'asc' }], skip, limit: LIST_PAGE });
       for (const d of page) if (done.get(d.id) !== d.processingId) queue.push(d.workspaceId, { id: d.id, workspaceId: d.workspaceId, processingId: d.processingId });
@@ -223,7 +220,7 @@ export class Reembedder {
   }
 
   private verifiedCount(): Promise<number> {
-    return this.app.readStore.collection<VerifiedDoc>('documents').count({ processingStatus: 'VERIFIED' });
+    return documentsCollection(this.app.readStore).count({ processingStatus: 'VERIFIED' });
   }
 
   private async reembedRetrying(doc: VerifiedDoc, to: VectorModel, provider: EmbeddingProvider, since: number): Promise<DocOutcome> {
