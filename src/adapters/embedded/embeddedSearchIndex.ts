@@ -65,7 +65,12 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private readonly statements: StatementCache;
   private readonly rowIds: RowIds;
   private readonly catalog: DocumentCatalog;
-  private readonly slab = new VectorSlab();
+  private slab = new VectorSlab();
+  /**
+   * During a model change: every chunk row with its next-model vector (or none), built as the
+   * vectors arrive, so the switch only swaps it in (memory: a second int8 copy meanwhile).
+   */
+  private nextSlab: VectorSlab | undefined;
   private readonly lexical: LexicalRanker;
   private cfg: HybridConfig;
   private closed = false;
@@ -81,13 +86,61 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.statements = new StatementCache(this.db);
     this.rowIds = new RowIds(this.db);
     this.catalog = new DocumentCatalog((workspaceId) => this.rowIds.workspaceNumber(workspaceId));
-    this.lexical = new LexicalRanker(this.statements, new Stemmer(this.statements), this.slab);
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const self = this;
+    // The ranker reads whichever slab is current (a model switch replaces it).
+    const corpus = {
+      get liveCount(): number {
+        return self.slab.liveCount;
+      },
+      get dims(): number {
+        return self.slab.dims;
+      },
+      get writes(): number {
+        return self.slab.writes;
+      },
+      inScope: (rowId: number, mask: Uint8Array): boolean => self.slab.inScope(rowId, mask),
+    };
+    this.lexical = new LexicalRanker(this.statements, new Stemmer(this.statements), corpus);
     const dims = storedDims(this.db);
     if (dims !== undefined) this.slab.setDims(dims);
     this.load();
     this.active = metaModel(this.db, 'model');
     this.next = metaModel(this.db, 'next_model');
-    if (this.next) for (const r of this.db.prepare<[], { d: string }>('SELECT DISTINCT document_id AS d FROM next_vectors').iterate()) this.nextDocs.add(r.d);
+    if (this.next) {
+      for (const r of this.db.prepare<[], { d: string }>('SELECT DISTINCT document_id AS d FROM next_vectors').iterate()) this.nextDocs.add(r.d);
+      this.nextSlab = this.buildNextSlab(this.next.dimensions);
+    }
+  }
+
+  /** Every chunk row with its next-model vector, if it has one. */
+  private buildNextSlab(dims: number): VectorSlab {
+    const slab = new VectorSlab();
+    slab.setDims(dims);
+    const rows = this.db
+      .prepare<[], { id: number; document_id: string; vector: Buffer | null }>(
+        `SELECT c.id AS id, c.document_id AS document_id, n.vector AS vector FROM chunks c
+         LEFT JOIN next_vectors n ON n.document_id = c.document_id AND n.chunk_index = c.chunk_index ORDER BY c.id`,
+      )
+      .iterate();
+    for (const r of rows) slab.add(r.id, this.catalog.intern(r.document_id), r.vector ? bufferToFloats(r.vector) : null);
+    return slab;
+  }
+
+  /** Sets a document's rows in the next slab again from the file (after an upsert or new next vectors). */
+  private refreshNextSlab(documentId: string): void {
+    const slab = this.nextSlab;
+    if (!slab) return;
+    const doc = this.catalog.intern(documentId);
+    const rows = this.statements
+      .get<[string], { id: number; vector: Buffer | null }>(
+        `SELECT c.id AS id, n.vector AS vector FROM chunks c
+         LEFT JOIN next_vectors n ON n.document_id = c.document_id AND n.chunk_index = c.chunk_index WHERE c.document_id = ? ORDER BY c.id`,
+      )
+      .all(documentId);
+    for (const r of rows) slab.remove(r.id);
+    slab.dropDoc(doc);
+    for (const r of rows) slab.add(r.id, doc, r.vector ? bufferToFloats(r.vector) : null);
   }
 
   /** Current ranking configuration. */
@@ -212,6 +265,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       chunks: chunks.length,
     });
     for (const a of added) this.slab.add(a.id, doc, a.v);
+    this.refreshNextSlab(documentId);
   }
 
   /** Deletes a document's rows in SQL and memory; call inside a transaction. */
@@ -223,6 +277,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     for (const { id } of ids) {
       delFts.run(id);
       this.slab.remove(id);
+      this.nextSlab?.remove(id);
     }
     this.statements.get('DELETE FROM chunks WHERE document_id = ?').run(documentId);
     const d = this.catalog.docId(documentId);
@@ -230,6 +285,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       this.catalog.unset(d);
       this.slab.dropDoc(d);
       this.slab.dropPending(d);
+      this.nextSlab?.dropDoc(d);
     }
   }
 
@@ -276,6 +332,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.db.exec("DELETE FROM chunks; DELETE FROM chunks_fts; DELETE FROM checkpoint; DELETE FROM next_vectors; DELETE FROM meta WHERE key IN ('dims', 'model', 'next_model');");
     this.active = undefined;
     this.next = undefined;
+    this.nextSlab = undefined;
     this.nextDocs.clear();
     this.rowIds.clearRows();
     this.slab.clear();
@@ -310,6 +367,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('next_model', ?)").run(String(num));
       this.next = { num, ...model };
     })();
+    this.nextSlab = this.next ? this.buildNextSlab(this.next.dimensions) : undefined;
   }
 
   async putVectors(documentId: string, modelId: string, vectors: ChunkVector[]): Promise<void> {
@@ -332,6 +390,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
         for (const u of units) put.run(documentId, u.chunkIndex, target.num, blob(u.v), documentId, u.chunkIndex);
       })();
       this.nextDocs.add(documentId);
+      this.refreshNextSlab(documentId);
       return;
     }
     const update = this.statements.get('UPDATE chunks SET vector = ?, model = ? WHERE document_id = ? AND chunk_index = ?');
@@ -367,7 +426,15 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.active = { num, ...model };
     this.next = undefined;
     this.nextDocs.clear();
-    this.reloadVectors(model.dimensions);
+    // The next slab already holds every row with its new vector (or none): swapped in.
+    if (built && this.nextSlab) {
+      this.nextSlab.noteWrites(this.slab.writes + this.slab.liveCount);
+      this.slab = this.nextSlab;
+      this.lexical.clear();
+    } else {
+      this.reloadVectors(model.dimensions);
+    }
+    this.nextSlab = undefined;
   }
 
   async dropVectorModel(modelId: string): Promise<void> {
@@ -378,6 +445,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       this.statements.get("DELETE FROM meta WHERE key = 'next_model'").run();
     })();
     this.next = undefined;
+    this.nextSlab = undefined;
     this.nextDocs.clear();
   }
 
