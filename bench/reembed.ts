@@ -8,8 +8,9 @@
  * to its end while 4 clients search the whole time. Printed: re-embedding throughput
  * (chunks/s, end to end: embedding, the log's appends with fsync, the index's staging),
  * search latency p50/p95 before and during the change, the event loop's worst delay while it
- * runs, and how long the switch itself holds the event loop (one SQL statement and the
- * reload of the int8 vectors) at `--switch` chunks. No target in the issue: plain figures.
+ * runs, and how long the switch itself holds the event loop (one SQL statement; the int8
+ * vectors of the new model were built as they arrived) at `--switch` chunks. No target in
+ * the issue: plain figures.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -165,7 +166,7 @@ export async function benchReembed(): Promise<void> {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 
-  // The switch alone, on a larger index: one UPDATE over every chunk, then the int8 slab reloaded.
+  // The switch alone, on a larger index: one UPDATE over every chunk, the next int8 slab swapped in.
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kb-bench-switch-')), 'search.db');
   const index = new EmbeddedSearchIndex(file);
   try {
@@ -188,7 +189,7 @@ export async function benchReembed(): Promise<void> {
     const t = process.hrtime.bigint();
     await index.switchVectorModel({ modelId: 'B', dimensions: 100 });
     const ms = Number(process.hrtime.bigint() - t) / 1e6;
-    console.log(`  the switch at ${switchChunks.toLocaleString('en-US')} chunks (100 dimensions): ${ms.toFixed(0)} ms holding the event loop (one UPDATE, next vectors dropped, int8 vectors reloaded)`);
+    console.log(`  the switch at ${switchChunks.toLocaleString('en-US')} chunks (100 dimensions): ${ms.toFixed(0)} ms holding the event loop (one UPDATE over every chunk, next vectors dropped, the int8 vectors built during the change swapped in)`);
   } finally {
     await index.close();
     fs.rmSync(path.dirname(file), { recursive: true, force: true });
