@@ -69,6 +69,8 @@ export class Reembedder {
   async start(): Promise<void> {
     this.stopping = false;
     if (this.options.follow !== false) {
+      // Runs verified before this service existed carry no model: following starts at the head then, not at 0.
+      if ((await this.app.readStore.getCheckpoint(REEMBEDDER)) === 0) await this.app.readStore.setCheckpoint(REEMBEDDER, await this.app.eventStore.headPosition());
       this.follower = followingService(
         this.app.eventStore,
         checkpointedConsumer({ name: REEMBEDDER, checkpoint: readStoreCheckpoint(this.app.readStore, REEMBEDDER), handle: eachEvent((e) => this.onEvent(e)) }),
