@@ -281,18 +281,22 @@ export class Reembedder {
     return 'reembedded';
   }
 
-  /** After the switch: a run embedded with a model that is no longer active gets the active model's vectors. */
+  /**
+   * A run verified with another model than the one the log moves to (the change's target,
+   * else the active model) gets that model's vectors at once: an upload during a change, or
+   * one whose processing straddled the switch (a pass may have listed the documents before
+   * it was verified). Duplicates with a pass are refused by the decider and skipped.
+   */
   private async onEvent(e: RecordedEvent): Promise<void> {
     if (e.type !== 'DocumentVerified') return;
     const data = (e as unknown as DocumentEvent & { type: 'DocumentVerified' }).data;
     if (data.modelId === undefined) return;
-    const { active, next } = await this.app.searchIndex.vectorModels();
-    // During a change the passes take care of it; on an index without vectors there is nothing to match.
-    if (next || !active || active.modelId === data.modelId) return;
-    const provider = this.models.forModel(active.modelId);
+    const state = await this.modelState();
+    const target = state.change?.to ?? state.active ?? (await this.app.searchIndex.vectorModels()).active;
+    if (!target || target.modelId === data.modelId) return;
+    const provider = this.models.forModel(target.modelId);
     if (!provider) return;
-    // The run was verified after the switch: any DocumentReembedded of it is of this model's time.
-    await this.reembed(data.documentId, active, provider, 0);
+    await this.reembed(data.documentId, target, provider, state.change ? await this.startedAt(state.change.changeId) : 0);
   }
 
   private async yieldTurn(): Promise<void> {

@@ -250,6 +250,10 @@ describe('ElasticsearchSearchIndex through the real client (elasticsearch-mock t
     await index.upsertDocument('d3', [{ ...chunk('d3'), model: 'A', next: { model: 'B', vector: b(5) } }]);
     expect(es.indices.get('kb-v1')?.get('d3:0')?.vector).toEqual([1, 0, 0, 0]);
     expect(es.indices.get('kb-v2')?.get('d3:0')?.vector).toEqual(b(5));
+    // One verified with the old model only is copied without a vector (BM25 after the switch, until it gets one).
+    await index.upsertDocument('d4', [{ ...chunk('d4'), model: 'A' }]);
+    expect(es.indices.get('kb-v2')?.get('d4:0')).toMatchObject({ documentId: 'd4', content: 'content of d4 0' });
+    expect(es.indices.get('kb-v2')?.get('d4:0')?.vector).toBeUndefined();
     await index.putVectors('d2', 'B', [{ chunkIndex: 0, vector: b(4) }]);
     await index.setCheckpoint(42);
     // Searches still answer from A: a query embedded with B is refused, before any search request.
@@ -263,7 +267,7 @@ describe('ElasticsearchSearchIndex through the real client (elasticsearch-mock t
     expect(Object.fromEntries(es.aliases)).toEqual({ kb: 'kb-v2', 'kb-write': 'kb-v2' });
     expect(es.indices.has('kb-v1')).toBe(false);
     expect(await index.getCheckpoint()).toBe(42);
-    expect(await index.vectorModels()).toEqual({ active: { modelId: 'B', dimensions: 8 }, documents: 3 });
+    expect(await index.vectorModels()).toEqual({ active: { modelId: 'B', dimensions: 8 }, documents: 4 });
     await index.switchVectorModel({ modelId: 'B', dimensions: 8 }); // a replay: nothing moves
     expect(Object.fromEntries(es.aliases)).toEqual({ kb: 'kb-v2', 'kb-write': 'kb-v2' });
     await expect(index.search({ text: 'x', vector: [1, 0, 0, 0], filters: { workspaceId: 'w' }, k: 1, vectorModel: 'A' })).rejects.toBeInstanceOf(VectorModelChangedError);

@@ -185,7 +185,9 @@ export class ElasticsearchSearchIndex implements SearchIndex {
     const [active, next] = await Promise.all([this.modelDoc(modelDocId(base)), this.modelDoc(nextModelDocId(base))]);
     const firstChunks = { term: { isFirst: true } };
     const documents = (await this.client.count({ index: base, query: firstChunks })).count;
-    const built = next ? (await this.client.count({ index: next.index, query: firstChunks }, { ignore: [404] })).count ?? 0 : 0;
+    // Documents with the next model's vectors (a document copied there without them does not count).
+    const withVectors = { bool: { filter: [firstChunks, { exists: { field: 'vector' } }] } };
+    const built = next ? (await this.client.count({ index: next.index, query: withVectors }, { ignore: [404] })).count ?? 0 : 0;
     const models: VectorModels = {
       ...(active ? { active: { modelId: active.modelId, dimensions: active.dimensions } } : {}),
       ...(next ? { next: { modelId: next.modelId, dimensions: next.dimensions, documents: built } } : {}),
@@ -409,10 +411,10 @@ export class ElasticsearchSearchIndex implements SearchIndex {
     // During a model change the version being built gets the chunks that have its model's vectors.
     const next = await this.modelDoc(nextModelDocId(await this.baseIndex()));
     if (!next) return;
-    const built = chunks.filter((c) => c.next?.model === next.modelId && c.next.vector.length > 0).map((c) => ({ ...c, vector: c.next!.vector, model: next.modelId }));
+    // Every chunk goes there (one without the next model's vector is found by BM25 after the switch, until it gets one).
+    const built = chunks.map((c) => (c.next?.model === next.modelId && c.next.vector.length > 0 ? { ...c, vector: c.next.vector, model: next.modelId } : { ...c, vector: [], model: undefined }));
     if (built.length > 0) await this.bulk(documentId, bulkIndexOperations(next.index, documentId, built));
-    const keepBuilt = built.map((c) => chunkDocId(documentId, c.chunkIndex));
-    await this.client.deleteByQuery({ index: next.index, query: staleChunksQuery(documentId, keepBuilt), refresh: this.refresh, conflicts: 'proceed' });
+    await this.client.deleteByQuery({ index: next.index, query: staleChunksQuery(documentId, keep), refresh: this.refresh, conflicts: 'proceed' });
   }
 
   /** Where deletions go: every version (the live one and a rebuild's), so an erased document leaves reads at once and a rebuild too. */
