@@ -1,6 +1,6 @@
 import { AppContext } from '../../src/app/context';
-import { Purpose, SearchHit, SearchRequest, VectorModelChangedError } from '../../src/ports/searchIndex';
-import { activeEmbedder } from '../../src/search/vectorModels';
+import { isVectorModelChanged, Purpose, SearchHit, SearchRequest } from '../../src/ports/searchIndex';
+import { activeEmbedder, forgetActiveModel } from '../../src/search/vectorModels';
 import { documentsCollection } from '../../projections/document/documentProjection';
 
 export interface WorkspaceSearch {
@@ -63,7 +63,8 @@ async function searchWithActiveModel(ctx: AppContext, request: Omit<SearchReques
     try {
       return await ctx.searchIndex.search({ ...request, ...(vector && queries ? { vector, vectorModel: queries.modelId } : {}) });
     } catch (err) {
-      if (!(err instanceof VectorModelChangedError) || attempt >= 2) throw err;
+      if (!isVectorModelChanged(err) || attempt >= 2) throw err;
+      forgetActiveModel(ctx.searchIndex);
     }
   }
 }

@@ -52,6 +52,11 @@ export class VectorModelChangedError extends Error {
   }
 }
 
+/** Also when the error crossed a thread or process boundary as a plain Error carrying the name. */
+export function isVectorModelChanged(err: unknown): boolean {
+  return err instanceof VectorModelChangedError || (err instanceof Error && err.name === 'VectorModelChangedError');
+}
+
 export interface SearchFilters {
   workspaceId: string;
   /** Documents having any of these tag ids. */

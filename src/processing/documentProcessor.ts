@@ -292,7 +292,7 @@ export class DocumentProcessor {
 
     // The model searches use now (the old one while a model change is under way: the
     // re-embedder gives the document the new one's vectors), fixed for the whole run.
-    const embeddings = (await activeEmbedder(this.app.searchIndex, this.app.embeddingModels)) ?? this.app.embeddingModels.configured;
+    const embeddings = (await activeEmbedder(this.app.searchIndex, this.app.embeddingModels, { fresh: true })) ?? this.app.embeddingModels.configured;
     // One batch at a time per run: runs of other workspaces interleave with this one's batches
     // at the embedder instead of queueing behind all of them.
     for (let i = 0; i < chunks.length; i += EMBED_BATCH) {

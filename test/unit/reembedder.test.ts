@@ -14,6 +14,7 @@ import { workspaceStream } from '../../src/domain/workspace/events';
 import { documentStream, DocumentEvent, encodeVector } from '../../src/domain/document/events';
 import { EMBEDDING_MODEL_STREAM } from '../../src/domain/embeddingModel/events';
 import { EmbeddingModels, EmbeddingProvider } from '../../src/ports/embeddings';
+import { isVectorModelChanged, VectorModelChangedError } from '../../src/ports/searchIndex';
 import { Reembedder, REEMBED_BATCH } from '../../src/processing/reembedder';
 import { searchWorkspace } from '../../queries/search/searchService';
 import { fixedModels, hashEmbedder } from '../support/embedders';
@@ -224,5 +225,11 @@ describe('re-embedder: a model change in the log, through the search index', () 
     const [q] = await B.embed(['rudder vertical axis']);
     const dense = await ctx.searchIndex.search({ text: '', vector: q, filters: { workspaceId: big }, k: 1, mode: 'dense', vectorModel: 'test:B' });
     expect(dense[0]?.content).toContain('rudder');
+  });
+
+  it('a model change is recognised also as a plain Error carrying its name (from the index\'s worker thread)', () => {
+    expect(isVectorModelChanged(new VectorModelChangedError('a', 'b'))).toBe(true);
+    expect(isVectorModelChanged(Object.assign(new Error('query embedded with a'), { name: 'VectorModelChangedError' }))).toBe(true);
+    expect(isVectorModelChanged(new Error('query vector has 16 dimensions, index has 24'))).toBe(false);
   });
 });
