@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
  * `npm run bench -- core search`. Available: core, search (`--sizes 1000000 --keep DIR`), extract, ingest,
- * analytics (`--events N`), metrics, quality, mixed (`--seconds N`, `--chunks N`, `--keep DIR`, `--search-interval MS`).
+ * analytics (`--events N`), metrics, quality, reembed, mixed (`--seconds N`, `--chunks N`, `--keep DIR`, `--search-interval MS`).
  * `--keep DIR` means a different directory to search and to mixed: run them one at a time when using it.
  */
 import { benchCore } from './core';
@@ -12,6 +12,7 @@ import { benchAnalytics } from './analytics';
 import { benchMetrics } from './metrics';
 import { benchMixed, mixedOptions } from './mixed';
 import { benchQuality } from './quality';
+import { benchReembed } from './reembed';
 import os from 'node:os';
 import { printTargetTable } from './targets';
 
@@ -28,6 +29,7 @@ const benches: Record<string, () => Promise<void>> = {
   metrics: benchMetrics,
   mixed: () => benchMixed(mixedOptions(process.argv.slice(2))),
   quality: benchQuality,
+  reembed: benchReembed,
 };
 
 /** Options that take a value (the value is not a bench name). */

@@ -16,6 +16,7 @@ export const EVENT_FILES: readonly (readonly [string, string])[] = [
   ['SearchLink', 'src/domain/searchLink/events.ts'],
   ['User', 'src/domain/user/events.ts'],
   ['Search', 'src/domain/search/events.ts'],
+  ['EmbeddingModel', 'src/domain/embeddingModel/events.ts'],
 ];
 const ENVELOPE_FILE = 'src/domain/event.ts';
 const ENVELOPE_TYPES = new Set(['AuthMethod', 'EventMetadata', 'DomainEvent']);

@@ -10,6 +10,8 @@ import { compactDataDir } from './audit/compact';
 import { runProjectCommand } from './analytics/projectCommand';
 import { DEFAULT_EXPORT_DIR, exportParquet, formatTable, runSql } from './analytics/parquet';
 import { toCsv } from './analytics/csv';
+import { Reembedder } from './processing/reembedder';
+import { ReembeddingProgress } from './search/vectorModels';
 
 /** A one-line progress bar on a terminal; silent when not a TTY. */
 export function progress(label: string, done: number, total: number, suffix = ''): void {
@@ -33,11 +35,16 @@ const USAGE = `Usage: npm run kb -- <command>
                             SQL (DuckDB) over a Parquet export: views events and one per event type
   project <file> [--workspace id] [--as-of time] [--format json|csv] [--out file]
                             run an ad-hoc projection (initialState, evolve, result) over the log in a sandbox
-  compact                   merge the search index, checkpoint and VACUUM the SQLite stores (server stopped)`;
+  compact                   merge the search index, checkpoint and VACUUM the SQLite stores (server stopped)
+  reembed                   give every document vectors of KB_EMBEDDINGS's model and switch searches to them
+                            (server stopped; a running server does the same in the background when started
+                            with a new KB_EMBEDDINGS)
+  reembed --watch <url>     follow a running server's model change on its /readyz until it switches`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   if (command === 'sql') return sql(args);
+  if (command === 'reembed' && args[0] === '--watch') return watchReembedding(args[1]);
   const config = loadConfig();
   const logger = createLogger(process.env.KB_LOG_LEVEL ?? 'warn');
   const { ctx, di } = await buildContainer(config, logger, { logOnly: true });
@@ -96,12 +103,62 @@ async function main(argv: string[]): Promise<number> {
       }
       case 'project':
         return await runProjectCommand(ctx.eventStore, ctx.config.dataDir, args, progress);
+      case 'reembed': {
+        // The projections run here (the search index applies the change), the re-embedder to its end.
+        await ctx.runner.start();
+        const reembedder = new Reembedder(ctx, ctx.embeddingModels, { follow: false });
+        const started = Date.now();
+        const report = progressReporter();
+        const outcome = await reembedder.runToCompletion(report);
+        await ctx.runner.waitFor(await ctx.eventStore.headPosition(), 60_000);
+        const { active } = await ctx.searchIndex.vectorModels();
+        const seconds = ((Date.now() - started) / 1000).toFixed(1);
+        if (outcome === 'nothing-to-do') console.log(`nothing to do: the search index answers with ${active?.modelId ?? 'no vectors yet'}, as KB_EMBEDDINGS asks`);
+        else if (outcome === 'completed') console.log(`re-embedded: searches now use ${active?.modelId} (${seconds} s)`);
+        else console.log(`model change ${outcome} after ${seconds} s; the index answers with ${active?.modelId}`);
+        await ctx.runner.stop();
+        return outcome === 'completed' || outcome === 'nothing-to-do' ? 0 : 1;
+      }
       default:
         console.error(USAGE);
         return command ? 2 : 0;
     }
   } finally {
     await closeContainer(di);
+  }
+}
+
+/** A progress bar on a terminal; elsewhere a line every 5 s (and the last one). */
+function progressReporter(): (p: ReembeddingProgress) => void {
+  let lastLine = 0;
+  return (p) => {
+    const label = `reembed ${p.from} → ${p.to}`;
+    if (process.stderr.isTTY) return progress(label, p.done, p.total);
+    if (Date.now() - lastLine < 5000 && p.done < p.total) return;
+    lastLine = Date.now();
+    console.error(`${label}: ${p.done}/${p.total} documents`);
+  };
+}
+
+/** `reembed --watch <url>`: the progress a running server reports on /readyz, until the change is over. */
+async function watchReembedding(url: string | undefined): Promise<number> {
+  if (!url || !/^https?:\/\//.test(url)) {
+    console.error('usage: reembed --watch http://host:port');
+    return 2;
+  }
+  const report = progressReporter();
+  let seen = false;
+  for (;;) {
+    const res = await fetch(new URL('/readyz', url));
+    const body = (await res.json()) as { reembedding?: ReembeddingProgress };
+    if (body.reembedding) {
+      seen = true;
+      report(body.reembedding);
+    } else {
+      console.log(seen ? 'the model change is over: searches use the new vectors' : 'no model change under way');
+      return 0;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
   }
 }
 

@@ -8,7 +8,7 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { Logger } from 'pino';
 import { AppContext, APP_CONTEXT, CONFIG, LOGGER, RateLimiterFactory } from './app/context';
 import { COMPACT_SEARCH_INDEX, EXTRA_CLOSERS, MONGO_CLIENT, optional, QUERY_EMBEDDINGS, STORED_EVENT_STORE } from './app/tokens';
-import { connectOrFail, DEFAULT_CONNECT_TIMEOUT_MS, StartupError } from './app/startup';
+import { connectOrFail, DEFAULT_CONNECT_TIMEOUT_MS } from './app/startup';
 import { runsProjections } from './roles/plan';
 import { Config } from './config/config';
 import { ProjectionRunner } from './core/projectionRunner';
@@ -38,7 +38,8 @@ import { KafkaEventFeed } from './adapters/kafka/kafkaEventFeed';
 import { KafkaJobQueue } from './adapters/kafka/kafkaJobQueue';
 import { ReadStoreHandledJobs } from './adapters/jobRetry';
 import { createRateLimiter } from './adapters/rateLimiterFactory';
-import { createEmbeddingProvider } from './adapters/embeddings/factory';
+import { createEmbeddingProvider, embeddingProviderForModel, LOCAL_EMBEDDERS, localModelId } from './adapters/embeddings/factory';
+import { ConfiguredEmbeddingModels } from './app/embeddingModels';
 import { Warmup } from './app/warmup';
 import { prometheusMetrics } from './adapters/metrics/prometheusMetrics';
 import { METRICS, Metrics } from './ports/metrics';
@@ -54,6 +55,7 @@ import { searchLinkProjection } from '../projections/searchLink/searchLinkProjec
 import { analyticsProjection } from '../projections/analytics/analyticsProjection';
 import { auditProjection } from '../projections/audit/auditProjection';
 import { documentProcessorService } from './processing/documentProcessor';
+import { reembedderService } from './processing/reembedder';
 import { instructionSetDocumentCleanup } from '../commands/instructionSet/documentCleanup';
 import { workspaceDeletionCleanup } from '../commands/workspace/workspaceDeletionCleanup';
 import { queryHistorySweeper } from '../queries/searchLink/linkUsage';
@@ -94,18 +96,13 @@ const projectionFactories: ((di: DependencyContainer) => Projection)[] = [
 /** Background services (process managers such as the document processor), given the context and their own extras. */
 const serviceFactories: ((di: DependencyContainer, ctx: AppContext) => AppContext['services'][number])[] = [
   (di, ctx) => documentProcessorService(ctx, optional<JobQueue>(di, JOB_QUEUE)),
+  (_di, ctx) => reembedderService(ctx),
   (_di, ctx) => instructionSetDocumentCleanup(ctx),
   (_di, ctx) => workspaceDeletionCleanup(ctx),
   (_di, ctx) => queryHistorySweeper(ctx),
   (di, ctx) => erasureService(ctx, { keyStore: di.resolve(KEY_STORE), afterErasure: optional<() => void>(di, COMPACT_SEARCH_INDEX) }),
   (di, ctx) => identityMailer(ctx, di.resolve<MailSender>(MAIL_SENDER)),
 ];
-
-/** The local model that makes vectors of each size (to read an existing index with the model that built it). */
-const LOCAL_MODEL_BY_DIMENSIONS: ReadonlyMap<number, 'use' | 'use+glove'> = new Map([
-  [512, 'use'],
-  [612, 'use+glove'],
-]);
 
 async function openEmbeddedIndex(config: Config, logger: Logger): Promise<EmbeddedSearchIndex | WorkerSearchIndex> {
   const file = path.join(config.dataDir, 'search.db');
@@ -116,10 +113,7 @@ async function openEmbeddedIndex(config: Config, logger: Logger): Promise<Embedd
 export interface BuildOptions {
   /** Bound on each start-up connection to a production server (default 15 s). */
   connectTimeoutMs?: number;
-  /**
-   * The caller reads and replays the log only (the CLI: export, verify, rebuild, project): it
-   * embeds no query, so an index built by another embedding model does not stop it.
-   */
+  /** The caller reads and replays the log only (the CLI: export, verify, rebuild, project): it loads no embedding model ahead of use. */
   logOnly?: boolean;
 }
 
@@ -210,34 +204,41 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
 
   // The embedded index is opened first: `local` (the default) means GloVe-SIF for a new index,
   // and whichever local model built an existing one (data dirs from before the default changed
-  // hold USE-lite's 512-dimension vectors), so an upgrade keeps working without re-embedding.
+  // hold USE-lite's vectors), so an upgrade keeps working without re-embedding. Any other
+  // choice that differs from the index's model starts a model change (src/processing/reembedder.ts).
   // By default in its own thread (KB_SEARCH_THREAD): ranking and index updates do not hold up the event loop.
   const embedded = config.searchIndex === 'elasticsearch' ? undefined : await openEmbeddedIndex(config, logger);
   if (embedded) opened.push(() => embedded.close());
-  const stored = embedded?.stats().dims ?? 0;
-  const builtBy = config.embeddings === 'local' ? LOCAL_MODEL_BY_DIMENSIONS.get(stored) : undefined;
-  if (builtBy) logger.warn({ dimensions: stored, model: builtBy }, `the search index was built with KB_EMBEDDINGS=${builtBy}: using it (set KB_EMBEDDINGS to choose)`);
-  const embeddings: EmbeddingProvider = createEmbeddingProvider(builtBy ? { ...config, embeddings: builtBy } : config, (msg) => logger.info(msg));
+  const indexModel = (await embedded?.vectorModels())?.active;
+  const builtBy = config.embeddings === 'local' && indexModel ? LOCAL_EMBEDDERS.find((name) => localModelId(name) === indexModel.modelId) : undefined;
+  if (builtBy && builtBy !== 'glove') logger.warn({ model: indexModel?.modelId }, `the search index was built with KB_EMBEDDINGS=${builtBy}: using it (set KB_EMBEDDINGS to choose)`);
+  const log = (msg: string): void => logger.info(msg);
+  const embeddings: EmbeddingProvider = createEmbeddingProvider(builtBy ? { ...config, embeddings: builtBy } : config, log);
   opened.push(() => embeddings.close());
-  // Loaded in the background from the start, so the first upload is as fast as the tenth.
-  const warmup = new Warmup(async () => embeddings.warmup?.(), logger);
+  // A file that did not record its model (`unknown:<dims>d`, not a local model): vectors of the configured model's size are taken as its.
+  if (embedded && indexModel?.modelId.startsWith('unknown:') && indexModel.dimensions === embeddings.dimensions) await embedded.nameLegacyModel(embeddings.modelId);
+  const embeddingModels = new ConfiguredEmbeddingModels(embeddings, (modelId) => embeddingProviderForModel(config, modelId, log));
+  opened.push(() => embeddingModels.close());
 
   let searchIndex: SearchIndex;
   if (!embedded) {
     const url = config.elasticsearchUrl ?? '';
-    const es = new ElasticsearchSearchIndex({ node: url, name: config.elasticsearchIndex, dimensions: embeddings.dimensions, replicas: config.elasticsearchReplicas });
+    const es = new ElasticsearchSearchIndex({ node: url, name: config.elasticsearchIndex, dimensions: embeddings.dimensions, model: embeddings.modelId, replicas: config.elasticsearchReplicas });
     await connectOrFail('Elasticsearch', 'KB_ELASTICSEARCH_URL', url, () => es.connect(), { timeoutMs, abandon: () => es.close() });
     searchIndex = es;
   } else {
     searchIndex = embedded;
-    // Vectors of another model than the one chosen explicitly: refuse to start rather than fail every search.
-    if (stored > 0 && stored !== embeddings.dimensions && !logOnly) {
-      throw new StartupError(
-        `the search index in ${config.dataDir} holds ${stored}-dimension vectors but KB_EMBEDDINGS=${config.embeddings} gives ${embeddings.dimensions} (${embeddings.modelId}); ` +
-          `set KB_EMBEDDINGS back to the model that built it (use: 512, glove/local: 100, use+glove: 612); re-embedding in place is not built yet`,
-      );
-    }
   }
+  // Loaded in the background from the start, so the first upload is as fast as the tenth; during a
+  // model change searches and uploads use the index's model: it is loaded too.
+  const active = (await searchIndex.vectorModels()).active;
+  const activeModel = active && active.modelId !== embeddings.modelId ? embeddingModels.forModel(active.modelId) : undefined;
+  if (active && active.modelId !== embeddings.modelId && !activeModel) {
+    logger.warn({ model: active.modelId }, 'the search index holds vectors of a model this deployment cannot make: searches rank by BM25 alone until the change to KB_EMBEDDINGS completes');
+  }
+  const warmup = new Warmup(async () => {
+    if (!logOnly) await Promise.all([embeddings.warmup?.(), activeModel?.warmup?.()]);
+  }, logger);
   if (!embedded) opened.push(() => searchIndex.close());
 
   let jobQueue: JobQueue | undefined;
@@ -317,6 +318,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     blobStore: di.resolve<BlobStore>(BLOB_STORE),
     embeddings: di.resolve<EmbeddingProvider>(EMBEDDINGS),
     queryEmbeddings: di.resolve<EmbeddingProvider>(QUERY_EMBEDDINGS),
+    embeddingModels,
     scratchReadStore: () => new SqliteReadStore(':memory:'),
     rateLimiter,
     ...(optional<IdentityProvider>(di, IDENTITY_PROVIDER) ? { identityProvider: optional<IdentityProvider>(di, IDENTITY_PROVIDER) } : {}),
@@ -346,6 +348,7 @@ export async function closeContainer(di: DependencyContainer): Promise<void> {
   await optional<JobQueue>(di, JOB_QUEUE)?.close().catch(() => undefined);
   await optional<EventFeed>(di, EVENT_FEED)?.close().catch(() => undefined);
   await ctx.embeddings.close().catch(() => undefined);
+  await ctx.embeddingModels.close().catch(() => undefined);
   await ctx.searchIndex.close().catch(() => undefined);
   await ctx.eventStore.close();
   await ctx.readStore.close();

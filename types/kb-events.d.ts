@@ -131,7 +131,19 @@ export declare namespace Document {
   export type DocumentChunked = D<'DocumentChunked', { processingId: string; chunks: ChunkData[] }>;
   /** Vectors of a batch of chunks, with the model that made them: the index can be rebuilt without re-embedding. */
   export type ChunksEmbedded = D<'ChunksEmbedded', { processingId: string; modelId: string; dimensions: number; vectors: EmbeddedVector[] }>;
-  export type DocumentVerified = D<'DocumentVerified', { processingId: string; chunkCount: number; tokenCount: number }>;
+  /** `modelId`: the model of the run's vectors (absent in events written before models were recorded). */
+  export type DocumentVerified = D<'DocumentVerified', { processingId: string; chunkCount: number; tokenCount: number; modelId?: string }>;
+  /**
+   * Vectors of another model for a batch of chunks of the VERIFIED run `processingId` (an
+   * embedding model change, see src/domain/embeddingModel/events.ts), in chunk order from 0.
+   */
+  export type ChunksReembedded = D<'ChunksReembedded', { processingId: string; modelId: string; dimensions: number; vectors: EmbeddedVector[] }>;
+  /**
+   * Every chunk of the run has `modelId`'s vectors (the run's own ChunksEmbedded, or
+   * ChunksReembedded before it): the search index takes them. Recorded once per model change
+   * that needs them, so a change back to an earlier model re-embeds nothing.
+   */
+  export type DocumentReembedded = D<'DocumentReembedded', { processingId: string; modelId: string; chunkCount: number }>;
   export type DocumentProcessingFailed = D<'DocumentProcessingFailed', { processingId: string; code: ProcessingFailureCode; message: string }>;
   export type DocumentMetadataUpdated = D<'DocumentMetadataUpdated', { title?: string; purpose?: Purpose; tags?: string[]; updatedAt: string }>;
   /** Auto-save of a text or Markdown document; `size` is the UTF-8 bytes of `content`. */
@@ -145,6 +157,8 @@ export declare namespace Document {
     | DocumentChunked
     | ChunksEmbedded
     | DocumentVerified
+    | ChunksReembedded
+    | DocumentReembedded
     | DocumentProcessingFailed
     | DocumentMetadataUpdated
     | DocumentContentUpdated
@@ -310,6 +324,40 @@ export declare namespace Search {
   export type SearchEvent = SearchPerformed | PublicLinkUsed;
 }
 
+/** From src/domain/embeddingModel/events.ts. */
+export declare namespace EmbeddingModel {
+  /** An embedding model, as its vectors record it: `modelId` (e.g. `local:glove-sif-100d`) and their dimensions. */
+  export interface VectorModel {
+    modelId: string;
+    dimensions: number;
+  }
+  /** Why a model change stopped before its switch. */
+  export type ModelChangeCancelReason = 'CONFIGURATION_REVERTED' | 'SUPERSEDED';
+  /**
+   * The deployment's embedding model is one system stream (`embedding-model`), not a
+   * document's: a change starts (the configured model differs from the one the search index
+   * answers with), every VERIFIED document gets the new model's vectors in its own stream
+   * (ChunksReembedded, DocumentReembedded), and the change completes, at which point the
+   * index switches to the new vectors and drops the old ones. Replaying the log replays the
+   * switch, so a rebuilt index ends on the current model.
+   */
+  export type EmbeddingModelChangeStarted = DomainEvent<
+    'EmbeddingModelChangeStarted',
+    { changeId: string; fromModelId: string; fromDimensions: number; toModelId: string; dimensions: number; startedAt: string }
+  >;
+  /** Every VERIFIED document had the new model's vectors: searches switch to them. */
+  export type EmbeddingModelChangeCompleted = DomainEvent<
+    'EmbeddingModelChangeCompleted',
+    { changeId: string; toModelId: string; dimensions: number; documents: number; completedAt: string }
+  >;
+  /** The change stopped before its switch (the configuration went back, or named yet another model): its vectors are dropped. */
+  export type EmbeddingModelChangeCancelled = DomainEvent<
+    'EmbeddingModelChangeCancelled',
+    { changeId: string; toModelId: string; reason: ModelChangeCancelReason; cancelledAt: string }
+  >;
+  export type EmbeddingModelEvent = EmbeddingModelChangeStarted | EmbeddingModelChangeCompleted | EmbeddingModelChangeCancelled;
+}
+
 /** Every domain event type of the log. */
 export type KbDomainEvent =
   | Workspace.WorkspaceEvent
@@ -319,7 +367,8 @@ export type KbDomainEvent =
   | User.UserEvent
   | User.ApiKeyEvent
   | User.SessionEvent
-  | Search.SearchEvent;
+  | Search.SearchEvent
+  | EmbeddingModel.EmbeddingModelEvent;
 
 /** Where an event sits in the log. */
 export interface KbEnvelope {

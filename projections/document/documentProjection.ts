@@ -145,6 +145,8 @@ export function documentProjection(store: ReadStore): Projection {
         break;
       case 'DocumentChunked':
       case 'ChunksEmbedded':
+      case 'ChunksReembedded':
+      case 'DocumentReembedded':
         break;
       default: {
         const _never: never = e;

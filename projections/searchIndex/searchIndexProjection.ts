@@ -2,10 +2,11 @@ import { checkpointedConsumer, eachEvent } from '../../src/core/consumer';
 import { Projection } from '../../src/core/projection';
 import { RecordedEvent } from '../../src/domain/event';
 import { ChunkData, decodeVector, DocumentEvent, documentStream, isDocumentEvent, Purpose } from '../../src/domain/document/events';
+import { EmbeddingModelEvent, isEmbeddingModelEvent } from '../../src/domain/embeddingModel/events';
 import { WorkspaceEvent } from '../../src/domain/workspace/events';
 import { EventStore } from '../../src/ports/eventStore';
 import { ReadStore } from '../../src/ports/readStore';
-import { IndexedChunk, SearchIndex } from '../../src/ports/searchIndex';
+import { ChunkVector, IndexedChunk, SearchIndex } from '../../src/ports/searchIndex';
 import { tagsCollection } from '../workspace/workspaceProjection';
 
 /** Which documents the index holds, with their tags (to update them on TagDeleted). */
@@ -30,6 +31,13 @@ export interface SearchIndexProjectionDeps {
  * vectors are never cached in memory between events. Every operation is idempotent
  * (upsert replaces, delete and field updates are repeatable), so a replay after a crash
  * between an operation and the checkpoint changes nothing.
+ *
+ * Embedding models: the index holds the vectors of its active model, and during a model
+ * change (EmbeddingModelChangeStarted … Completed) those of the next model beside them
+ * (DocumentReembedded, or a run embedded with it). EmbeddingModelChangeCompleted switches
+ * the index to the next model's vectors; a replay of the log replays the switch, so a
+ * rebuilt index ends on the current model. A run whose vectors are of neither model (one
+ * that straddled a switch) is indexed for BM25 until the re-embedder gives it vectors.
  */
 export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projection {
   const { eventStore, readStore, searchIndex } = deps;
@@ -44,7 +52,14 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
     let purpose: Purpose = 'KNOWLEDGE';
     let tags: string[] = [];
     const chunks = new Map<number, ChunkData>();
-    const vectors = new Map<number, Float32Array>();
+    // The run's vectors by model, then by chunk index.
+    const vectors = new Map<string, Map<number, Float32Array>>();
+    const vectorsOf = (modelId: string): Map<number, Float32Array> => {
+      let m = vectors.get(modelId);
+      if (!m) vectors.set(modelId, (m = new Map()));
+      return m;
+    };
+    let runModel: string | undefined;
     for (const r of stream) {
       if (r.revision > atRevision) break;
       const e = r as unknown as DocumentEvent;
@@ -61,7 +76,10 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
           if (e.data.processingId === processingId) for (const c of e.data.chunks) chunks.set(c.index, c);
           break;
         case 'ChunksEmbedded':
-          if (e.data.processingId === processingId) for (const v of e.data.vectors) vectors.set(v.index, decodeVector(v.vector));
+        case 'ChunksReembedded':
+          if (e.data.processingId !== processingId) break;
+          if (e.type === 'ChunksEmbedded') runModel = e.data.modelId;
+          for (const v of e.data.vectors) vectorsOf(e.data.modelId).set(v.index, decodeVector(v.vector));
           break;
         default:
           break;
@@ -70,8 +88,15 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
     // Tags deleted meanwhile are dropped (TagDeleted after this point is handled when it comes).
     const existing = new Set((await tagsCollection(readStore).find({ workspaceId })).map((t) => t.tagId));
     const liveTags = tags.filter((t) => existing.has(t));
+    const models = await searchIndex.vectorModels();
+    // The active model's vectors (on an index without one, the run's own model becomes it).
+    const activeModel = models.active?.modelId ?? runModel;
+    const active = activeModel !== undefined ? vectors.get(activeModel) : undefined;
+    const next = models.next ? vectors.get(models.next.modelId) : undefined;
     const out: IndexedChunk[] = [];
     for (const [index, c] of [...chunks.entries()].sort((a, b) => a[0] - b[0])) {
+      const vector = active?.get(index);
+      const nextVector = next?.get(index);
       out.push({
         workspaceId,
         documentId,
@@ -80,7 +105,9 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
         tags: liveTags,
         chunkIndex: index,
         content: c.content,
-        vector: vectors.get(index) ?? [],
+        vector: vector ?? [],
+        ...(vector && activeModel !== undefined ? { model: activeModel } : {}),
+        ...(nextVector && models.next ? { next: { model: models.next.modelId, vector: nextVector } } : {}),
         ...(c.page !== undefined ? { page: c.page } : {}),
         ...(c.section !== undefined ? { section: c.section } : {}),
       });
@@ -89,7 +116,40 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
     await indexed.put({ id: documentId, workspaceId, tags: liveTags });
   }
 
+  /** A document's vectors of a model (DocumentReembedded): the run's ChunksEmbedded or ChunksReembedded of that model up to this point. */
+  async function putReembedded(documentId: string, processingId: string, modelId: string, atRevision: number): Promise<void> {
+    const stream = await eventStore.readStream(documentStream(documentId));
+    if (stream.some((e) => e.type === 'DocumentDeleted')) return;
+    const out: ChunkVector[] = [];
+    for (const r of stream) {
+      if (r.revision > atRevision) break;
+      const e = r as unknown as DocumentEvent;
+      if ((e.type !== 'ChunksReembedded' && e.type !== 'ChunksEmbedded') || e.data.processingId !== processingId || e.data.modelId !== modelId) continue;
+      for (const v of e.data.vectors) out.push({ chunkIndex: v.index, vector: decodeVector(v.vector) });
+    }
+    await searchIndex.putVectors(documentId, modelId, out);
+  }
+
+  async function handleModelEvent(e: EmbeddingModelEvent): Promise<void> {
+    switch (e.type) {
+      case 'EmbeddingModelChangeStarted':
+        await searchIndex.beginVectorModel({ modelId: e.data.toModelId, dimensions: e.data.dimensions });
+        break;
+      case 'EmbeddingModelChangeCompleted':
+        await searchIndex.switchVectorModel({ modelId: e.data.toModelId, dimensions: e.data.dimensions });
+        break;
+      case 'EmbeddingModelChangeCancelled':
+        await searchIndex.dropVectorModel(e.data.toModelId);
+        break;
+      default: {
+        const _never: never = e;
+        void _never;
+      }
+    }
+  }
+
   async function handle(r: RecordedEvent): Promise<void> {
+    if (isEmbeddingModelEvent(r)) return handleModelEvent(r as unknown as EmbeddingModelEvent);
     if (r.type === 'TagDeleted' || r.type === 'WorkspaceDeleted') {
       const w = r as unknown as WorkspaceEvent;
       if (w.type === 'TagDeleted') {
@@ -109,6 +169,9 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
     switch (e.type) {
       case 'DocumentVerified':
         await upsertVerified(e.data.documentId, e.data.processingId, r.revision);
+        break;
+      case 'DocumentReembedded':
+        await putReembedded(e.data.documentId, e.data.processingId, e.data.modelId, r.revision);
         break;
       case 'DocumentProcessingFailed': {
         // The decider emits a failure only for the current run: the document is not searchable now.

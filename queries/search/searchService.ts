@@ -1,5 +1,6 @@
 import { AppContext } from '../../src/app/context';
-import { Purpose, SearchHit } from '../../src/ports/searchIndex';
+import { isVectorModelChanged, Purpose, SearchHit, SearchRequest } from '../../src/ports/searchIndex';
+import { activeEmbedder, forgetActiveModel } from '../../src/search/vectorModels';
 import { documentsCollection } from '../../projections/document/documentProjection';
 
 export interface WorkspaceSearch {
@@ -29,10 +30,9 @@ export async function searchWorkspace(ctx: AppContext, s: WorkspaceSearch): Prom
 
 async function searchHits(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHit[]> {
   if (s.limit <= 0 || (s.tags !== undefined && s.tags.length === 0) || (s.documentIds !== undefined && s.documentIds.length === 0)) return [];
-  const [vector] = await ctx.queryEmbeddings.embed([s.query]);
   const filters = { workspaceId: s.workspaceId, ...(s.tags ? { tags: s.tags } : {}), ...(s.purpose ? { purpose: s.purpose } : {}), ...(s.documentIds ? { documentIds: s.documentIds } : {}) };
   // Ask for a few more than needed: the re-check below may drop stale hits.
-  const hits = await ctx.searchIndex.search({ text: s.query, vector, filters, k: s.limit + 5, mode: 'hybrid' });
+  const hits = await searchWithActiveModel(ctx, { text: s.query, filters, k: s.limit + 5, mode: 'hybrid' });
   if (hits.length === 0) return [];
   const docs = await documentsCollection(ctx.readStore).getMany([...new Set(hits.map((h) => h.documentId))]);
   const byId = new Map(docs.map((d) => [d.id, d]));
@@ -47,6 +47,26 @@ async function searchHits(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHi
     if (out.length === s.limit) break;
   }
   return out;
+}
+
+/**
+ * The query embedded with the model of the vectors the index answers with (the old one while
+ * a model change is under way); once more when the index switched models in between. No
+ * embedder for that model: BM25 alone.
+ */
+async function searchWithActiveModel(ctx: AppContext, request: Omit<SearchRequest, 'vector' | 'vectorModel'>): Promise<SearchHit[]> {
+  for (let attempt = 1; ; attempt++) {
+    const embedder = await activeEmbedder(ctx.searchIndex, ctx.embeddingModels);
+    // The configured model's queries go through the query embedder (its cache).
+    const queries = embedder && embedder.modelId === ctx.queryEmbeddings.modelId ? ctx.queryEmbeddings : embedder;
+    const vector = queries ? (await queries.embed([request.text]))[0] : undefined;
+    try {
+      return await ctx.searchIndex.search({ ...request, ...(vector && queries ? { vector, vectorModel: queries.modelId } : {}) });
+    } catch (err) {
+      if (!isVectorModelChanged(err) || attempt >= 2) throw err;
+      forgetActiveModel(ctx.searchIndex);
+    }
+  }
 }
 
 const clamp01 = (x: number): number => (Number.isFinite(x) ? Math.min(1, Math.max(0, x)) : 0);

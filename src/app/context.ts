@@ -5,7 +5,7 @@ import { Projection } from '../core/projection';
 import { EventStore } from '../ports/eventStore';
 import { ReadStore } from '../ports/readStore';
 import { SearchIndex } from '../ports/searchIndex';
-import { EmbeddingProvider } from '../ports/embeddings';
+import { EmbeddingModels, EmbeddingProvider } from '../ports/embeddings';
 import { BlobStore } from '../ports/blobStore';
 import { IdentityProvider } from '../ports/identityProvider';
 import { Warmup } from './warmup';
@@ -33,6 +33,11 @@ export interface AppContext {
   embeddings: EmbeddingProvider;
   /** Embeds search queries: the composition root puts a cache in front (repeated queries and MCP retries skip the model). */
   queryEmbeddings: EmbeddingProvider;
+  /**
+   * Every model this deployment can embed with: the configured one (`embeddings`) and, during
+   * a model change, the one the search index still answers with (see src/search/activeEmbedder.ts).
+   */
+  embeddingModels: EmbeddingModels;
   /** A fresh, empty, throw-away read store (time travel folds the past into one); the caller closes it. */
   scratchReadStore: () => ReadStore;
   blobStore: BlobStore;

@@ -64,6 +64,8 @@ const Env = t.partial({
   KB_EXTRACT_TIMEOUT_MS: PositiveInt,
   KB_PROCESSING_CONCURRENCY: PositiveInt,
   KB_PROCESSING_PER_WORKSPACE: PositiveInt,
+  // Re-embedding after a model change (issue 13).
+  KB_REEMBED_PAUSE_MS: t.refinement(IntFromString, (n) => n >= 0 && n <= 60_000, 'milliseconds 0..60000'),
   // Operations (issue 15): /metrics behind a bearer token, optionally on its own port.
   KB_METRICS_TOKEN: t.refinement(t.string, (s) => s.length >= 16, 'at least 16 characters'),
   KB_MCP_FETCH_MAX_CHARS: PositiveInt,
@@ -158,6 +160,8 @@ export interface Config {
    * `perWorkspace` of them for one workspace; waiting runs are taken round-robin by workspace.
    */
   processing: { concurrency: number; perWorkspace: number };
+  /** Pause between two re-embedding batches after a model change (0: only a yield to the event loop). */
+  reembedPauseMs: number;
   /** Reprocess requests per workspace per minute. */
   reprocessPerMinute: number;
   /**
@@ -270,6 +274,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.KB_EXTRACT_TIMEOUT_MS ?? 120_000,
     },
     processing: { concurrency: 0, perWorkspace: 0 },
+    reembedPauseMs: e.KB_REEMBED_PAUSE_MS ?? 0,
     reprocessPerMinute: e.KB_REPROCESS_PER_MINUTE ?? 10,
     mail: {
       smtpUrl: e.KB_SMTP_URL,

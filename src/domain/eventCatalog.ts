@@ -1,4 +1,5 @@
 import { documentEventTraits } from './document/events';
+import { embeddingModelEventTraits } from './embeddingModel/events';
 import { instructionSetEventTraits } from './instructionSet/events';
 import { searchLinkEventTraits } from './searchLink/events';
 import { searchEventTraits } from './search/events';
@@ -14,7 +15,7 @@ interface AnyTraits {
 
 /** The traits of every event type in the log, by type. */
 export const EVENT_TRAITS: ReadonlyMap<string, AnyTraits> = new Map(
-  [documentEventTraits, workspaceEventTraits, instructionSetEventTraits, searchLinkEventTraits, userEventTraits, searchEventTraits].flatMap((catalog) =>
+  [documentEventTraits, workspaceEventTraits, instructionSetEventTraits, searchLinkEventTraits, userEventTraits, searchEventTraits, embeddingModelEventTraits].flatMap((catalog) =>
     Object.entries<AnyTraits>(catalog),
   ),
 );

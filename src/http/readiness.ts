@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import { AppContext } from '../app/context';
+import { reembeddingProgress } from '../search/vectorModels';
 
 /** Events the projections may lag behind the head of the log and still be ready. */
 const READY_LAG = 1000;
@@ -7,7 +8,9 @@ const READY_LAG = 1000;
 /**
  * GET /readyz: 200 ready when the embedding model is loaded and the projections are within
  * READY_LAG events of the head of the log; else 503 `warming` (model loading, or its load
- * failed: `embeddings: "failed"`) or `catching_up`.
+ * failed: `embeddings: "failed"`) or `catching_up`. During an embedding model change (still
+ * ready: searches use the old vectors) `reembedding: {from, to, done, total}` counts the
+ * documents that have the new model's vectors.
  */
 export function readinessHandler(ctx: AppContext): RequestHandler {
   return async (_req, res) => {
@@ -16,6 +19,7 @@ export function readinessHandler(ctx: AppContext): RequestHandler {
     const caughtUp = head - low <= READY_LAG;
     const embeddings = ctx.warmup.state;
     const status = embeddings !== 'ready' ? 'warming' : caughtUp ? 'ready' : 'catching_up';
+    const reembedding = reembeddingProgress(await ctx.searchIndex.vectorModels());
     res.status(status === 'ready' ? 200 : 503).json({
       status,
       head,
@@ -23,6 +27,7 @@ export function readinessHandler(ctx: AppContext): RequestHandler {
       embeddings,
       ...(ctx.warmup.error ? { embeddingsError: ctx.warmup.error } : {}),
       ...(ctx.warmup.ms !== undefined ? { embeddingsWarmupMs: ctx.warmup.ms } : {}),
+      ...(reembedding ? { reembedding } : {}),
     });
   };
 }

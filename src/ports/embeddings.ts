@@ -10,3 +10,15 @@ export interface EmbeddingProvider {
 }
 
 export const EMBEDDINGS = Symbol('EMBEDDINGS');
+
+/**
+ * The embedding models a deployment can make vectors with: the configured one (KB_EMBEDDINGS),
+ * and others by model id, for a search index whose vectors another model made (the model
+ * before a change, while the change is under way).
+ */
+export interface EmbeddingModels {
+  readonly configured: EmbeddingProvider;
+  /** A provider of `modelId`'s vectors (the configured one for its own id); undefined when this deployment cannot make them. */
+  forModel(modelId: string): EmbeddingProvider | undefined;
+  close(): Promise<void>;
+}

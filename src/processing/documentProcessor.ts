@@ -17,6 +17,7 @@ import { chunkText, countTokens } from './chunker';
 import { ExtractionError, extractText } from './extract';
 import { FairScheduler, SchedulerClosedError } from './fairScheduler';
 import { normalizeText } from './normalize';
+import { activeEmbedder } from '../search/vectorModels';
 
 export const PROCESSOR_CHECKPOINT = 'document-processor';
 /** At most this many chunks per DocumentChunked event (fewer when they pass the event budget), and per embedding call (its vectors go in ChunksEmbedded events under the budget). */
@@ -289,7 +290,9 @@ export class DocumentProcessor {
     }));
     for (const batch of chunkBatches(chunkData, CHUNK_EVENT_BATCH)) await this.append(run, { type: 'RecordChunks', processingId, chunks: batch });
 
-    const { embeddings } = this.app;
+    // The model searches use now (the old one while a model change is under way: the
+    // re-embedder gives the document the new one's vectors), fixed for the whole run.
+    const embeddings = (await activeEmbedder(this.app.searchIndex, this.app.embeddingModels, { fresh: true })) ?? this.app.embeddingModels.configured;
     // One batch at a time per run: runs of other workspaces interleave with this one's batches
     // at the embedder instead of queueing behind all of them.
     for (let i = 0; i < chunks.length; i += EMBED_BATCH) {

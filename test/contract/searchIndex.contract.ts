@@ -1,4 +1,4 @@
-import type { IndexedChunk, Purpose, SearchIndex } from '../../src/ports/searchIndex';
+import { type IndexedChunk, type Purpose, type SearchIndex, VectorModelChangedError } from '../../src/ports/searchIndex';
 
 const DIMS = 16;
 
@@ -289,6 +289,90 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       await index.upsertDocument('d-new', doc('ws1', 'd-new', 'New', [{ content: 'rocket again', vector: vec(0) }]));
       const hits = await index.search({ text: 'rocket', vector: vec(0), filters: { workspaceId: 'ws1' }, k: 5 });
       expect(ids(hits)).toEqual(['d-new']);
+    });
+
+    describe('two embedding models (a model change)', () => {
+      const B_DIMS = 8;
+      /** Model B's vectors: 8 dimensions, each document on another axis than under A. */
+      const vecB = (axis: number): number[] => Array.from({ length: B_DIMS }, (_, i) => (i === axis % B_DIMS ? 1 : 0));
+      const dense = async (vector: number[], vectorModel?: string) =>
+        ids(await index.search({ text: '', vector, filters: { workspaceId: 'ws1' }, k: 1, mode: 'dense', ...(vectorModel ? { vectorModel } : {}) }));
+
+      async function seedA(): Promise<void> {
+        await index.upsertDocument('d-rocket', doc('ws1', 'd-rocket', 'Rocket engines', [{ content: 'Liquid rocket engines burn propellant.', vector: vec(0) }, { content: 'Nozzle expansion.', vector: vec(1) }]).map((c) => ({ ...c, model: 'A' })));
+        await index.upsertDocument('d-garden', doc('ws1', 'd-garden', 'Gardening', [{ content: 'Tomatoes need sunlight.', vector: vec(2) }]).map((c) => ({ ...c, model: 'A' })));
+      }
+
+      it('records the model of the first vectors, and refuses vectors of another model as active ones', async () => {
+        expect(await index.vectorModels()).toMatchObject({ documents: 0 });
+        expect((await index.vectorModels()).active).toBeUndefined();
+        await seedA();
+        expect(await index.vectorModels()).toEqual({ active: { modelId: 'A', dimensions: 16 }, documents: 2 });
+        await expect(index.upsertDocument('d-x', doc('ws1', 'd-x', 'X', [{ content: 'x', vector: vec(3) }]).map((c) => ({ ...c, model: 'B' })))).rejects.toThrow(/B/);
+      });
+
+      it('builds the next model beside the active one: searches answer from the old vectors until the switch, then from the new ones only', async () => {
+        await seedA();
+        await index.beginVectorModel({ modelId: 'B', dimensions: B_DIMS });
+        await index.beginVectorModel({ modelId: 'B', dimensions: B_DIMS }); // repeatable (a replay)
+        expect((await index.vectorModels()).next).toEqual({ modelId: 'B', dimensions: B_DIMS, documents: 0 });
+        // Under B the rocket is on axis 5 and the garden on axis 6.
+        await index.putVectors('d-rocket', 'B', [{ chunkIndex: 0, vector: vecB(5) }, { chunkIndex: 1, vector: vecB(5) }]);
+        await index.putVectors('d-unknown', 'B', [{ chunkIndex: 0, vector: vecB(5) }]); // not indexed: ignored
+        expect((await index.vectorModels()).next?.documents).toBe(1);
+        // Searches still use A.
+        expect(await dense(vec(2), 'A')).toEqual(['d-garden']);
+        await expect(index.search({ text: '', vector: vecB(6), filters: { workspaceId: 'ws1' }, k: 1, mode: 'dense', vectorModel: 'B' })).rejects.toBeInstanceOf(VectorModelChangedError);
+        // A document verified during the change arrives with both models' vectors.
+        await index.upsertDocument('d-style', doc('ws1', 'd-style', 'Style', [{ content: 'Short sentences.', vector: vec(3) }]).map((c) => ({ ...c, model: 'A', next: { model: 'B', vector: vecB(7) } })));
+        await index.putVectors('d-garden', 'B', [{ chunkIndex: 0, vector: vecB(6) }]);
+        expect(await index.vectorModels()).toMatchObject({ active: { modelId: 'A' }, next: { modelId: 'B', documents: 3 }, documents: 3 });
+
+        await index.switchVectorModel({ modelId: 'B', dimensions: B_DIMS });
+        await index.switchVectorModel({ modelId: 'B', dimensions: B_DIMS }); // repeatable (a replay)
+        expect(await index.vectorModels()).toEqual({ active: { modelId: 'B', dimensions: B_DIMS }, documents: 3 });
+        expect(await dense(vecB(6), 'B')).toEqual(['d-garden']);
+        expect(await dense(vecB(5), 'B')).toEqual(['d-rocket']);
+        expect(await dense(vecB(7), 'B')).toEqual(['d-style']);
+        // The old vectors are gone: a query of model A is refused, one of A's size cannot be scored.
+        await expect(index.search({ text: '', vector: vec(2), filters: { workspaceId: 'ws1' }, k: 1, mode: 'dense', vectorModel: 'A' })).rejects.toBeInstanceOf(VectorModelChangedError);
+        await expect(index.search({ text: '', vector: vec(2), filters: { workspaceId: 'ws1' }, k: 1, mode: 'dense' })).rejects.toThrow(/dimensions/);
+        const bm25 = await index.search({ text: 'tomatoes', filters: { workspaceId: 'ws1' }, k: 3, mode: 'bm25' });
+        expect(ids(bm25)).toEqual(['d-garden']);
+      });
+
+      it('a document without the new vectors at the switch is found by BM25 until it gets them', async () => {
+        await seedA();
+        await index.beginVectorModel({ modelId: 'B', dimensions: B_DIMS });
+        await index.putVectors('d-rocket', 'B', [{ chunkIndex: 0, vector: vecB(5) }, { chunkIndex: 1, vector: vecB(5) }]);
+        await index.switchVectorModel({ modelId: 'B', dimensions: B_DIMS });
+        expect(await dense(vecB(6), 'B')).toEqual(['d-rocket']); // the garden has no vector
+        expect((await index.search({ text: 'tomatoes', vector: vecB(6), filters: { workspaceId: 'ws1' }, k: 3, vectorModel: 'B' }))[0].documentId).toBe('d-garden');
+        await index.putVectors('d-garden', 'B', [{ chunkIndex: 0, vector: vecB(6) }]);
+        expect(await dense(vecB(6), 'B')).toEqual(['d-garden']);
+      });
+
+      it('a cancelled change drops the next model\'s vectors; searches never saw them', async () => {
+        await seedA();
+        await index.beginVectorModel({ modelId: 'B', dimensions: B_DIMS });
+        await index.putVectors('d-rocket', 'B', [{ chunkIndex: 0, vector: vecB(5) }, { chunkIndex: 1, vector: vecB(5) }]);
+        await index.dropVectorModel('B');
+        expect(await index.vectorModels()).toEqual({ active: { modelId: 'A', dimensions: 16 }, documents: 2 });
+        expect(await dense(vec(0), 'A')).toEqual(['d-rocket']);
+        // Vectors of a model neither active nor being built are ignored.
+        await index.putVectors('d-garden', 'B', [{ chunkIndex: 0, vector: vecB(6) }]);
+        expect(await index.vectorModels()).toEqual({ active: { modelId: 'A', dimensions: 16 }, documents: 2 });
+      });
+
+      it('a deleted document leaves the next model\'s count; clear forgets both models', async () => {
+        await seedA();
+        await index.beginVectorModel({ modelId: 'B', dimensions: B_DIMS });
+        await index.putVectors('d-rocket', 'B', [{ chunkIndex: 0, vector: vecB(5) }, { chunkIndex: 1, vector: vecB(5) }]);
+        await index.deleteDocument('d-rocket');
+        expect(await index.vectorModels()).toMatchObject({ next: { documents: 0 }, documents: 1 });
+        await index.clear();
+        expect(await index.vectorModels()).toEqual({ documents: 0 });
+      });
     });
   });
 }

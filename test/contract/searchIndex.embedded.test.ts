@@ -394,4 +394,48 @@ describe('EmbeddedSearchIndex specifics', () => {
     await expect(index.search({ text: 'x', vector: unit(rand, 9), filters: { workspaceId: 'w' }, k: 1 })).rejects.toThrow(/dimensions/);
     await index.close();
   });
+
+  it('a model change survives a restart: the next vectors are kept in the file, the switch after reopening drops the old ones', async () => {
+    const file = path.join(dir, 'models.sqlite');
+    const rand = rng(17);
+    const a = [unit(rand, 12), unit(rand, 12)];
+    const b = [unit(rand, 20), unit(rand, 20)];
+    let index = new EmbeddedSearchIndex(file);
+    await index.upsertDocument('d1', [{ ...chunk('w', 'd1', 0, a[0]), model: 'A' }]);
+    await index.upsertDocument('d2', [{ ...chunk('w', 'd2', 0, a[1]), model: 'A' }]);
+    await index.beginVectorModel({ modelId: 'B', dimensions: 20 });
+    await index.putVectors('d1', 'B', [{ chunkIndex: 0, vector: b[0] }]);
+    await index.close();
+    index = new EmbeddedSearchIndex(file);
+    expect(await index.vectorModels()).toEqual({ active: { modelId: 'A', dimensions: 12 }, next: { modelId: 'B', dimensions: 20, documents: 1 }, documents: 2 });
+    expect((await index.search({ text: '', vector: a[1], filters: { workspaceId: 'w' }, k: 1, mode: 'dense', vectorModel: 'A' }))[0].documentId).toBe('d2');
+    await index.putVectors('d2', 'B', [{ chunkIndex: 0, vector: b[1] }]);
+    await index.switchVectorModel({ modelId: 'B', dimensions: 20 });
+    await index.close();
+    index = new EmbeddedSearchIndex(file);
+    expect(await index.vectorModels()).toEqual({ active: { modelId: 'B', dimensions: 20 }, documents: 2 });
+    expect((await index.search({ text: '', vector: b[1], filters: { workspaceId: 'w' }, k: 1, mode: 'dense', vectorModel: 'B' }))[0].documentId).toBe('d2');
+    await index.close();
+    // Every stored vector names its model; no vector of A is left in the file.
+    const check = new Database(file, { readonly: true });
+    const rows = check.prepare('SELECT m.model_id AS model, length(c.vector) AS bytes FROM chunks c JOIN vector_models m ON m.num = c.model').all();
+    expect(rows).toEqual([{ model: 'B', bytes: 80 }, { model: 'B', bytes: 80 }]);
+    expect(check.prepare('SELECT count(*) AS n FROM next_vectors').get()).toEqual({ n: 0 });
+    check.close();
+  });
+
+  it('a file from before vectors recorded their model: the model is named by its dimensions', async () => {
+    const file = path.join(dir, 'unnamed.sqlite');
+    const rand = rng(19);
+    let index = new EmbeddedSearchIndex(file);
+    await index.upsertDocument('d1', [chunk('w', 'd1', 0, unit(rand, 100))]);
+    await index.close();
+    // Back to the older layout: no model column, no model tables.
+    const old = new Database(file);
+    old.exec("ALTER TABLE chunks DROP COLUMN model; DROP TABLE vector_models; DROP TABLE next_vectors; DELETE FROM meta WHERE key IN ('model', 'next_model');");
+    old.close();
+    index = new EmbeddedSearchIndex(file);
+    expect((await index.vectorModels()).active).toEqual({ modelId: 'local:glove-sif-100d', dimensions: 100 });
+    await index.close();
+  });
 });

@@ -1,6 +1,6 @@
 import { client, signUp, startServer, TestServer } from '../support/server';
 
-/** Issue 13: the model is warmed at start (reported on /readyz); an index of other dimensions stops the start. */
+/** Issue 13: the model is warmed at start (reported on /readyz); `local` reads an index with the local model that built it (a change of model: reembedding.test.ts). */
 describe('embedding model at start-up', () => {
   let server: TestServer | undefined;
   afterEach(async () => {
@@ -23,26 +23,6 @@ describe('embedding model at start-up', () => {
     const r = await readyz(server.url);
     expect(r.body).toMatchObject({ status: 'ready', embeddings: 'ready' });
     expect(r.body.embeddingsWarmupMs).toEqual(expect.any(Number));
-  });
-
-  it('refuses to start on an index built with vectors of other dimensions, naming the fix', async () => {
-    server = await startServer();
-    const dataDir = server.dataDir;
-    const u = await signUp(server.url);
-    const ws = await u.api.post('/v1/workspaces', { name: 'W' });
-    const fd = new FormData();
-    fd.append('file', new Blob(['# Wings\n\nLift grows with the angle of attack until the wing stalls.']), 'wings.md');
-    const doc = await u.api.post(`/v1/workspaces/${ws.body.id}/documents`, fd);
-    expect(doc.status).toBe(201);
-    for (let i = 0; i < 300; i++) {
-      const d = await u.api.get(`/v1/documents/${doc.body.id}`);
-      if (d.body.processingStatus === 'VERIFIED') break;
-      await new Promise((res) => setTimeout(res, 100));
-    }
-    await server.stop();
-    server = undefined;
-    // Same data dir, USE-lite (512 dimensions) instead of GloVe-SIF (100).
-    await expect(startServer({ KB_EMBEDDINGS: 'use' }, dataDir)).rejects.toThrow(/holds 100-dimension vectors but KB_EMBEDDINGS=use gives 512/);
   });
 
   it('an index built by the previous default (USE-lite) keeps working after an upgrade: the default reads it with the model that built it', async () => {

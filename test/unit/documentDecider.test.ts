@@ -66,7 +66,7 @@ describe('document decider', () => {
   it('the pipeline of the current run ends VERIFIED with its counts', () => {
     given([uploaded(), started(), extracted(), chunked(), embedded()])
       .when({ type: 'MarkVerified', processingId: 'p1' })
-      .then([{ type: 'DocumentVerified', data: { ...ids, processingId: 'p1', chunkCount: 1, tokenCount: 2 } }]);
+      .then([{ type: 'DocumentVerified', data: { ...ids, processingId: 'p1', chunkCount: 1, tokenCount: 2, modelId: 'm' } }]);
   });
 
   it('never VERIFIED with zero chunks: NO_TEXT failure instead', () => {

@@ -1,7 +1,7 @@
 import { Client, errors } from '@elastic/elasticsearch';
 import Mock from '@elastic/elasticsearch-mock';
 import { ElasticsearchSearchIndex } from '../../src/adapters/elasticsearch/elasticsearchSearchIndex';
-import { IndexedChunk } from '../../src/ports/searchIndex';
+import { IndexedChunk, VectorModelChangedError } from '../../src/ports/searchIndex';
 
 interface Req {
   method: string;
@@ -32,6 +32,7 @@ function fakeElasticsearch() {
     return [...out];
   };
   const matches = (doc: any, query: any): boolean => {
+    if (!query) return true;
     if (query.term) return Object.entries(query.term).every(([k, v]) => doc[k] === v);
     if (query.bool) {
       const keep: string[] = query.bool.must_not?.[0]?.ids?.values ?? [];
@@ -81,8 +82,23 @@ function fakeElasticsearch() {
       return Object.fromEntries(names.map((n) => [n, { aliases: {}, mappings: {}, settings: {} }]));
     }
     const names = matchNames(seg[0]);
+    if (seg[1] === '_mapping') return p.method === 'GET' ? Object.fromEntries(names.map((n) => [n, { mappings: { properties: {} } }])) : { acknowledged: true };
+    if (seg[1] === '_search') {
+      // Like a real server: a kNN query of other dimensions than the field's is refused.
+      const dims = names.flatMap((n) => [...(indices.get(n) ?? new Map()).values()]).find((d) => d.vector)?.vector.length;
+      if (p.body.knn && dims !== undefined && p.body.knn.query_vector.length !== dims) {
+        return new errors.ResponseError({ body: { error: { type: 'illegal_argument_exception', reason: 'dims differ' }, status: 400 }, statusCode: 400, headers: {}, warnings: null, meta: {} as never });
+      }
+      const hits = names
+        .flatMap((n) => [...(indices.get(n) ?? new Map()).values()].filter((d) => matches(d, p.body.query)).map((d) => ({ _index: n, _id: d._id, _source: { ...d } })))
+        .sort((a, b) => a._source.chunkIndex - b._source.chunkIndex)
+        .filter((h) => p.body.search_after === undefined || h._source.chunkIndex > p.body.search_after[0]);
+      for (const h of hits) for (const f of p.body._source?.excludes ?? []) delete h._source[f];
+      return { took: 1, timed_out: false, hits: { total: { value: hits.length, relation: 'eq' }, hits: hits.slice(0, p.body.size ?? 10) } };
+    }
     if (seg[1] === '_doc') {
       const docs = indices.get(seg[0]) ?? new Map();
+      if (p.method === 'DELETE') return docs.delete(seg[2]) ? { result: 'deleted' } : new errors.ResponseError({ body: { result: 'not_found' }, statusCode: 404, headers: {}, warnings: null, meta: {} as never });
       if (p.method === 'GET') return docs.has(seg[2]) ? { _index: seg[0], _id: seg[2], found: true, _source: docs.get(seg[2]) } : new errors.ResponseError({ body: { found: false }, statusCode: 404, headers: {}, warnings: null, meta: {} as never });
       docs.set(seg[2], p.body);
       return { result: 'created', _id: seg[2] };
@@ -94,7 +110,7 @@ function fakeElasticsearch() {
     }
     if (seg[1] === '_count') {
       const [n] = names;
-      return { count: new Set([...(indices.get(n) ?? new Map()).values()].filter((d) => d.workspaceId === p.body.query.bool?.filter?.[0]?.term?.workspaceId || true).map((d) => d.documentId)).size };
+      return { count: new Set([...(indices.get(n) ?? new Map()).values()].filter((d) => d.workspaceId === p.body?.query?.bool?.filter?.[0]?.term?.workspaceId || true).map((d) => d.documentId)).size };
     }
     if (seg[1] === '_update_by_query') return { updated: 0 };
     return new errors.ResponseError({ body: { error: `unexpected ${p.method} ${path}` }, statusCode: 400, headers: {}, warnings: null, meta: {} as never });
@@ -127,7 +143,7 @@ describe('ElasticsearchSearchIndex through the real client (elasticsearch-mock t
     await index.setCheckpoint(3);
     const bulk = es.requests.find((r) => r.path === '/_bulk');
     expect(bulk?.querystring.refresh).toBe('wait_for');
-    expect(es.requests.find((r) => r.path.includes('/_doc/'))?.querystring.refresh).toBe('wait_for');
+    expect(es.requests.find((r) => r.path.includes('/_doc/') && r.method !== 'GET')?.querystring.refresh).toBe('wait_for');
   });
 
   it('splits a large document into bulk requests under the byte limit', async () => {
@@ -211,5 +227,87 @@ describe('ElasticsearchSearchIndex through the real client (elasticsearch-mock t
     expect([...(es.indices.get('kb-v2')?.keys() ?? [])]).toEqual([]);
     await live.deleteWorkspace('w');
     expect(es.indices.get('kb-v1')?.size).toBe(0);
+  });
+
+  it('a model change builds a new version beside the live one; the switch moves both aliases at once and deletes the old vectors', async () => {
+    const es = fakeElasticsearch();
+    const index = await ElasticsearchSearchIndex.create({ client: es.client, name: 'kb', dimensions: 4, model: 'A' });
+    expect(await index.vectorModels()).toEqual({ documents: 0 });
+    await index.upsertDocument('d1', [{ ...chunk('d1'), model: 'A' }]);
+    await index.upsertDocument('d2', [{ ...chunk('d2'), model: 'A' }]);
+    expect(await index.vectorModels()).toEqual({ active: { modelId: 'A', dimensions: 4 }, documents: 2 });
+    expect(es.indices.get('kb-v1')?.get('d1:0')).toMatchObject({ model: 'A', vector: [1, 0, 0, 0] });
+
+    await index.beginVectorModel({ modelId: 'B', dimensions: 8 });
+    await index.beginVectorModel({ modelId: 'B', dimensions: 8 }); // a replay: nothing new
+    expect(es.requests.filter((r) => r.method === 'PUT' && r.path === '/kb-v2').map((r) => r.body.mappings.properties.vector.dims)).toEqual([8]);
+    expect(Object.fromEntries(es.aliases)).toEqual({ kb: 'kb-v1', 'kb-write': 'kb-v1' });
+    const b = (axis: number): number[] => Array.from({ length: 8 }, (_, i) => (i === axis ? 1 : 0));
+    await index.putVectors('d1', 'B', [{ chunkIndex: 0, vector: b(3) }]);
+    expect(es.indices.get('kb-v2')?.get('d1:0')).toMatchObject({ documentId: 'd1', content: 'content of d1 0', model: 'B', vector: b(3) });
+    expect((await index.vectorModels()).next).toEqual({ modelId: 'B', dimensions: 8, documents: 1 });
+    // A document verified during the change: the old vectors to the live version, the new ones to the next.
+    await index.upsertDocument('d3', [{ ...chunk('d3'), model: 'A', next: { model: 'B', vector: b(5) } }]);
+    expect(es.indices.get('kb-v1')?.get('d3:0')?.vector).toEqual([1, 0, 0, 0]);
+    expect(es.indices.get('kb-v2')?.get('d3:0')?.vector).toEqual(b(5));
+    // One verified with the old model only is copied without a vector (BM25 after the switch, until it gets one).
+    await index.upsertDocument('d4', [{ ...chunk('d4'), model: 'A' }]);
+    expect(es.indices.get('kb-v2')?.get('d4:0')).toMatchObject({ documentId: 'd4', content: 'content of d4 0' });
+    expect(es.indices.get('kb-v2')?.get('d4:0')?.vector).toBeUndefined();
+    await index.putVectors('d2', 'B', [{ chunkIndex: 0, vector: b(4) }]);
+    await index.setCheckpoint(42);
+    // Searches still answer from A: a query embedded with B is refused, before any search request.
+    await expect(index.search({ text: 'x', vector: b(1), filters: { workspaceId: 'w' }, k: 1, vectorModel: 'B' })).rejects.toBeInstanceOf(VectorModelChangedError);
+
+    const before = es.requests.length;
+    await index.switchVectorModel({ modelId: 'B', dimensions: 8 });
+    const aliasCalls = es.requests.slice(before).filter((r) => r.path === '/_aliases');
+    expect(aliasCalls).toHaveLength(1);
+    expect(aliasCalls[0].body.actions.filter((a: { add?: unknown }) => a.add)).toEqual([{ add: { index: 'kb-v2', alias: 'kb' } }, { add: { index: 'kb-v2', alias: 'kb-write', is_write_index: true } }]);
+    expect(Object.fromEntries(es.aliases)).toEqual({ kb: 'kb-v2', 'kb-write': 'kb-v2' });
+    expect(es.indices.has('kb-v1')).toBe(false);
+    expect(await index.getCheckpoint()).toBe(42);
+    expect(await index.vectorModels()).toEqual({ active: { modelId: 'B', dimensions: 8 }, documents: 4 });
+    await index.switchVectorModel({ modelId: 'B', dimensions: 8 }); // a replay: nothing moves
+    expect(Object.fromEntries(es.aliases)).toEqual({ kb: 'kb-v2', 'kb-write': 'kb-v2' });
+    await expect(index.search({ text: 'x', vector: [1, 0, 0, 0], filters: { workspaceId: 'w' }, k: 1, vectorModel: 'A' })).rejects.toBeInstanceOf(VectorModelChangedError);
+  });
+
+  it('a cancelled model change deletes the version being built; reads and writes never left the live one', async () => {
+    const es = fakeElasticsearch();
+    const index = await ElasticsearchSearchIndex.create({ client: es.client, name: 'kb', dimensions: 4, model: 'A' });
+    await index.upsertDocument('d1', [{ ...chunk('d1'), model: 'A' }]);
+    await index.beginVectorModel({ modelId: 'B', dimensions: 8 });
+    await index.putVectors('d1', 'B', [{ chunkIndex: 0, vector: [1, 0, 0, 0, 0, 0, 0, 0] }]);
+    await index.dropVectorModel('B');
+    expect(es.indices.has('kb-v2')).toBe(false);
+    expect(Object.fromEntries(es.aliases)).toEqual({ kb: 'kb-v1', 'kb-write': 'kb-v1' });
+    expect(await index.vectorModels()).toEqual({ active: { modelId: 'A', dimensions: 4 }, documents: 1 });
+    // Vectors of a model neither active nor being built are ignored.
+    const writes = es.requests.length;
+    await index.putVectors('d1', 'B', [{ chunkIndex: 0, vector: [1, 0, 0, 0, 0, 0, 0, 0] }]);
+    expect(es.requests.slice(writes).filter((r) => r.path === '/_bulk')).toEqual([]);
+  });
+
+  it('an index written before models were recorded is named after the configured model when the dimensions match', async () => {
+    const es = fakeElasticsearch();
+    const old = await ElasticsearchSearchIndex.create({ client: es.client, name: 'kb', dimensions: 4 });
+    await old.upsertDocument('d1', [chunk('d1')]);
+    es.indices.get('kb-meta')?.delete('model:kb-v1');
+    const index = await ElasticsearchSearchIndex.create({ client: es.client, name: 'kb', dimensions: 4, model: 'local:glove-sif-100d' });
+    expect((await index.vectorModels()).active).toEqual({ modelId: 'local:glove-sif-100d', dimensions: 4 });
+  });
+
+  it('a process that trusts a stale model learns of another process\'s switch when the server refuses its query', async () => {
+    const es = fakeElasticsearch();
+    const projector = await ElasticsearchSearchIndex.create({ client: es.client, name: 'kb', dimensions: 4, model: 'A' });
+    const api = await ElasticsearchSearchIndex.create({ client: es.client, name: 'kb', dimensions: 4, model: 'A', modelCacheMs: 3_600_000 });
+    await projector.upsertDocument('d1', [{ ...chunk('d1'), model: 'A' }]);
+    expect((await api.vectorModels()).active?.modelId).toBe('A');
+    await projector.beginVectorModel({ modelId: 'B', dimensions: 8 });
+    await projector.putVectors('d1', 'B', [{ chunkIndex: 0, vector: [0, 1, 0, 0, 0, 0, 0, 0] }]);
+    await projector.switchVectorModel({ modelId: 'B', dimensions: 8 });
+    await expect(api.search({ text: '', vector: [1, 0, 0, 0], filters: { workspaceId: 'w' }, k: 1, mode: 'dense', vectorModel: 'A' })).rejects.toBeInstanceOf(VectorModelChangedError);
+    expect((await api.vectorModels()).active).toEqual({ modelId: 'B', dimensions: 8 });
   });
 });

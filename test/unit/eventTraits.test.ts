@@ -55,7 +55,7 @@ describe('event traits: every event type declares its audit fields and where its
 
     const withText = types.filter((t) => EVENT_TRAITS.get(t)!.encrypted.length > 0);
     it('text-bearing document events declare their text', () => {
-      expect(withText.sort()).toEqual(['ChunksEmbedded', 'DocumentChunked', 'DocumentContentUpdated', 'DocumentTextExtracted']);
+      expect(withText.sort()).toEqual(['ChunksEmbedded', 'ChunksReembedded', 'DocumentChunked', 'DocumentContentUpdated', 'DocumentTextExtracted']);
     });
 
     it.each(withText)('%s', async (type) => {

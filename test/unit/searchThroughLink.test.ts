@@ -28,7 +28,7 @@ async function verifiedDocument(ctx: AppContext, workspaceId: string, title: str
     { type: 'DocumentUploaded', data: { ...base, blob: { sha256: 'a'.repeat(64), size: text.length }, kind: 'txt', mimeType: 'text/plain', size: text.length, filename: `${title}.txt`, title, purpose: 'KNOWLEDGE', tags, uploadedBy: OWNER, uploadedAt: now } },
     { type: 'DocumentProcessingStarted', data: { ...base, processingId, reason: 'UPLOADED', startedAt: now } },
     { type: 'DocumentChunked', data: { ...base, processingId, chunks: [{ index: 0, content: text, tokenCount: 10 }] } },
-    { type: 'ChunksEmbedded', data: { ...base, processingId, modelId: 'test', dimensions: vector.length, vectors: [{ index: 0, vector: encodeVector(vector) }] } },
+    { type: 'ChunksEmbedded', data: { ...base, processingId, modelId: ctx.embeddings.modelId, dimensions: vector.length, vectors: [{ index: 0, vector: encodeVector(vector) }] } },
     { type: 'DocumentVerified', data: { ...base, processingId, chunkCount: 1, tokenCount: 10 } },
   ];
   const r = await ctx.eventStore.append(documentStream(documentId), toNewEvents(events, systemContext(), workspaceId), 'no_stream');

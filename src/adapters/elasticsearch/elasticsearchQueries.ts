@@ -20,6 +20,8 @@ export interface ChunkSource {
   /** Set on exactly one chunk per document, so documents are counted exactly with `_count`. */
   isFirst: boolean;
   vector?: number[];
+  /** The embedding model of `vector`. */
+  model?: string;
 }
 
 /** Versioned concrete index behind the aliases: `<name>-v<n>`. */
@@ -57,6 +59,7 @@ export function chunkIndexBody(dims: number, replicas = 0): { settings: estypes.
         page: { type: 'integer' },
         section: { type: 'keyword', index: false },
         isFirst: { type: 'boolean' },
+        model: { type: 'keyword' },
         // Float HNSW graph (no quantisation); scores of kNN hits are (1 + cosine) / 2.
         vector: { type: 'dense_vector', dims, index: true, similarity: 'cosine', index_options: { type: 'hnsw', m: 16, ef_construction: 100 } },
       },
@@ -67,8 +70,28 @@ export function chunkIndexBody(dims: number, replicas = 0): { settings: estypes.
 export function metaIndexBody(replicas = 0): { settings: estypes.IndicesIndexSettings; mappings: estypes.MappingTypeMapping } {
   return {
     settings: { number_of_shards: 1, number_of_replicas: replicas },
-    mappings: { dynamic: 'strict', properties: { position: { type: 'long' }, index: { type: 'keyword' } } },
+    mappings: { dynamic: 'strict', properties: META_PROPERTIES },
   };
+}
+
+/** Fields of meta documents: checkpoints (`position`, `index`) and vector models (`modelId`, `dimensions`). */
+export const META_PROPERTIES: Record<string, estypes.MappingProperty> = {
+  position: { type: 'long' },
+  index: { type: 'keyword' },
+  modelId: { type: 'keyword' },
+  dimensions: { type: 'integer' },
+};
+
+/** Meta document naming the embedding model of a concrete index's vectors. */
+export const modelDocId = (concreteIndex: string): string => `model:${concreteIndex}`;
+/** Meta document naming the version being built with the next model's vectors (a model change), per index it is built beside. */
+export const nextModelDocId = (concreteIndex: string): string => `next-model:${concreteIndex}`;
+
+/** A meta document about a model. */
+export interface ModelDoc {
+  index: string;
+  modelId: string;
+  dimensions: number;
 }
 
 /** Meta document holding the checkpoint of one concrete index (each version is fed from the log on its own). */
@@ -143,8 +166,11 @@ export function bulkIndexOperations(index: string, documentId: string, chunks: I
       chunkIndex: c.chunkIndex,
       content: c.content,
       isFirst: i === 0,
-      vector: Array.from(c.vector),
     };
+    if (c.vector.length > 0) {
+      source.vector = Array.from(c.vector);
+      if (c.model !== undefined) source.model = c.model;
+    }
     if (c.page !== undefined) source.page = c.page;
     if (c.section !== undefined) source.section = c.section;
     ops.push({ index: { _index: index, _id: chunkDocId(documentId, c.chunkIndex) } }, source);

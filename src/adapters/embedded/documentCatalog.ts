@@ -34,6 +34,8 @@ export class DocumentCatalog {
   private readonly workspaceChunks = new Map<number, number>();
   /** Scopes of recent filters; any change to documents' membership or fields empties it. */
   private readonly scopeCache = new Map<string, Scope>();
+  /** Documents held (set and not unset). */
+  private held = 0;
 
   /** `workspaceNumber`: a workspace id's number, undefined when it has none. */
   constructor(private readonly workspaceNumber: (workspaceId: string) => number | undefined) {}
@@ -54,6 +56,11 @@ export class DocumentCatalog {
     return d;
   }
 
+  /** Documents held. */
+  documentCount(): number {
+    return this.held;
+  }
+
   info(doc: number): DocInfo | undefined {
     return this.docs[doc];
   }
@@ -62,6 +69,7 @@ export class DocumentCatalog {
     this.unset(doc);
     this.scopeCache.clear();
     this.docs[doc] = info;
+    this.held++;
     let set = this.workspaceDocs.get(info.workspace);
     if (!set) this.workspaceDocs.set(info.workspace, (set = new Set()));
     set.add(doc);
@@ -72,6 +80,7 @@ export class DocumentCatalog {
     this.scopeCache.clear();
     const info = this.docs[doc];
     if (info) {
+      this.held--;
       this.workspaceDocs.get(info.workspace)?.delete(doc);
       this.workspaceChunks.set(info.workspace, (this.workspaceChunks.get(info.workspace) ?? 0) - info.chunks);
     }
@@ -94,6 +103,7 @@ export class DocumentCatalog {
   /** Forgets every document's fields (interned numbers stay). */
   clear(): void {
     this.docs.length = 0;
+    this.held = 0;
     this.workspaceDocs.clear();
     this.workspaceChunks.clear();
     this.scopeCache.clear();

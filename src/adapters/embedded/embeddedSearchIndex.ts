@@ -1,12 +1,16 @@
 import type Database from 'better-sqlite3';
-import type {
-  DocumentFields,
-  IndexedChunk,
-  Purpose,
-  SearchFilters,
-  SearchHit,
-  SearchIndex,
-  SearchRequest,
+import {
+  type ChunkVector,
+  type DocumentFields,
+  type IndexedChunk,
+  type Purpose,
+  type SearchFilters,
+  type SearchHit,
+  type SearchIndex,
+  type SearchRequest,
+  type VectorModel,
+  type VectorModels,
+  VectorModelChangedError,
 } from '../../ports/searchIndex';
 import { type Candidate, type Fused, type HybridConfig, type HybridOverrides, type RankMode, fuse, resolveHybridConfig } from '../../search/hybrid';
 import { rocchio } from '../../search/queryFeedback';
@@ -15,7 +19,7 @@ import { unitVector } from '../../search/unitVector';
 import { type DocInfo, DocumentCatalog, PURPOSE_CODE, type Scope } from './documentCatalog';
 import { LexicalIndex } from './lexicalIndex';
 import { LexicalRanker } from './lexicalRanker';
-import { openIndexDatabase, RowIds, SCHEMA_VERSION, storedDims, WS_SPAN } from './schema';
+import { internVectorModel, metaModel, openIndexDatabase, RowIds, SCHEMA_VERSION, storedDims, WS_SPAN } from './schema';
 import { StatementCache } from './statements';
 import { Stemmer } from './stemmer';
 import { bufferToFloats, dotBuffer, VectorSlab } from './vectorSlab';
@@ -47,6 +51,11 @@ interface ChunkRow {
   vector: Buffer | null;
 }
 
+/** A model as the file numbers it (vector_models). */
+interface NumberedModel extends VectorModel {
+  num: number;
+}
+
 /**
  * Embedded SearchIndex: one SQLite file (WAL) with an FTS5 table for BM25 and a chunk
  * table holding metadata and float32 vectors; the vectors are also held in memory as
@@ -63,7 +72,12 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private readonly statements: StatementCache;
   private readonly rowIds: RowIds;
   private readonly catalog: DocumentCatalog;
-  private readonly slab = new VectorSlab();
+  private slab = new VectorSlab();
+  /**
+   * During a model change: every chunk row with its next-model vector (or none), built as the
+   * vectors arrive, so the switch only swaps it in (memory: a second int8 copy meanwhile).
+   */
+  private nextSlab: VectorSlab | undefined;
   private readonly lexical: LexicalRanker;
   private readonly lexicalIndex: LexicalIndex;
   private cfg: HybridConfig;
@@ -73,6 +87,11 @@ export class EmbeddedSearchIndex implements SearchIndex {
   /** Write transactions committed to the file so far (stamps the lexical snapshot). */
   private generation: number;
   private lexicalFrom: 'snapshot' | 'text' = 'text';
+  /** The model of the vectors searches use (meta `model`), and the one being built beside it (`next_model`). */
+  private active: NumberedModel | undefined;
+  private next: NumberedModel | undefined;
+  /** Documents with vectors of the next model. */
+  private readonly nextDocs = new Set<string>();
 
   constructor(filePath: string, options: EmbeddedSearchIndexOptions = {}) {
     this.cfg = resolveHybridConfig(options.hybrid);
@@ -80,9 +99,24 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.statements = new StatementCache(this.db);
     this.rowIds = new RowIds(this.db);
     this.catalog = new DocumentCatalog((workspaceId) => this.rowIds.workspaceNumber(workspaceId));
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const self = this;
+    // The ranker reads whichever slab is current (a model switch replaces it).
+    const corpus = {
+      get liveCount(): number {
+        return self.slab.liveCount;
+      },
+      get dims(): number {
+        return self.slab.dims;
+      },
+      get writes(): number {
+        return self.slab.writes;
+      },
+      inScope: (rowId: number, mask: Uint8Array): boolean => self.slab.inScope(rowId, mask),
+    };
     const stemmer = new Stemmer(this.statements);
     this.lexicalIndex = new LexicalIndex((words) => stemmer.stems(words));
-    this.lexical = new LexicalRanker(this.statements, stemmer, this.slab, this.lexicalIndex);
+    this.lexical = new LexicalRanker(this.statements, stemmer, corpus, this.lexicalIndex);
     const dims = storedDims(this.db);
     if (dims !== undefined) this.slab.setDims(dims);
     this.generation = Number(this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'generation'").get()?.value ?? 0);
@@ -95,6 +129,12 @@ export class EmbeddedSearchIndex implements SearchIndex {
       this.loadText();
     }
     this.lexicalFrom = fromSnapshot && bound ? 'snapshot' : 'text';
+    this.active = metaModel(this.db, 'model');
+    this.next = metaModel(this.db, 'next_model');
+    if (this.next) {
+      for (const r of this.db.prepare<[], { d: string }>('SELECT DISTINCT document_id AS d FROM next_vectors').iterate()) this.nextDocs.add(r.d);
+      this.nextSlab = this.buildNextSlab(this.next.dimensions);
+    }
   }
 
   private stamp(): { generation: number; schema: string } {
@@ -105,6 +145,36 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private bumpGeneration(): void {
     this.generation++;
     this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)").run(String(this.generation));
+  }
+
+  /** Every chunk row with its next-model vector, if it has one. */
+  private buildNextSlab(dims: number): VectorSlab {
+    const slab = new VectorSlab();
+    slab.setDims(dims);
+    const rows = this.db
+      .prepare<[], { id: number; document_id: string; vector: Buffer | null }>(
+        `SELECT c.id AS id, c.document_id AS document_id, n.vector AS vector FROM chunks c
+         LEFT JOIN next_vectors n ON n.document_id = c.document_id AND n.chunk_index = c.chunk_index ORDER BY c.id`,
+      )
+      .iterate();
+    for (const r of rows) slab.add(r.id, this.catalog.intern(r.document_id), r.vector ? bufferToFloats(r.vector) : null);
+    return slab;
+  }
+
+  /** Sets a document's rows in the next slab again from the file (after an upsert or new next vectors). */
+  private refreshNextSlab(documentId: string): void {
+    const slab = this.nextSlab;
+    if (!slab) return;
+    const doc = this.catalog.intern(documentId);
+    const rows = this.statements
+      .get<[string], { id: number; vector: Buffer | null }>(
+        `SELECT c.id AS id, n.vector AS vector FROM chunks c
+         LEFT JOIN next_vectors n ON n.document_id = c.document_id AND n.chunk_index = c.chunk_index WHERE c.document_id = ? ORDER BY c.id`,
+      )
+      .all(documentId);
+    for (const r of rows) slab.remove(r.id);
+    slab.dropDoc(doc);
+    for (const r of rows) slab.add(r.id, doc, r.vector ? bufferToFloats(r.vector) : null);
   }
 
   /** Current ranking configuration. */
@@ -175,10 +245,23 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.slab.dropDoc(doc);
   }
 
-  /** The first vector fixes the dimensions: recorded in the file, rows held so far get slots. */
-  private fixDims(dims: number): void {
-    this.slab.fixDims(dims);
-    this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('dims', ?)").run(String(dims));
+  /** The first vector fixes the model and its dimensions: recorded in the file, rows held so far get slots. */
+  private fixModel(model: VectorModel): NumberedModel {
+    const num = internVectorModel(this.db, model);
+    this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('model', ?)").run(String(num));
+    this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('dims', ?)").run(String(model.dimensions));
+    if (this.slab.dims === 0) this.slab.fixDims(model.dimensions);
+    else if (this.slab.dims !== model.dimensions) this.reloadVectors(model.dimensions);
+    this.active = { num, modelId: model.modelId, dimensions: model.dimensions };
+    return this.active;
+  }
+
+  /** Fills the in-memory vectors again from the chunk rows (after a model switch). */
+  private reloadVectors(dims: number): void {
+    this.slab.clear();
+    this.slab.setDims(dims);
+    const rows = this.db.prepare<[], { id: number; document_id: string; vector: Buffer | null }>('SELECT id, document_id, vector FROM chunks ORDER BY id').iterate();
+    for (const r of rows) this.slab.add(r.id, this.catalog.intern(r.document_id), r.vector ? bufferToFloats(r.vector) : null);
   }
 
   // ---------------------------------------------------------------- writes
@@ -197,18 +280,26 @@ export class EmbeddedSearchIndex implements SearchIndex {
       chunks.map((c) => {
         if (c.documentId !== documentId) throw new Error(`chunk of ${c.documentId} upserted as ${documentId}`);
         const v = c.vector.length > 0 ? unitVector(c.vector) : null;
-        return { c, v };
+        const next = c.next && c.next.vector.length > 0 && c.next.model === this.next?.modelId ? unitVector(c.next.vector) : null;
+        return { c, v, next };
       }),
     );
-    const firstDims = prepared.flat().find((p) => p.v)?.v?.length;
-    if (firstDims !== undefined && this.slab.dims === 0) this.fixDims(firstDims);
-    for (const p of prepared.flat()) {
-      if (p.v && p.v.length !== this.slab.dims) throw new Error(`vector has ${p.v.length} dimensions, index has ${this.slab.dims}`);
+    const flat = prepared.flat();
+    const withVector = flat.find((p) => p.v);
+    if (withVector?.v && !this.active) this.fixModel({ modelId: withVector.c.model ?? `unnamed:${withVector.v.length}d`, dimensions: withVector.v.length });
+    const active = this.active;
+    for (const p of flat) {
+      if (!p.v || !active) continue;
+      if (p.c.model !== undefined && p.c.model !== active.modelId) throw new Error(`a vector of ${p.c.model} upserted into an index of ${active.modelId}`);
+      if (p.v.length !== this.slab.dims) throw new Error(`vector has ${p.v.length} dimensions, index has ${this.slab.dims}`);
     }
+    const nextModel = this.next;
+    for (const p of flat) if (p.next && nextModel && p.next.length !== nextModel.dimensions) throw new Error(`vector has ${p.next.length} dimensions, ${nextModel.modelId} has ${nextModel.dimensions}`);
     const insert = this.statements.get(
-      `INSERT INTO chunks (id, workspace_id, document_id, document_title, purpose, tags, chunk_index, content, page, section, vector)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO chunks (id, workspace_id, document_id, document_title, purpose, tags, chunk_index, content, page, section, vector, model)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+    const insertNext = this.statements.get('INSERT OR REPLACE INTO next_vectors(document_id, chunk_index, model, vector) VALUES (?, ?, ?, ?)');
     const wsOf = new Map<string, number>();
     for (const { chunks } of batch) for (const c of chunks) if (!wsOf.has(c.workspaceId)) wsOf.set(c.workspaceId, this.rowIds.internWorkspace(c.workspaceId));
     const insertFts = this.statements.get('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
@@ -217,7 +308,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       return batch.map(({ documentId }, i) => {
         this.deleteRows(documentId);
         const added: { id: number; v: Float32Array | null; title: string; content: string }[] = [];
-        for (const { c, v } of prepared[i]) {
+        for (const { c, v, next } of prepared[i]) {
           const info = insert.run(
             this.rowIds.allocateRow(wsOf.get(c.workspaceId)!),
             c.workspaceId,
@@ -230,7 +321,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
             c.page ?? null,
             c.section ?? null,
             v ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : null,
+            v && active ? active.num : null,
           );
+          if (next && nextModel) insertNext.run(documentId, c.chunkIndex, nextModel.num, Buffer.from(next.buffer, next.byteOffset, next.byteLength));
           const id = Number(info.lastInsertRowid);
           insertFts.run(id, c.documentTitle, c.content);
           added.push({ id, v, title: c.documentTitle, content: c.content });
@@ -240,6 +333,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     });
     const addedByDoc = tx();
     batch.forEach(({ documentId, chunks }, i) => {
+      if (prepared[i].some((p) => p.next)) this.nextDocs.add(documentId);
       if (chunks.length === 0) return;
       const doc = this.catalog.intern(documentId);
       const first = chunks[0];
@@ -253,11 +347,13 @@ export class EmbeddedSearchIndex implements SearchIndex {
         this.slab.add(a.id, doc, a.v);
         this.lexicalIndex.add(a.id, workspaceOfRow(a.id), doc, a.title, a.content);
       }
+      this.refreshNextSlab(documentId);
     });
   }
 
   /** Deletes a document's rows in SQL and memory; call inside a transaction. */
   private deleteRows(documentId: string): void {
+    if (this.nextDocs.delete(documentId)) this.statements.get('DELETE FROM next_vectors WHERE document_id = ?').run(documentId);
     const ids = this.statements.get<[string], { id: number; document_title: string; content: string }>(
       'SELECT id, document_title, content FROM chunks WHERE document_id = ?',
     ).all(documentId);
@@ -267,6 +363,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       delFts.run(id);
       this.slab.remove(id);
       this.lexicalIndex.remove(id, workspaceOfRow(id), document_title, content);
+      this.nextSlab?.remove(id);
     }
     this.statements.get('DELETE FROM chunks WHERE document_id = ?').run(documentId);
     const d = this.catalog.docId(documentId);
@@ -274,6 +371,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       this.catalog.unset(d);
       this.slab.dropDoc(d);
       this.slab.dropPending(d);
+      this.nextSlab?.dropDoc(d);
     }
   }
 
@@ -327,14 +425,142 @@ export class EmbeddedSearchIndex implements SearchIndex {
   async clear(): Promise<void> {
     this.assertOpen();
     this.db.transaction(() => {
-      this.db.exec("DELETE FROM chunks; DELETE FROM chunks_fts; DELETE FROM checkpoint; DELETE FROM meta WHERE key = 'dims';");
+      this.db.exec("DELETE FROM chunks; DELETE FROM chunks_fts; DELETE FROM checkpoint; DELETE FROM next_vectors; DELETE FROM meta WHERE key IN ('dims', 'model', 'next_model');");
       this.bumpGeneration();
     })();
+    this.active = undefined;
+    this.next = undefined;
+    this.nextSlab = undefined;
+    this.nextDocs.clear();
     this.rowIds.clearRows();
     this.slab.clear();
     this.lexicalIndex.clear();
     this.lexical.clear();
     this.catalog.clear();
+  }
+
+  // ---------------------------------------------------------------- embedding models
+
+  async vectorModels(): Promise<VectorModels> {
+    this.assertOpen();
+    const model = (m: NumberedModel): VectorModel => ({ modelId: m.modelId, dimensions: m.dimensions });
+    return {
+      ...(this.active ? { active: model(this.active) } : {}),
+      ...(this.next ? { next: { ...model(this.next), documents: this.nextDocs.size } } : {}),
+      documents: this.catalog.documentCount(),
+    };
+  }
+
+  async beginVectorModel(model: VectorModel): Promise<void> {
+    this.assertOpen();
+    if (this.next?.modelId === model.modelId) return;
+    this.db.transaction(() => {
+      this.statements.get('DELETE FROM next_vectors').run();
+      this.nextDocs.clear();
+      if (this.active?.modelId === model.modelId) {
+        this.statements.get("DELETE FROM meta WHERE key = 'next_model'").run();
+        this.next = undefined;
+        return;
+      }
+      const num = internVectorModel(this.db, model);
+      this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('next_model', ?)").run(String(num));
+      this.next = { num, ...model };
+    })();
+    this.nextSlab = this.next ? this.buildNextSlab(this.next.dimensions) : undefined;
+  }
+
+  async putVectors(documentId: string, modelId: string, vectors: ChunkVector[]): Promise<void> {
+    this.assertOpen();
+    const units = vectors.filter((v) => v.vector.length > 0).map((v) => ({ chunkIndex: v.chunkIndex, v: unitVector(v.vector) }));
+    if (units.length === 0) return;
+    const held = this.statements.get<[string], { n: number }>('SELECT count(*) AS n FROM chunks WHERE document_id = ?').get(documentId)?.n ?? 0;
+    if (held === 0) return;
+    if (!this.active && this.next?.modelId !== modelId) this.fixModel({ modelId, dimensions: units[0].v.length });
+    const target = this.active?.modelId === modelId ? this.active : this.next?.modelId === modelId ? this.next : undefined;
+    if (!target) return; // a model neither active nor being built: stale
+    for (const u of units) if (u.v.length !== target.dimensions) throw new Error(`vector has ${u.v.length} dimensions, ${modelId} has ${target.dimensions}`);
+    const blob = (v: Float32Array): Buffer => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+    if (target === this.next) {
+      const put = this.statements.get(
+        `INSERT OR REPLACE INTO next_vectors(document_id, chunk_index, model, vector)
+         SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM chunks WHERE document_id = ? AND chunk_index = ?)`,
+      );
+      this.db.transaction(() => {
+        for (const u of units) put.run(documentId, u.chunkIndex, target.num, blob(u.v), documentId, u.chunkIndex);
+      })();
+      this.nextDocs.add(documentId);
+      this.refreshNextSlab(documentId);
+      return;
+    }
+    const update = this.statements.get('UPDATE chunks SET vector = ?, model = ? WHERE document_id = ? AND chunk_index = ?');
+    const rows = this.db.transaction(() => {
+      for (const u of units) update.run(blob(u.v), target.num, documentId, u.chunkIndex);
+      return this.statements.get<[string], { id: number; vector: Buffer | null }>('SELECT id, vector FROM chunks WHERE document_id = ? ORDER BY id').all(documentId);
+    })();
+    const doc = this.catalog.intern(documentId);
+    for (const r of rows) this.slab.remove(r.id);
+    this.slab.dropDoc(doc);
+    for (const r of rows) this.slab.add(r.id, doc, r.vector ? bufferToFloats(r.vector) : null);
+  }
+
+  async switchVectorModel(model: VectorModel): Promise<void> {
+    this.assertOpen();
+    if (this.active?.modelId === model.modelId) return;
+    const built = this.next?.modelId === model.modelId;
+    const num = internVectorModel(this.db, model);
+    this.db.transaction(() => {
+      // One statement: each chunk takes its next vector, or none (BM25 only until it gets one).
+      if (built) {
+        this.statements.get(
+          `UPDATE chunks SET (vector, model) = (SELECT n.vector, n.model FROM next_vectors n WHERE n.document_id = chunks.document_id AND n.chunk_index = chunks.chunk_index)`,
+        ).run();
+      } else {
+        this.statements.get('UPDATE chunks SET vector = NULL, model = NULL').run();
+      }
+      this.statements.get('DELETE FROM next_vectors').run();
+      this.statements.get("DELETE FROM meta WHERE key = 'next_model'").run();
+      this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('model', ?)").run(String(num));
+      this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('dims', ?)").run(String(model.dimensions));
+    })();
+    this.active = { num, ...model };
+    this.next = undefined;
+    this.nextDocs.clear();
+    // The next slab already holds every row with its new vector (or none): swapped in.
+    if (built && this.nextSlab) {
+      this.nextSlab.noteWrites(this.slab.writes + this.slab.liveCount);
+      this.slab = this.nextSlab;
+      this.lexical.clear();
+    } else {
+      this.reloadVectors(model.dimensions);
+    }
+    this.nextSlab = undefined;
+  }
+
+  async dropVectorModel(modelId: string): Promise<void> {
+    this.assertOpen();
+    if (this.next?.modelId !== modelId) return;
+    this.db.transaction(() => {
+      this.statements.get('DELETE FROM next_vectors').run();
+      this.statements.get("DELETE FROM meta WHERE key = 'next_model'").run();
+    })();
+    this.next = undefined;
+    this.nextSlab = undefined;
+    this.nextDocs.clear();
+  }
+
+  /**
+   * Gives the active vectors of a file that did not record their model (`unknown:<dims>d`,
+   * see schema.ts) the name of the model that made them, which the caller knows.
+   */
+  nameLegacyModel(modelId: string): void {
+    const a = this.active;
+    if (!a || !a.modelId.startsWith('unknown:') || a.modelId === modelId) return;
+    const num = internVectorModel(this.db, { modelId, dimensions: a.dimensions });
+    this.db.transaction(() => {
+      this.statements.get('UPDATE chunks SET model = ? WHERE model = ?').run(num, a.num);
+      this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('model', ?)").run(String(num));
+    })();
+    this.active = { num, modelId, dimensions: a.dimensions };
   }
 
   async getCheckpoint(): Promise<number> {
@@ -438,6 +664,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
     if (k === 0) return [];
     const scope = this.catalog.scope(request.filters);
     if (!scope) return [];
+    if (request.vectorModel !== undefined && this.active && request.vectorModel !== this.active.modelId) {
+      throw new VectorModelChangedError(request.vectorModel, this.active.modelId);
+    }
     const dims = this.slab.dims;
     const query = request.vector && request.vector.length > 0 && dims > 0 ? unitVector(request.vector) : undefined;
     if (query && query.length !== dims) throw new Error(`query vector has ${query.length} dimensions, index has ${dims}`);

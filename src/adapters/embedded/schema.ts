@@ -52,7 +52,68 @@ export function openIndexDatabase(filePath: string): Database.Database {
   // (FTS5 terms of a contentless-delete table stay until a merge: the erasure service merges.)
   db.pragma('secure_delete = ON');
   migrate(db);
+  migrateVectorModels(db);
   return db;
+}
+
+/**
+ * Models of files written before vectors recorded their model, by dimensions: the local models
+ * of those versions (USE-lite, GloVe-SIF, both concatenated). Other dimensions were an OpenAI
+ * model (or another endpoint) whose name the file never held: `unknown:<dims>d`.
+ */
+const LEGACY_MODEL_BY_DIMENSIONS: ReadonlyMap<number, string> = new Map([
+  [100, 'local:glove-sif-100d'],
+  [512, 'local:use-lite-512'],
+  [612, 'concat(local:use-lite-512*1,local:glove-sif-100d*1)'],
+]);
+
+/** The name a model is given in an index file that did not record it. */
+export const legacyModelId = (dims: number): string => LEGACY_MODEL_BY_DIMENSIONS.get(dims) ?? `unknown:${dims}d`;
+
+/**
+ * Vector models (embedding model changes): `vector_models` numbers each model id, every chunk
+ * row records the model of its vector (`chunks.model`), meta `model` names the active model
+ * and `next_model` the one being built, whose vectors wait in `next_vectors` by document and
+ * chunk index. Files from before get the column, and their vectors the model their
+ * dimensions tell (see legacyModelId).
+ */
+export function migrateVectorModels(db: Database.Database): void {
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS vector_models (num INTEGER PRIMARY KEY, model_id TEXT NOT NULL UNIQUE, dims INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS next_vectors (
+      document_id TEXT NOT NULL, chunk_index INTEGER NOT NULL, model INTEGER NOT NULL, vector BLOB NOT NULL,
+      PRIMARY KEY (document_id, chunk_index)) WITHOUT ROWID;
+  `);
+  const columns = db.prepare<[], { name: string }>('PRAGMA table_info(chunks)').all();
+  if (columns.some((c) => c.name === 'model')) return;
+  db.transaction(() => {
+    db.exec('ALTER TABLE chunks ADD COLUMN model INTEGER');
+    const dims = storedDims(db);
+    const anyVector = db.prepare('SELECT 1 FROM chunks WHERE vector IS NOT NULL LIMIT 1').get();
+    if (dims === undefined || !anyVector) return;
+    const num = internVectorModel(db, { modelId: legacyModelId(dims), dimensions: dims });
+    db.prepare('UPDATE chunks SET model = ? WHERE vector IS NOT NULL').run(num);
+    db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('model', ?)").run(String(num));
+  })();
+}
+
+/** The number of a model in `vector_models`, assigned on first use. */
+export function internVectorModel(db: Database.Database, model: { modelId: string; dimensions: number }): number {
+  const known = db.prepare<[string], { num: number; dims: number }>('SELECT num, dims FROM vector_models WHERE model_id = ?').get(model.modelId);
+  if (known) {
+    if (known.dims !== model.dimensions) throw new Error(`model ${model.modelId} has ${known.dims} dimensions, not ${model.dimensions}`);
+    return known.num;
+  }
+  return Number(db.prepare('INSERT INTO vector_models(model_id, dims) VALUES (?, ?)').run(model.modelId, model.dimensions).lastInsertRowid);
+}
+
+/** The model a meta key (`model`, `next_model`) names, if any. */
+export function metaModel(db: Database.Database, key: 'model' | 'next_model'): { num: number; modelId: string; dimensions: number } | undefined {
+  return db
+    .prepare<[string], { num: number; modelId: string; dimensions: number }>(
+      'SELECT m.num AS num, m.model_id AS modelId, m.dims AS dimensions FROM meta JOIN vector_models m ON m.num = CAST(meta.value AS INTEGER) WHERE meta.key = ?',
+    )
+    .get(key);
 }
 
 /**

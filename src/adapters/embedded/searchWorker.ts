@@ -48,6 +48,18 @@ function main(): void {
         return index.setCheckpoint(req.args[0]);
       case 'clear':
         return index.clear();
+      case 'vectorModels':
+        return index.vectorModels();
+      case 'beginVectorModel':
+        return index.beginVectorModel(req.args[0]);
+      case 'putVectors':
+        return index.putVectors(req.args[0], req.args[1], req.args[2]);
+      case 'switchVectorModel':
+        return index.switchVectorModel(req.args[0]);
+      case 'dropVectorModel':
+        return index.dropVectorModel(req.args[0]);
+      case 'nameLegacyModel':
+        return index.nameLegacyModel(req.args[0]);
       case 'crash':
         // Tests: an uncaught error, as a bug or a native failure would end the thread.
         setImmediate(() => {

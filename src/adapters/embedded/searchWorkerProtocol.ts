@@ -1,5 +1,5 @@
 /** Messages between WorkerSearchIndex (main thread) and searchWorker (its thread). */
-import type { DocumentFields, IndexedChunk, SearchFilters, SearchRequest } from '../../ports/searchIndex';
+import type { ChunkVector, DocumentFields, IndexedChunk, SearchFilters, SearchRequest, VectorModel } from '../../ports/searchIndex';
 
 export type WorkerRequest =
   | { id: number; method: 'search'; args: [SearchRequest] }
@@ -12,6 +12,12 @@ export type WorkerRequest =
   | { id: number; method: 'updateDocumentFields'; args: [string, DocumentFields] }
   | { id: number; method: 'setCheckpoint'; args: [number] }
   | { id: number; method: 'clear'; args: [] }
+  | { id: number; method: 'vectorModels'; args: [] }
+  | { id: number; method: 'beginVectorModel'; args: [VectorModel] }
+  | { id: number; method: 'putVectors'; args: [string, string, ChunkVector[]] }
+  | { id: number; method: 'switchVectorModel'; args: [VectorModel] }
+  | { id: number; method: 'dropVectorModel'; args: [string] }
+  | { id: number; method: 'nameLegacyModel'; args: [string] }
   | { id: number; method: 'close'; args: [] }
   /** Tests only: the worker throws an uncaught error. */
   | { id: number; method: 'crash'; args: [] };
@@ -32,7 +38,7 @@ export interface WorkerReady {
   stats: IndexStats;
 }
 
-const READS: ReadonlySet<WorkerMethod> = new Set<WorkerMethod>(['search', 'countDocuments', 'stats', 'getCheckpoint']);
+const READS: ReadonlySet<WorkerMethod> = new Set<WorkerMethod>(['search', 'countDocuments', 'stats', 'getCheckpoint', 'vectorModels']);
 
 /** Calls that only read: served before waiting writes. */
 export const isRead = (method: WorkerMethod): boolean => READS.has(method);

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { DomainError } from '../../domain/errors';
-import type { DocumentFields, IndexedChunk, SearchFilters, SearchHit, SearchIndex, SearchRequest } from '../../ports/searchIndex';
+import type { ChunkVector, DocumentFields, IndexedChunk, SearchFilters, SearchHit, SearchIndex, SearchRequest, VectorModel, VectorModels } from '../../ports/searchIndex';
 import { compiledPath } from '../../util/paths';
 import type { EmbeddedSearchIndexOptions } from './embeddedSearchIndex';
 import type { SearchWorkerData } from './searchWorker';
@@ -221,6 +221,33 @@ export class WorkerSearchIndex implements SearchIndex {
   async clear(): Promise<void> {
     this.forgetCheckpoint();
     await this.call({ method: 'clear', args: [] });
+  }
+
+  // ------------------------------------------------------------ embedding models
+
+  async vectorModels(): Promise<VectorModels> {
+    return (await this.call({ method: 'vectorModels', args: [] })) as VectorModels;
+  }
+
+  async beginVectorModel(model: VectorModel): Promise<void> {
+    await this.call({ method: 'beginVectorModel', args: [model] });
+  }
+
+  async putVectors(documentId: string, modelId: string, vectors: ChunkVector[]): Promise<void> {
+    await this.call({ method: 'putVectors', args: [documentId, modelId, vectors] });
+  }
+
+  async switchVectorModel(model: VectorModel): Promise<void> {
+    await this.call({ method: 'switchVectorModel', args: [model] });
+  }
+
+  async dropVectorModel(modelId: string): Promise<void> {
+    await this.call({ method: 'dropVectorModel', args: [modelId] });
+  }
+
+  /** See EmbeddedSearchIndex.nameLegacyModel. */
+  async nameLegacyModel(modelId: string): Promise<void> {
+    await this.call({ method: 'nameLegacyModel', args: [modelId] });
   }
 
   private forgetCheckpoint(): void {

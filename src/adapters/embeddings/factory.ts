@@ -55,3 +55,36 @@ export function createEmbeddingProvider(config: Config, log?: (msg: string) => v
       : createLocalEmbedder(config.embeddings, { threads: config.embeddingThreads, cacheDirs: modelCacheDirs(config.dataDir, config.modelCacheDir), log });
   return new CachedEmbeddings(inner, { maxEntries: 1000 });
 }
+
+/**
+ * A provider of the vectors of `modelId` (a model id recorded with vectors: the local models,
+ * `openai:<model>[@<dimensions>]` through the configured key and endpoint), or undefined
+ * when this deployment cannot make them (a variant with other parameters, a model of an
+ * unknown origin). Behind an LRU cache, as the configured provider.
+ */
+export function embeddingProviderForModel(config: Config, modelId: string, log?: (msg: string) => void): EmbeddingProvider | undefined {
+  const cacheDirs = modelCacheDirs(config.dataDir, config.modelCacheDir);
+  const local = LOCAL_EMBEDDERS.find((name) => localModelId(name) === modelId);
+  if (local) return new CachedEmbeddings(createLocalEmbedder(local, { threads: config.embeddingThreads, cacheDirs, log }), { maxEntries: 1000 });
+  const openai = /^openai:([^@]+)(?:@(\d+))?$/.exec(modelId);
+  if (openai && (config.openai.apiKey || config.openai.baseUrl)) {
+    const dimensions = openai[2] !== undefined ? Number(openai[2]) : undefined;
+    return new CachedEmbeddings(new OpenAIEmbeddings({ apiKey: config.openai.apiKey ?? 'not-needed', baseURL: config.openai.baseUrl, model: openai[1], dimensions }), { maxEntries: 1000 });
+  }
+  return undefined;
+}
+
+/** The model id a local embedder records (without loading it). */
+export function localModelId(name: LocalEmbedderName | 'local'): string {
+  const glove = 'local:glove-sif-100d';
+  const use = 'local:use-lite-512';
+  switch (name) {
+    case 'glove':
+    case 'local':
+      return glove;
+    case 'use':
+      return use;
+    case 'use+glove':
+      return `concat(${use}*1,${glove}*1)`;
+  }
+}

@@ -21,6 +21,10 @@ export interface RunState {
   tokenCount: number;
   chunks: number;
   embedded: number;
+  /** The model of the run's vectors (ChunksEmbedded): one per run. */
+  modelId?: string;
+  /** Vectors of other models for the VERIFIED run (model changes), by model: how many chunks have them, and whether all do. */
+  reembedded?: ReadonlyMap<string, { embedded: number; done: boolean }>;
 }
 
 export interface DocumentState {
@@ -76,6 +80,9 @@ export type DocumentCommand =
   | { type: 'RecordChunks'; processingId: string; chunks: ChunkData[] }
   | { type: 'RecordEmbeddings'; processingId: string; modelId: string; dimensions: number; vectors: EmbeddedVector[] }
   | { type: 'MarkVerified'; processingId: string }
+  // Issued by the re-embedder (system actor) for the VERIFIED run named by processingId.
+  | { type: 'RecordReembedding'; processingId: string; modelId: string; dimensions: number; vectors: EmbeddedVector[] }
+  | { type: 'MarkReembedded'; processingId: string; modelId: string }
   | { type: 'MarkFailed'; processingId: string; code: ProcessingFailureCode; message: string };
 
 const TEXT_KINDS: readonly DocumentKind[] = ['txt', 'md'];
@@ -134,7 +141,15 @@ function evolve(s: DocumentState, e: DocumentEvent): DocumentState {
     case 'DocumentChunked':
       return current(s, e.data.processingId) ? { ...s, run: { ...s.run, chunks: s.run.chunks + e.data.chunks.length } } : s;
     case 'ChunksEmbedded':
-      return current(s, e.data.processingId) ? { ...s, run: { ...s.run, embedded: s.run.embedded + e.data.vectors.length } } : s;
+      return current(s, e.data.processingId) ? { ...s, run: { ...s.run, embedded: s.run.embedded + e.data.vectors.length, modelId: e.data.modelId } } : s;
+    case 'ChunksReembedded': {
+      if (!current(s, e.data.processingId)) return s;
+      const before = s.run.reembedded?.get(e.data.modelId)?.embedded ?? 0;
+      return { ...s, run: { ...s.run, reembedded: new Map(s.run.reembedded).set(e.data.modelId, { embedded: before + e.data.vectors.length, done: false }) } };
+    }
+    case 'DocumentReembedded':
+      if (!current(s, e.data.processingId) || e.data.modelId === s.run.modelId) return s;
+      return { ...s, run: { ...s.run, reembedded: new Map(s.run.reembedded).set(e.data.modelId, { embedded: e.data.chunkCount, done: true }) } };
     case 'DocumentVerified':
       return current(s, e.data.processingId) ? { ...s, processingStatus: 'VERIFIED' } : s;
     case 'DocumentProcessingFailed':
@@ -163,6 +178,11 @@ function requireDocument(s: DocumentState, c: Actor): void {
 
 const sameTags = (a: string[], b: string[]): boolean => a.length === b.length && a.every((t, i) => t === b[i]);
 const dedupe = (tags: string[]): string[] => [...new Set(tags)];
+
+/** Re-embedding applies only to the current run of a document VERIFIED (with chunks); otherwise it is dropped. */
+function verifiedRun(s: DocumentState, processingId: string): boolean {
+  return s.status === 'active' && s.processingStatus === 'VERIFIED' && s.run.processingId === processingId && s.run.chunks > 0;
+}
 
 /** Pipeline commands apply only to the current run of a document still PROCESSING; otherwise they are dropped. */
 function liveRun(s: DocumentState, processingId: string): boolean {
@@ -273,6 +293,8 @@ function decide(c: DocumentCommand, s: DocumentState): DocumentEvent[] {
     case 'RecordEmbeddings':
       if (!liveRun(s, c.processingId)) return [];
       if (c.vectors.some((v) => v.index < 0 || v.index >= s.run.chunks)) throw domainError('INVALID_STATE', 'Vector for an unknown chunk.');
+      // One model per run: a run that straddles a model switch keeps the model it started with.
+      if (s.run.modelId !== undefined && s.run.modelId !== c.modelId) throw domainError('INVALID_STATE', `This run's vectors are of ${s.run.modelId}, not ${c.modelId}.`);
       return [{ type: 'ChunksEmbedded', data: { ...ids, processingId: c.processingId, modelId: c.modelId, dimensions: c.dimensions, vectors: c.vectors } }];
     case 'MarkVerified':
       if (!liveRun(s, c.processingId)) return [];
@@ -281,7 +303,35 @@ function decide(c: DocumentCommand, s: DocumentState): DocumentEvent[] {
         return [{ type: 'DocumentProcessingFailed', data: { ...ids, processingId: c.processingId, code: 'NO_TEXT', message: 'The document contains no extractable text.' } }];
       }
       if (s.run.embedded < s.run.chunks) throw domainError('INVALID_STATE', `Only ${s.run.embedded} of ${s.run.chunks} chunks are embedded.`);
-      return [{ type: 'DocumentVerified', data: { ...ids, processingId: c.processingId, chunkCount: s.run.chunks, tokenCount: s.run.tokenCount } }];
+      return [
+        {
+          type: 'DocumentVerified',
+          data: { ...ids, processingId: c.processingId, chunkCount: s.run.chunks, tokenCount: s.run.tokenCount, ...(s.run.modelId !== undefined ? { modelId: s.run.modelId } : {}) },
+        },
+      ];
+    case 'RecordReembedding': {
+      if (!verifiedRun(s, c.processingId) || c.modelId === s.run.modelId) return [];
+      const r = s.run.reembedded?.get(c.modelId);
+      if (r?.done) return [];
+      // In chunk order, each batch after the last: a resumed re-embedding never records a chunk twice.
+      const from = r?.embedded ?? 0;
+      if (c.vectors.length === 0 || c.vectors.some((v, i) => v.index !== from + i) || from + c.vectors.length > s.run.chunks) {
+        throw domainError('INVALID_STATE', `Re-embedded vectors must continue at chunk ${from} of ${s.run.chunks}.`);
+      }
+      const batch: DocumentEvent = { type: 'ChunksReembedded', data: { ...ids, processingId: c.processingId, modelId: c.modelId, dimensions: c.dimensions, vectors: c.vectors } };
+      // The batch that completes the run records the completion with it (one append).
+      if (from + c.vectors.length < s.run.chunks) return [batch];
+      return [batch, { type: 'DocumentReembedded', data: { ...ids, processingId: c.processingId, modelId: c.modelId, chunkCount: s.run.chunks } }];
+    }
+    case 'MarkReembedded': {
+      if (!verifiedRun(s, c.processingId)) return [];
+      // Also for vectors the run already has (its own model's, or an earlier change's): the
+      // index of a change under way takes them from the log when this event comes.
+      const r = s.run.reembedded?.get(c.modelId);
+      const have = c.modelId === s.run.modelId ? s.run.chunks : (r?.embedded ?? 0);
+      if (have < s.run.chunks) throw domainError('INVALID_STATE', `Only ${have} of ${s.run.chunks} chunks have ${c.modelId}'s vectors.`);
+      return [{ type: 'DocumentReembedded', data: { ...ids, processingId: c.processingId, modelId: c.modelId, chunkCount: s.run.chunks } }];
+    }
     case 'MarkFailed':
       if (!liveRun(s, c.processingId)) return [];
       return [{ type: 'DocumentProcessingFailed', data: { ...ids, processingId: c.processingId, code: c.code, message: c.message } }];

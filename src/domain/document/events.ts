@@ -67,7 +67,19 @@ export type DocumentTextExtracted = D<
 export type DocumentChunked = D<'DocumentChunked', { processingId: string; chunks: ChunkData[] }>;
 /** Vectors of a batch of chunks, with the model that made them: the index can be rebuilt without re-embedding. */
 export type ChunksEmbedded = D<'ChunksEmbedded', { processingId: string; modelId: string; dimensions: number; vectors: EmbeddedVector[] }>;
-export type DocumentVerified = D<'DocumentVerified', { processingId: string; chunkCount: number; tokenCount: number }>;
+/** `modelId`: the model of the run's vectors (absent in events written before models were recorded). */
+export type DocumentVerified = D<'DocumentVerified', { processingId: string; chunkCount: number; tokenCount: number; modelId?: string }>;
+/**
+ * Vectors of another model for a batch of chunks of the VERIFIED run `processingId` (an
+ * embedding model change, see src/domain/embeddingModel/events.ts), in chunk order from 0.
+ */
+export type ChunksReembedded = D<'ChunksReembedded', { processingId: string; modelId: string; dimensions: number; vectors: EmbeddedVector[] }>;
+/**
+ * Every chunk of the run has `modelId`'s vectors (the run's own ChunksEmbedded, or
+ * ChunksReembedded before it): the search index takes them. Recorded once per model change
+ * that needs them, so a change back to an earlier model re-embeds nothing.
+ */
+export type DocumentReembedded = D<'DocumentReembedded', { processingId: string; modelId: string; chunkCount: number }>;
 export type DocumentProcessingFailed = D<'DocumentProcessingFailed', { processingId: string; code: ProcessingFailureCode; message: string }>;
 export type DocumentMetadataUpdated = D<'DocumentMetadataUpdated', { title?: string; purpose?: Purpose; tags?: string[]; updatedAt: string }>;
 /** Auto-save of a text or Markdown document; `size` is the UTF-8 bytes of `content`. */
@@ -82,6 +94,8 @@ export type DocumentEvent =
   | DocumentChunked
   | ChunksEmbedded
   | DocumentVerified
+  | ChunksReembedded
+  | DocumentReembedded
   | DocumentProcessingFailed
   | DocumentMetadataUpdated
   | DocumentContentUpdated
@@ -108,6 +122,8 @@ const DOCUMENT_EVENT_TYPES: ReadonlySet<string> = new Set([
   'DocumentUploaded',
   'DocumentProcessingStarted',
   ...PIPELINE_EVENTS,
+  'ChunksReembedded',
+  'DocumentReembedded',
   'DocumentMetadataUpdated',
   'DocumentContentUpdated',
   'DocumentReprocessRequested',
@@ -135,6 +151,8 @@ export const documentEventTraits: EventCatalog<DocumentEvent> = {
   // Embeddings can be inverted into an approximation of the text: they go with it.
   ChunksEmbedded: { audit: ['dimensions'], encrypted: [['vectors', '[]', 'vector']] },
   DocumentVerified: { audit: ['chunkCount', 'tokenCount'], encrypted: [] },
+  ChunksReembedded: { audit: ['modelId', 'dimensions'], encrypted: [['vectors', '[]', 'vector']] },
+  DocumentReembedded: { audit: ['modelId', 'chunkCount'], encrypted: [] },
   DocumentProcessingFailed: { audit: ['code'], encrypted: [] },
   DocumentMetadataUpdated: { audit: ['title', 'purpose', 'tags'], encrypted: [] },
   DocumentContentUpdated: { audit: ['size'], encrypted: [['content']] },

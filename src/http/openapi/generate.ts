@@ -119,7 +119,7 @@ function operation(method: string, fullPath: string, doc: RouteDoc, family: Moun
 /** The app's own routes (src/http/app.ts), outside the route modules. */
 export const APP_ROUTE_DOCS: RouteDocs = {
   'GET /healthz': { summary: 'Liveness: the process is up', auth: false },
-  'GET /readyz': { summary: 'Readiness: projections caught up with the log', auth: false },
+  'GET /readyz': { summary: 'Readiness: projections caught up with the log; during an embedding model change, its progress (`reembedding: {from, to, done, total}`)', auth: false },
   'GET /metrics': { summary: 'Prometheus metrics (Bearer KB_METRICS_TOKEN when set; absent when KB_METRICS_PORT is set)', auth: false, produces: 'text/plain' },
   'GET /openapi.json': { summary: 'This API description (OpenAPI 3.1)', auth: false },
   'GET /docs': { summary: 'Interactive API reference (Swagger UI, served from this process)', auth: false, produces: 'text/html' },
