@@ -8,6 +8,7 @@
  * arriving meanwhile are considered before the next one.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { VectorModelChangedError } from '../../ports/searchIndex';
 import { EmbeddedSearchIndex, type EmbeddedSearchIndexOptions } from './embeddedSearchIndex';
 import { CallQueue, type WorkerReply, type WorkerRequest } from './searchWorkerProtocol';
 
@@ -87,7 +88,8 @@ function main(): void {
       reply = { id: req.id, ok: true, value: await run(req) };
     } catch (err) {
       const e = err instanceof Error ? err : new Error(String(err));
-      reply = { id: req.id, ok: false, error: { name: e.name, message: e.message } };
+      const models = e instanceof VectorModelChangedError ? { queryModel: e.queryModel, activeModel: e.activeModel } : {};
+      reply = { id: req.id, ok: false, error: { name: e.name, message: e.message, ...models } };
     }
     port.postMessage(reply);
     scheduled = false;

@@ -24,7 +24,7 @@ export type WorkerRequest =
 
 export type WorkerMethod = WorkerRequest['method'];
 
-export type WorkerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { name: string; message: string } };
+export type WorkerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { name: string; message: string; queryModel?: string; activeModel?: string } };
 
 export interface IndexStats {
   chunks: number;

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { DomainError } from '../../domain/errors';
+import { VectorModelChangedError } from '../../ports/searchIndex';
 import type { ChunkVector, DocumentFields, IndexedChunk, SearchFilters, SearchHit, SearchIndex, SearchRequest, VectorModel, VectorModels } from '../../ports/searchIndex';
 import { compiledPath } from '../../util/paths';
 import type { EmbeddedSearchIndexOptions } from './embeddedSearchIndex';
@@ -147,6 +148,7 @@ export class WorkerSearchIndex implements SearchIndex {
     if (!p) return;
     this.pending.delete(reply.id);
     if (reply.ok) p.resolve(reply.value);
+    else if (reply.error.name === 'VectorModelChangedError' && reply.error.queryModel !== undefined) p.reject(new VectorModelChangedError(reply.error.queryModel, reply.error.activeModel));
     else p.reject(Object.assign(new Error(reply.error.message), { name: reply.error.name }));
   }
 
