@@ -24,6 +24,7 @@ const recorded: Figure[] = [];
 const fmt = (v: number): string => (Math.abs(v) >= 100 ? Math.round(v).toLocaleString('en-US') : Number(v.toPrecision(3)).toString());
 
 export function describeTarget(t: Target, unit: string): string {
+  if (t.kind === 'max' && t.value === 0) return `0 ${unit}`.trim();
   return `${t.kind === 'max' ? '<' : '≥'} ${fmt(t.value)} ${unit}`.trim();
 }
 
