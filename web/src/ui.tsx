@@ -123,3 +123,54 @@ export function bytes(n: number): string {
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
+
+/**
+ * Time travel: a date-time picker that loads a resource as it was then (`load` gets the time
+ * as ISO 8601; the API's `?asOf=`) and shows it with `children(past, shownAt)`. A 404 means
+ * the resource did not exist yet, said as `notFound`.
+ */
+export function AsOfPanel<T>({
+  label,
+  inputName,
+  notFound,
+  load,
+  children,
+}: {
+  label: string;
+  inputName: string;
+  notFound: string;
+  load: (isoTime: string) => Promise<T>;
+  children: (past: T, shownAt: string) => ComponentChildren;
+}) {
+  const [at, setAt] = useState('');
+  const [past, setPast] = useState<{ value: T; shownAt: string } | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <>
+      <h2>As of a past time</h2>
+      <form
+        class="row"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          setPast(null);
+          const t = new Date(at);
+          if (Number.isNaN(t.getTime())) return setError(new Error('Choose a date and time.'));
+          try {
+            setPast({ value: await load(t.toISOString()), shownAt: t.toLocaleString() });
+          } catch (err) {
+            setError(err instanceof ApiError && err.status === 404 ? new Error(notFound) : err);
+          }
+        }}
+      >
+        <label class="grow">
+          {label}
+          <input type="datetime-local" step={1} name={inputName} required value={at} onInput={(e) => setAt((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit">Show</button>
+      </form>
+      <ErrorBox error={error} />
+      {past ? children(past.value, past.shownAt) : null}
+    </>
+  );
+}

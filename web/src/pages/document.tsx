@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { del, DocumentDetail, get, post, put, Tag } from '../api';
 import { navigate } from '../router';
-import { bytes, Confirm, ErrorBox, StatusBadge, useLoad, when } from '../ui';
+import { AsOfPanel, bytes, Confirm, ErrorBox, StatusBadge, useLoad, when } from '../ui';
 import { ContentEditor, isEditable } from './editor';
 
 export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
@@ -164,37 +164,14 @@ export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
 
 /** Time travel: the document as it was at a chosen past time (GET ...?asOf=). */
 function AsOf({ wsId, docId }: { wsId: string; docId: string }) {
-  const [at, setAt] = useState('');
-  const [past, setPast] = useState<DocumentDetail | null>(null);
-  const [shownAt, setShownAt] = useState('');
-  const [error, setError] = useState<unknown>(null);
   return (
-    <>
-      <h2>As of a past time</h2>
-      <form
-        class="row"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setError(null);
-          setPast(null);
-          const t = new Date(at);
-          if (Number.isNaN(t.getTime())) return setError(new Error('Choose a date and time.'));
-          try {
-            setPast(await get<DocumentDetail>(`/v1/workspaces/${wsId}/documents/${docId}?asOf=${encodeURIComponent(t.toISOString())}`));
-            setShownAt(t.toLocaleString());
-          } catch (err) {
-            setError(err);
-          }
-        }}
-      >
-        <label class="grow">
-          Show the document as it was at
-          <input type="datetime-local" step={1} name="as-of" required value={at} onInput={(e) => setAt((e.target as HTMLInputElement).value)} />
-        </label>
-        <button type="submit">Show</button>
-      </form>
-      <ErrorBox error={error} />
-      {past ? (
+    <AsOfPanel
+      label="Show the document as it was at"
+      inputName="as-of"
+      notFound="The document did not exist yet at that time."
+      load={(asOf) => get<DocumentDetail>(`/v1/workspaces/${wsId}/documents/${docId}?asOf=${encodeURIComponent(asOf)}`)}
+    >
+      {(past: DocumentDetail, shownAt) => (
         <dl class="meta" aria-label={`The document as of ${shownAt}`} data-testid="as-of">
           <dt>As of</dt>
           <dd>{shownAt}</dd>
@@ -211,7 +188,7 @@ function AsOf({ wsId, docId }: { wsId: string; docId: string }) {
           <dt>Last change then</dt>
           <dd>{when(past.updatedAt)}</dd>
         </dl>
-      ) : null}
-    </>
+      )}
+    </AsOfPanel>
   );
 }

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, del, DocumentRow, get, Page, patch, post } from '../api';
 import { navigate } from '../router';
-import { bytes, Confirm, CopyButton, ErrorBox, useLoad, when } from '../ui';
+import { AsOfPanel, bytes, Confirm, CopyButton, ErrorBox, useLoad, when } from '../ui';
 
 const MAX_DOCS = 20;
 const MAX_BYTES = 102400;
@@ -334,37 +334,14 @@ export function InstructionSetView({ wsId, setId }: { wsId: string; setId: strin
 
 /** Time travel: the set as it was at a chosen past time (GET /api/instruction-sets/:id?asOf=), its documents in their order then. */
 function SetAsOf({ setId }: { setId: string }) {
-  const [at, setAt] = useState('');
-  const [past, setPast] = useState<SetDetail | null>(null);
-  const [shownAt, setShownAt] = useState('');
-  const [error, setError] = useState<unknown>(null);
   return (
-    <>
-      <h2>As of a past time</h2>
-      <form
-        class="row"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setError(null);
-          setPast(null);
-          const t = new Date(at);
-          if (Number.isNaN(t.getTime())) return setError(new Error('Choose a date and time.'));
-          try {
-            setPast(await get<SetDetail>(`/api/instruction-sets/${setId}?asOf=${encodeURIComponent(t.toISOString())}`));
-            setShownAt(t.toLocaleString());
-          } catch (err) {
-            setError(err instanceof ApiError && err.status === 404 ? new Error('The set did not exist yet at that time.') : err);
-          }
-        }}
-      >
-        <label class="grow">
-          Show the set as it was at
-          <input type="datetime-local" step={1} name="set-as-of" required value={at} onInput={(e) => setAt((e.target as HTMLInputElement).value)} />
-        </label>
-        <button type="submit">Show</button>
-      </form>
-      <ErrorBox error={error} />
-      {past ? (
+    <AsOfPanel
+      label="Show the set as it was at"
+      inputName="set-as-of"
+      notFound="The set did not exist yet at that time."
+      load={(asOf) => get<SetDetail>(`/api/instruction-sets/${setId}?asOf=${encodeURIComponent(asOf)}`)}
+    >
+      {(past: SetDetail, shownAt) => (
         <div class="past" data-testid="set-as-of" aria-label={`The set as of ${shownAt}`} role="region">
           <dl class="meta">
             <dt>As of</dt>
@@ -392,7 +369,7 @@ function SetAsOf({ setId }: { setId: string }) {
             <p class="muted">It held no documents then.</p>
           )}
         </div>
-      ) : null}
-    </>
+      )}
+    </AsOfPanel>
   );
 }
