@@ -168,8 +168,10 @@ import { BROWSER_AVAILABLE, launchChromium } from './browser';
     expect(await page.getByRole('button', { name: 'Delete workspace…' }).isDisabled()).toBe(true);
     await tab(page, 'Audit trail');
     await page.locator('td[data-action="OwnershipTransferred"]').waitFor();
-    const details = await page.locator('tr', { has: page.locator('td[data-action="OwnershipTransferred"]') }).locator('td').last().textContent();
-    expect(details).toBe('From: Olivia Owner · To: Nadia Newcomer · Previous role: Member');
+    // The details name the people once the members list has loaded (it loads beside the trail).
+    const detailsCell = page.locator('tr', { has: page.locator('td[data-action="OwnershipTransferred"]') }).locator('td').last();
+    await detailsCell.filter({ hasText: 'From: Olivia Owner' }).waitFor({ timeout: 10_000 });
+    expect(await detailsCell.textContent()).toBe('From: Olivia Owner · To: Nadia Newcomer · Previous role: Member');
     // Only owners verify the log.
     expect(await page.getByRole('button', { name: 'Verify the log' }).count()).toBe(0);
   });
