@@ -93,6 +93,8 @@ describe('/metrics', () => {
     expect(lag.map((x) => x.labels.get('projection'))).toEqual(expect.arrayContaining(['documents', 'search-index']));
     for (const x of lag) expect(x.value).toBeGreaterThanOrEqual(0);
     expect(sum(s, 'kb_event_log_head_position')).toBeGreaterThan(5);
+    expect(s.filter((x) => x.name === 'kb_embedding_model_active').map((x) => [x.labels.get('model'), x.value])).toEqual([['local:glove-sif-100d', 1]]);
+    expect(s.some((x) => x.name === 'kb_reembedding_documents')).toBe(false); // no model change under way
     expect(sum(s, 'kb_rate_limit_rejections_total', (l) => l.get('limiter') === 'unknown-credential')).toBeGreaterThan(0);
   });
 

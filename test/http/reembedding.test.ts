@@ -4,6 +4,8 @@ import { client, signUp, startServer, TestServer } from '../support/server';
 import { uploadVerified } from '../support/documents';
 import { cli } from '../support/cli';
 
+const METRICS_TOKEN = 'reembed-metrics-token-0123456789';
+
 /**
  * Issue 13, re-embedding without downtime: a data dir built with GloVe-SIF (the default,
  * 100 dimensions) restarted with KB_EMBEDDINGS=use (USE-lite, 512). Searches answer
@@ -70,7 +72,7 @@ describe('changing the embedding model without downtime', () => {
     expect(new Set(storedVectors(dataDir).map((v) => `${v.model}/${v.bytes}`))).toEqual(new Set(['local:glove-sif-100d/400']));
 
     // Model B, slowed down (a pause between batches) so the change can be watched and interrupted.
-    const env = { KB_EMBEDDINGS: 'use', KB_REEMBED_PAUSE_MS: '700', KB_RATE_LIMITS: 'off' };
+    const env = { KB_EMBEDDINGS: 'use', KB_REEMBED_PAUSE_MS: '700', KB_RATE_LIMITS: 'off', KB_METRICS_TOKEN: METRICS_TOKEN };
     server = await startServer(env, dataDir);
     const login = async () => client(server!.url, (await client(server!.url).post('/v1/auth/login', { email: u.email, password: 'correct horse battery' })).body.accessToken);
     let api = await login();
@@ -93,6 +95,13 @@ describe('changing the embedding model without downtime', () => {
     expect(seen).toMatchObject({ from: 'local:glove-sif-100d', to: 'local:use-lite-512', total: TOPICS.length });
     expect(seen.done).toBeGreaterThanOrEqual(1);
     expect(seen.done).toBeLessThan(TOPICS.length);
+    // The same progress as Prometheus gauges, beside the model searches still use.
+    const exposition = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+    expect(exposition).toMatch(/^kb_embedding_model_active\{model="local:glove-sif-100d"\} 1$/m);
+    expect(exposition).toMatch(new RegExp(`^kb_reembedding_documents\\{from="local:glove-sif-100d",to="local:use-lite-512",state="total"\\} ${TOPICS.length}$`, 'm'));
+    const done = Number(/^kb_reembedding_documents\{[^}]*state="done"\} (\d+)$/m.exec(exposition)?.[1]);
+    expect(done).toBeGreaterThanOrEqual(seen.done);
+    expect(done).toBeLessThanOrEqual(TOPICS.length);
 
     // kill -9 mid-way, then start again: the change resumes where it was (slower still, to watch it).
     await server.crash();
