@@ -155,15 +155,17 @@ import { BROWSER_AVAILABLE, launchChromium } from './browser';
 
   it('transfers ownership with confirmation: the newcomer becomes owner, the owner an admin, and the audit trail says so', async () => {
     await tab(page, 'Settings');
+    const row = (name: string) => page.locator('table.members tbody tr', { hasText: name });
+    expect(await row('Nadia Newcomer').getByLabel('Role of Nadia Newcomer').locator('option').allTextContents()).toEqual(['Owner', 'Admin', 'Member']);
     await page.getByRole('button', { name: 'Transfer ownership to Nadia Newcomer' }).click();
     const dialog = page.getByRole('dialog', { name: 'Transfer ownership?' });
     await dialog.getByText('Nadia Newcomer (newcomer@example.com) becomes the owner of this workspace and you become an admin.').waitFor();
     await dialog.getByRole('button', { name: 'Transfer ownership' }).click();
     await page.getByText('Your role: Admin').waitFor();
-    const row = (name: string) => page.locator('table.members tbody tr', { hasText: name });
     expect(await row('Nadia Newcomer').getByRole('cell').nth(1).textContent()).toBe('Owner');
     expect(await row('Olivia Owner').getByLabel('Role of Olivia Owner').inputValue()).toBe('ADMIN');
-    // An admin is not offered the OWNER-only actions.
+    // An admin is not offered the OWNER-only actions (nor Owner in a role menu: only an owner may grant it).
+    expect(await row('Olivia Owner').getByLabel('Role of Olivia Owner').locator('option').allTextContents()).toEqual(['Admin', 'Member']);
     expect(await page.getByRole('button', { name: /^Transfer ownership to/ }).count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Delete workspace…' }).isDisabled()).toBe(true);
     await tab(page, 'Audit trail');

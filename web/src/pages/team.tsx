@@ -78,7 +78,8 @@ export function Members({ wsId, myRole, myId, onRoleChanged }: { wsId: string; m
                         members.reload();
                       }}
                     >
-                      {ROLES.map((r) => (
+                      {/* Only an owner may grant OWNER (an admin's choice of it would be refused). */}
+                      {ROLES.filter((r) => r !== 'OWNER' || myRole === 'OWNER').map((r) => (
                         <option key={r} value={r}>
                           {roleWord(r)}
                         </option>
