@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import jsQR from 'jsqr';
 import { Browser, BrowserContext, Page } from 'playwright-core';
 import { client, startServer, TestServer } from '../support/server';
 import { base32Decode, totp } from '../../src/security/totp';
@@ -248,7 +249,21 @@ import { BROWSER_AVAILABLE, launchChromium } from './browser';
     await page.getByText('Confirmed', { exact: true }).waitFor();
     await page.getByRole('button', { name: 'Set up two-step sign-in' }).click();
     const secret = (await page.getByTestId('totp-secret').textContent()) as string;
-    expect(await page.getByTestId('otpauth-uri').getAttribute('href')).toMatch(/^otpauth:\/\/totp\//);
+    const uri = (await page.getByTestId('otpauth-uri').getAttribute('href')) as string;
+    expect(uri).toMatch(/^otpauth:\/\/totp\//);
+    // The QR code on screen, drawn to a canvas and decoded, is the same set-up link.
+    const pixels: number[] = await page.getByTestId('totp-qr').evaluate(async (svg) => {
+      const w = globalThis as any; // the browser's globals (this file compiles without the DOM library)
+      const img = new w.Image();
+      img.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(new w.XMLSerializer().serializeToString(svg))}`;
+      await img.decode();
+      const canvas = w.document.createElement('canvas');
+      canvas.width = canvas.height = 400;
+      const g = canvas.getContext('2d');
+      g.drawImage(img, 0, 0, 400, 400);
+      return Array.from(g.getImageData(0, 0, 400, 400).data);
+    });
+    expect(jsQR(Uint8ClampedArray.from(pixels), 400, 400)?.data).toBe(uri);
     const seed = base32Decode(secret);
     const t0 = Date.now() / 1000;
     await page.getByLabel('Code from the app').fill(totp(seed, t0));

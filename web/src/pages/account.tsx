@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, ApiError, del, get, Me, post, renew } from '../api';
 import { Confirm, CopyButton, ErrorBox, useLoad, when } from '../ui';
 import { actionWords } from './audit';
+import { QrCode } from '../qr';
 
 interface Session {
   id: string;
@@ -137,7 +138,8 @@ function SecondFactor({ enabled, onChanged }: { enabled: boolean; onChanged: () 
             });
           }}
         >
-          <p>Add this account to your authenticator app (shown once): open the link on a phone with the app, or type the secret in.</p>
+          <p>Add this account to your authenticator app (shown once): scan the code, open the link on a phone with the app, or type the secret in.</p>
+          <QrCode text={enrolment.otpauthUri} label="QR code of the set-up link, for an authenticator app" />
           <div class="row">
             <a class="secret" href={enrolment.otpauthUri} data-testid="otpauth-uri">
               {enrolment.otpauthUri}
