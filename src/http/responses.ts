@@ -83,6 +83,16 @@ export const DocumentDetail = t.intersection([
   }),
   t.partial({ error: Failure }),
 ]);
+/** GET .../documents/:docId/text: the text of the last VERIFIED run, now or as of a past time. */
+export const DocumentTextAnswer = t.type({
+  documentId: t.string,
+  asOf: t.union([IsoDateString, t.null]),
+  processingId: t.union([t.string, t.null]),
+  verifiedAt: t.union([IsoDateString, t.null]),
+  tokenCount: t.number,
+  sizeBytes: t.number,
+  text: t.union([t.string, t.null]),
+});
 export const ContentAnswer = t.type({ content: t.string, updatedAt: IsoDateString, format: t.keyof({ markdown: null, text: null }) });
 export const Reprocessing = t.type({ id: Uuid, processingStatus: t.literal('PROCESSING'), message: t.string });
 

@@ -111,4 +111,74 @@ describe('time travel (?asOf=)', () => {
     const stranger = await signUp(server.url, 'Nosy');
     expect((await stranger.api.get(`/v1/documents/${docId}?asOf=${encodeURIComponent(t1)}`)).status).toBe(404);
   });
+
+  it('answers the text search used for a document, now and as of a past moment; erased with the document', async () => {
+    const owner = await signUp(server.url, 'Reader');
+    const stranger = await signUp(server.url, 'Peeker');
+    const api = owner.api;
+    const ws = (await api.post('/v1/workspaces', { name: 'Text history' })).body.id as string;
+    const other = (await api.post('/v1/workspaces', { name: 'Elsewhere' })).body.id as string;
+    const tBefore = await moment();
+    const created = await api.post(`/v1/workspaces/${ws}/documents`, { title: 'Ferry', content: '# Ferry\n\nThe ferry leaves at nine.', format: 'markdown' });
+    expect(created.status).toBe(201);
+    const docId = created.body.id as string;
+    const text = (q = '', who = api, w = ws) => who.get(`/v1/workspaces/${w}/documents/${docId}/text${q}`);
+    const verified = async (): Promise<{ processingId: string; text: string }> => {
+      for (let i = 0; i < 300; i++) {
+        const r = await api.get(`/v1/workspaces/${ws}/documents/${docId}`);
+        if (r.body.processingStatus === 'VERIFIED') return (await text()).body;
+        await pause(100);
+      }
+      throw new Error('never VERIFIED');
+    };
+    const v1 = await verified();
+    expect(v1.text).toContain('The ferry leaves at nine.');
+    const tFirst = await moment();
+    const saved = await api.patch(`/v1/workspaces/${ws}/documents/${docId}`, { content: '# Ferry\n\nThe ferry now leaves at ten.', expectedUpdatedAt: created.body.updatedAt });
+    expect(saved.status).toBe(200);
+    let v2 = await verified();
+    for (let i = 0; i < 300 && v2.processingId === v1.processingId; i++) v2 = (await pause(100), await text()).body;
+    expect(v2.text).toContain('The ferry now leaves at ten.');
+    expect(v2.text).not.toContain('nine');
+
+    const then = await text(`?asOf=${encodeURIComponent(tFirst)}`);
+    expect(then.status).toBe(200);
+    expect(then.body).toMatchObject({ documentId: docId, asOf: tFirst, processingId: v1.processingId, text: v1.text });
+    expect(then.body.tokenCount).toBeGreaterThan(0);
+    expect(then.body.sizeBytes).toBe(Buffer.byteLength(v1.text));
+    expect(Date.parse(then.body.verifiedAt)).toBeLessThanOrEqual(Date.parse(tFirst));
+    expect((await text(`?asOf=${encodeURIComponent(tBefore)}`)).body.error.code).toBe('DOCUMENT_NOT_FOUND');
+    // Not a member, another workspace's path, bad input: the route's envelope, never the text.
+    expect((await text('', stranger.api)).status).toBe(404);
+    expect((await text('', api, other)).body.error.code).toBe('DOCUMENT_NOT_FOUND');
+    expect((await text('?asOf=tomorrow')).status).toBe(400);
+    expect((await text('?since=2020-01-01')).body.error.code).toBe('VALIDATION_ERROR');
+
+    // Deleted: gone now; before the deletion the metadata history stays but the text was erased with the key.
+    expect((await api.delete(`/v1/workspaces/${ws}/documents/${docId}`)).status).toBe(204);
+    expect((await text()).status).toBe(404);
+    const erased = await text(`?asOf=${encodeURIComponent(tFirst)}`);
+    expect(erased.status).toBe(410);
+    expect(erased.body.error.code).toBe('DOCUMENT_TEXT_ERASED');
+    expect(JSON.stringify(erased.body)).not.toContain('ferry');
+    expect((await api.get(`/v1/workspaces/${ws}/documents/${docId}?asOf=${encodeURIComponent(tFirst)}`)).body.title).toBe('Ferry');
+  });
+
+  it('a document with no VERIFIED run has no text', async () => {
+    const api = (await signUp(server.url, 'Early')).api;
+    const ws = (await api.post('/v1/workspaces', { name: 'Early' })).body.id as string;
+    const fd = new FormData();
+    fd.append('file', new Blob(['%PDF-1.4 this is not really a PDF']), 'broken.pdf');
+    const up = await api.post(`/v1/workspaces/${ws}/documents`, fd);
+    expect(up.status).toBe(201);
+    let status = '';
+    for (let i = 0; i < 300 && status !== 'FAILED'; i++) {
+      await pause(100);
+      status = (await api.get(`/v1/workspaces/${ws}/documents/${up.body.id}`)).body.processingStatus;
+    }
+    expect(status).toBe('FAILED');
+    const r = await api.get(`/v1/workspaces/${ws}/documents/${up.body.id}/text`);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ documentId: up.body.id, asOf: null, processingId: null, verifiedAt: null, tokenCount: 0, sizeBytes: 0, text: null });
+  });
 });

@@ -12,6 +12,7 @@ import { uploadDocument } from '../../../commands/document/uploadDocument';
 import { createTextDocument } from '../../../commands/document/createTextDocument';
 import { documentFileForUser } from '../../../queries/document/documentFile';
 import { documentContentIn } from '../../../queries/document/documentContent';
+import { documentTextIn } from '../../../queries/document/documentText';
 import { sendFile } from '../download';
 import { updateDocumentMetadata } from '../../../commands/document/updateDocumentMetadata';
 import { updateDocumentContent } from '../../../commands/document/updateDocumentContent';
@@ -24,7 +25,7 @@ import { decode, DocumentContent, IntFromString, IsoDateString, Purpose, QueryTe
 import { commandContext } from '../exec';
 import { DocumentTitle, receiveDocumentUpload } from '../upload';
 import { RouteModule, router } from './module';
-import { ContentAnswer, CreatedDocument, DocumentDetail, DocumentPage, respond, Reprocessing } from '../responses';
+import { ContentAnswer, CreatedDocument, DocumentTextAnswer, DocumentDetail, DocumentPage, respond, Reprocessing } from '../responses';
 import { Uuid } from '../ids';
 import { parseAsOf } from '../../audit/timeTravel';
 import { UUID_PATTERN } from '../../domain/ids';
@@ -73,6 +74,12 @@ export const documentDocs: RouteDocs = {
     description:
       'Answers `{content, updatedAt, format: markdown|text}`: the last auto-saved content, or else the uploaded file as UTF-8. Send `updatedAt` back as `expectedUpdatedAt` when saving; after a 409 DOCUMENT_LOCKED, this is where the other person\'s text is read. 400 VALIDATION_ERROR for pdf, docx and doc documents.',
     response: ContentAnswer,
+  },
+  'GET /workspaces/:id/documents/:docId/text': {
+    summary: 'The text search used for a document (`asOf` for a past time)',
+    description:
+      'The extracted text of the document\'s last run that was VERIFIED (now, or at `asOf`), with that run\'s id, when it was verified, its token count and UTF-8 size; `text` and `processingId` are null when no run had been verified by then. Any kind (pdf, docx, doc, txt, md). 404 DOCUMENT_NOT_FOUND when the document did not exist then or is deleted; 410 DOCUMENT_TEXT_ERASED when the document was deleted since (its text was erased with it; `GET ...?asOf=` still shows its metadata).',
+    response: DocumentTextAnswer,
   },
   'PATCH /workspaces/:id/documents/:docId': { summary: 'Save new text content of a .txt or .md document (auto-save)', body: ContentBody, response: DocumentDetail },
   'POST /workspaces/:id/documents/:docId/process': { summary: 'Process a document again (rate limited per workspace)', response: Reprocessing },
@@ -191,6 +198,16 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   v1.get('/workspaces/:id/documents/:docId/content', async (req, res) => {
     const { actor, documentId } = await scoped(req);
     respond(res, ContentAnswer, await documentContentIn(ctx, actor.workspaceId, documentId));
+  });
+
+  // The text search used (any kind), now or as of a past time; for members.
+  v1.get('/workspaces/:id/documents/:docId/text', async (req, res) => {
+    const unknown = Object.keys(req.query).filter((k) => k !== 'asOf');
+    if (unknown.length) throw new DomainError('VALIDATION_ERROR', `Unknown parameter ${unknown[0]}; known: asOf.`, { field: unknown[0] });
+    const asOf = asOfOf(req);
+    const workspaceId = workspaceIdOf(req);
+    await requireWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
+    respond(res, DocumentTextAnswer, await documentTextIn(ctx, workspaceId, documentIdOf(req), asOf));
   });
 
   v1.put('/workspaces/:id/documents/:docId', async (req, res) => {
