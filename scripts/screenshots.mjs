@@ -150,6 +150,20 @@ async function main() {
         await page.getByRole('button', { name: 'Preview' }).click();
         await page.getByTestId('preview').waitFor();
         await shot('document-preview');
+        // The searched text now, and the document as of a past time with the text search used then.
+        await page.goto(`${server.url}/app/w/${s.ws}/documents/${s.doc}`);
+        await page.getByRole('heading', { name: 'Installing on Linux' }).waitFor();
+        await page.getByText('Text search uses', { exact: true }).click();
+        await page.getByTestId('extracted-text').waitFor();
+        const docAsOf = await page.evaluate((iso) => {
+          const d = new Date(iso);
+          const p = (n) => String(n).padStart(2, '0');
+          return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+        }, s.asOf.toISOString());
+        await page.getByLabel('Show the document as it was at').fill(docAsOf);
+        await page.getByRole('button', { name: 'Show', exact: true }).click();
+        await page.getByTestId('as-of-text').scrollIntoViewIfNeeded();
+        await shot('document-as-of');
         await page.goto(`${server.url}/app/w/${s.ws}/search`);
         await page.getByLabel('Search this workspace').fill('install the package on Debian');
         await page.getByRole('button', { name: 'Search', exact: true }).click();

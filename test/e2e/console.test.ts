@@ -103,6 +103,11 @@ import { BROWSER_AVAILABLE, launchChromium } from './browser';
     await past.waitFor();
     expect(await past.locator('dd').nth(1).textContent()).toBe('sample.txt');
     expect(await past.locator('dd').nth(3).textContent()).toBe('Knowledge');
+    // The text search used then (the extracted, normalised text of the run verified by then).
+    expect(await page.getByTestId('as-of-text').textContent()).toContain('The quick brown fox jumps over the lazy dog. Extra spaces collapse.');
+    // And now, from the document page's "Text search uses".
+    await page.getByText('Text search uses', { exact: true }).click();
+    expect(await page.getByTestId('extracted-text').textContent()).toContain('Second paragraph: café, naïve, 東京');
     await page.getByRole('link', { name: '← Documents' }).click();
     await page.locator('table.docs').getByRole('link', { name: 'Quick brown notes' }).waitFor();
     await page.getByLabel('Purpose').selectOption('INSTRUCTION');

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { del, DocumentDetail, get, post, put, Tag } from '../api';
+import { ApiError, del, DocumentDetail, get, post, put, Tag } from '../api';
 import { navigate } from '../router';
 import { AsOfPanel, bytes, Confirm, ErrorBox, StatusBadge, useLoad, when } from '../ui';
 import { ContentEditor, isEditable } from './editor';
@@ -71,6 +71,7 @@ export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
           <ContentEditor wsId={wsId} docId={docId} onSaved={doc.reload} />
         </>
       ) : null}
+      {d.processingStatus === 'VERIFIED' ? <ExtractedText wsId={wsId} docId={docId} verifiedAt={d.updatedAt} /> : null}
 
       <h2>Details</h2>
       <form
@@ -162,32 +163,88 @@ export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
   );
 }
 
-/** Time travel: the document as it was at a chosen past time (GET ...?asOf=). */
+/** GET .../documents/:docId/text: the text search used (the last VERIFIED run's), now or then. */
+interface DocumentText {
+  processingId: string | null;
+  verifiedAt: string | null;
+  tokenCount: number;
+  sizeBytes: number;
+  text: string | null;
+}
+
+/** The text, or why there is none: no run verified by then, or erased with the document (410). */
+type TextThen = DocumentText | 'erased';
+
+async function textAt(wsId: string, docId: string, asOf?: string): Promise<TextThen> {
+  try {
+    return await get<DocumentText>(`/v1/workspaces/${wsId}/documents/${docId}/text${asOf ? `?asOf=${encodeURIComponent(asOf)}` : ''}`);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 410) return 'erased';
+    throw err;
+  }
+}
+
+/** The searched text in a scrolling block, with where it came from. */
+function TextBlock({ t, label, testId }: { t: TextThen; label: string; testId: string }) {
+  if (t === 'erased') return <p class="muted">The text was erased when the document was deleted.</p>;
+  if (t.text === null) return <p class="muted">No processing run had been verified by then: search had no text for it.</p>;
+  return (
+    <>
+      <p class="muted small">
+        Verified {when(t.verifiedAt ?? '')} · {t.tokenCount} tokens · {bytes(t.sizeBytes)}
+      </p>
+      <pre class="doc-text" tabIndex={0} aria-label={label} data-testid={testId}>
+        {t.text}
+      </pre>
+    </>
+  );
+}
+
+/** The extracted text search uses now (any kind of document), loaded when opened. */
+export function ExtractedText({ wsId, docId, verifiedAt }: { wsId: string; docId: string; verifiedAt: string }) {
+  const [open, setOpen] = useState(false);
+  const text = useLoad(() => (open ? textAt(wsId, docId) : Promise.resolve(null)), [wsId, docId, open, verifiedAt]);
+  return (
+    <details onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>Text search uses</summary>
+      {text.error ? <ErrorBox error={text.error} /> : text.data ? <TextBlock t={text.data} label="Text search uses" testId="extracted-text" /> : open ? <p role="status">Loading…</p> : null}
+    </details>
+  );
+}
+
+/** Time travel: the document as it was at a chosen past time (GET ...?asOf=), with the text search used then. */
 function AsOf({ wsId, docId }: { wsId: string; docId: string }) {
   return (
     <AsOfPanel
       label="Show the document as it was at"
       inputName="as-of"
       notFound="The document did not exist yet at that time."
-      load={(asOf) => get<DocumentDetail>(`/v1/workspaces/${wsId}/documents/${docId}?asOf=${encodeURIComponent(asOf)}`)}
+      load={async (asOf) => {
+        const detail = await get<DocumentDetail>(`/v1/workspaces/${wsId}/documents/${docId}?asOf=${encodeURIComponent(asOf)}`);
+        return { detail, text: await textAt(wsId, docId, asOf) };
+      }}
     >
-      {(past: DocumentDetail, shownAt) => (
-        <dl class="meta" aria-label={`The document as of ${shownAt}`} data-testid="as-of">
-          <dt>As of</dt>
-          <dd>{shownAt}</dd>
-          <dt>Title</dt>
-          <dd>{past.title}</dd>
-          <dt>Status</dt>
-          <dd>
-            <StatusBadge status={past.processingStatus} />
-          </dd>
-          <dt>Purpose</dt>
-          <dd>{past.purpose === 'INSTRUCTION' ? 'Instruction' : 'Knowledge'}</dd>
-          <dt>Tags</dt>
-          <dd>{past.tags.map((t) => t.name).join(', ') || 'none'}</dd>
-          <dt>Last change then</dt>
-          <dd>{when(past.updatedAt)}</dd>
-        </dl>
+      {({ detail: past, text }: { detail: DocumentDetail; text: TextThen }, shownAt) => (
+        <>
+          <dl class="meta" aria-label={`The document as of ${shownAt}`} data-testid="as-of">
+            <dt>As of</dt>
+            <dd>{shownAt}</dd>
+            <dt>Title</dt>
+            <dd>{past.title}</dd>
+            <dt>Status</dt>
+            <dd>
+              <StatusBadge status={past.processingStatus} />
+            </dd>
+            <dt>Purpose</dt>
+            <dd>{past.purpose === 'INSTRUCTION' ? 'Instruction' : 'Knowledge'}</dd>
+            <dt>Tags</dt>
+            <dd>{past.tags.map((t) => t.name).join(', ') || 'none'}</dd>
+            <dt>Last change then</dt>
+            <dd>{when(past.updatedAt)}</dd>
+          </dl>
+          <h3>Text search used then</h3>
+          <TextBlock t={text} label={`Text as of ${shownAt}`} testId="as-of-text" />
+        </>
       )}
     </AsOfPanel>
   );
