@@ -17,7 +17,6 @@ import { storedQueryCounts } from '../searchLink/linkUsage';
 export type Interval = 'hour' | 'day' | 'week';
 export const MAX_BUCKETS = 1000;
 const TOP = 10;
-const CHANNELS: SearchChannel[] = ['workspace', 'link', 'tool'];
 
 export interface AnalyticsRequest {
   workspaceId: string;
@@ -166,6 +165,7 @@ async function compute(ctx: AppContext, store: ReadStore, r: AnalyticsRequest) {
   }
   links.sort((a, b) => b.searches - a.searches || a.linkId.localeCompare(b.linkId));
 
+  const ofChannel = (c: SearchChannel) => channelStats(searches.filter((s) => s.channel === c));
   return {
     workspaceId: ws,
     from,
@@ -185,7 +185,7 @@ async function compute(ctx: AppContext, store: ReadStore, r: AnalyticsRequest) {
     },
     searches: {
       ...channelStats(searches),
-      byChannel: Object.fromEntries(CHANNELS.map((c) => [c, channelStats(searches.filter((s) => s.channel === c))])),
+      byChannel: { workspace: ofChannel('workspace'), link: ofChannel('link'), tool: ofChannel('tool') },
     },
     topDocuments: [...hits].map(([documentId, count]) => ({ documentId, hits: count })).sort((a, b) => b.hits - a.hits || a.documentId.localeCompare(b.documentId)).slice(0, TOP),
     links,

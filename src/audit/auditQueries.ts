@@ -1,5 +1,6 @@
 import { AppContext } from '../app/context';
 import { Filter } from '../ports/readStore';
+import { AuthMethod } from '../domain/event';
 import { auditEntriesCollection, AuditEntryView } from '../../projections/audit/auditProjection';
 import { usersCollection } from '../../projections/user/userProjection';
 
@@ -19,7 +20,7 @@ export interface AuditEntry {
   id: string;
   position: number;
   time: string;
-  actor: { userId: string | null; email: string | null; authMethod: string };
+  actor: { userId: string | null; email: string | null; authMethod: AuthMethod };
   action: string;
   subject: { type: string; id: string };
   summary: Record<string, unknown>;

@@ -28,6 +28,49 @@ export const Me = t.type({ id: Uuid, email: t.string, name: t.string, emailVerif
 export const ApiKeyCreated = t.type({ id: Uuid, name: t.string, key: t.string, createdAt: IsoDateString });
 export const ApiKeyList = t.type({ data: t.array(t.type({ id: Uuid, name: t.string, prefix: t.string, createdAt: IsoDateString, lastUsedAt: nullable(IsoDateString) })) });
 
+// ---- Identity flows ---------------------------------------------------------------------
+
+const AuthMethod = t.keyof({ session: null, api_key: null, public_token: null, system: null });
+export const EmailVerified = t.type({ emailVerified: t.literal(true) });
+/** 202: `sent` is false when the address is already verified (nothing is mailed). */
+export const VerificationResent = t.type({ emailVerified: t.boolean, sent: t.boolean });
+/** 202, the same whether or not the address has an account. */
+export const ResetRequested = t.type({ message: t.string });
+export const PasswordReset = t.type({ passwordReset: t.literal(true), sessionsRevoked: t.literal(true) });
+export const InvitationSignup = t.type({
+  user: t.type({ id: Uuid, email: t.string, emailVerified: t.literal(true) }),
+  workspaceId: Uuid,
+  accessToken: t.string,
+  refreshToken: t.string,
+  expiresIn: t.number,
+});
+/** A single sign-on finished outside the console (`created`: the account was made by this sign-in). */
+export const SsoSignedIn = t.type({ user: t.type({ id: Uuid, email: t.string, created: t.boolean }), accessToken: t.string, refreshToken: t.string, expiresIn: t.number });
+export const SignInOptions = t.type({ registration: t.boolean, sso: t.boolean });
+/** The account's live sessions (`ipHash`: keyed hash of the client IP; null fields on sessions from before they were recorded). */
+export const SessionList = t.type({
+  data: t.array(
+    t.type({
+      id: Uuid,
+      device: nullable(t.string),
+      createdAt: nullable(IsoDateString),
+      lastUsedAt: nullable(IsoDateString),
+      ipHash: nullable(t.string),
+      expiresAt: IsoDateString,
+      current: t.boolean,
+    }),
+  ),
+});
+export const SessionsRevoked = t.type({ revoked: t.number });
+/** The account's security trail, newest first (`summary`: the event's whitelisted fields). */
+export const SecurityEventList = t.type({ data: t.array(t.type({ id: Uuid, occurredAt: IsoDateString, action: t.string, authMethod: AuthMethod, summary: t.UnknownRecord })) });
+/** 201: the TOTP secret, shown once (base32, and as an otpauth:// URI). */
+export const TotpEnrollment = t.type({ otpauthUri: t.string, secret: t.string });
+export const TotpConfirmed = t.type({ mfaEnabled: t.literal(true), recoveryCodes: t.array(t.string) });
+export const TotpDisabled = t.type({ mfaEnabled: t.literal(false) });
+/** The web console's sign-in and renewal: the access token only (the refresh token rides in the httpOnly cookie). */
+export const ConsoleAccess = t.type({ accessToken: t.string, expiresIn: t.number });
+
 // ---- Workspaces, members, tags ----------------------------------------------------------
 
 export const WorkspaceCreated = t.type({ id: Uuid, name: t.string, createdAt: IsoDateString });
@@ -39,7 +82,15 @@ export const WorkspaceDetail = t.intersection([
     settings: t.intersection([t.type({ allowPublicSearchLinks: t.boolean, defaultDocumentPurpose: Purpose }), t.partial({ requireMfa: t.boolean, requireVerifiedEmail: t.boolean })]),
   }),
 ]);
-export const MemberList = t.array(t.type({ userId: Uuid, email: t.string, name: t.string, role: Role, joinedAt: IsoDateString }));
+export const Member = t.type({ userId: Uuid, email: t.string, name: t.string, role: Role, joinedAt: IsoDateString });
+export const MemberList = t.array(Member);
+/** 201: the invitation made (the link is mailed to the address). */
+export const InvitationCreated = t.type({ invitationId: Uuid, email: t.string, role: Role, expiresAt: IsoDateString });
+/** Invitations not yet accepted, newest first (at most 200; `total` counts them all). */
+export const InvitationList = t.type({
+  data: t.array(t.type({ id: Uuid, email: t.string, role: Role, createdAt: IsoDateString, expiresAt: IsoDateString, status: t.keyof({ PENDING: null, EXPIRED: null }) })),
+  total: t.number,
+});
 export const Tag = t.type({ id: Uuid, name: t.string, color: t.string });
 export const TagList = t.type({ data: t.array(Tag) });
 
@@ -156,6 +207,91 @@ export const SearchLink = t.intersection([
   t.partial({ token: t.string, toolProfile: t.literal('chatgpt') }),
 ]);
 export const SearchLinkList = t.type({ data: t.array(SearchLink) });
+const LinkUsageSummary = t.type({
+  requests: t.number,
+  errors: t.number,
+  /** Uses per channel (`http`: the public search, `mcp`: the tool endpoint, `s`: GET /s/<linkId>); a channel not used is absent. */
+  byChannel: t.partial({ http: t.number, mcp: t.number, s: t.number }),
+  latencyMs: t.type({ p50: nullable(t.number), p95: nullable(t.number) }),
+  distinctClients: t.number,
+});
+/** A link's usage over the last `hours` hours, in total and per hour (hours without use are absent). */
+export const LinkUsage = t.type({
+  linkId: Uuid,
+  historyMode: t.boolean,
+  window: t.type({ from: IsoDateString, to: IsoDateString, hours: t.number }),
+  totals: LinkUsageSummary,
+  hourly: t.array(t.intersection([t.type({ hour: IsoDateString }), LinkUsageSummary])),
+  storedQueries: t.number,
+});
+/** A page of a link's stored query texts (history mode), newest first; `nextBefore` is the next page's `before`. */
+export const LinkQueryPage = t.type({
+  data: t.array(t.type({ query: t.string, at: IsoDateString })),
+  nextBefore: nullable(IsoDateString),
+  retentionDays: t.number,
+  historyMode: t.boolean,
+});
+
+// ---- Audit and analytics ----------------------------------------------------------------
+
+/** One page of a workspace's audit trail, newest first (`nextCursor`: the next page's `cursor`). */
+export const AuditPage = t.type({
+  data: t.array(
+    t.type({
+      id: Uuid,
+      position: t.number,
+      time: IsoDateString,
+      actor: t.type({ userId: nullable(t.string), email: nullable(t.string), authMethod: AuthMethod }),
+      action: t.string,
+      subject: t.type({ type: t.string, id: t.string }),
+      summary: t.UnknownRecord,
+      correlationId: t.string,
+    }),
+  ),
+  nextCursor: nullable(t.string),
+});
+/** The hash chain walked: where it first breaks (another workspace's event by position only). */
+export const LogVerificationAnswer = t.type({
+  ok: t.boolean,
+  checked: t.number,
+  workspaceEvents: t.number,
+  headPosition: t.number,
+  firstBreak: nullable(t.intersection([t.type({ position: t.number, reason: t.string, inThisWorkspace: t.boolean }), t.partial({ id: Uuid, type: t.string })])),
+  startedAt: IsoDateString,
+  finishedAt: IsoDateString,
+});
+const Spread = t.type({ p50: nullable(t.number), p95: nullable(t.number), max: nullable(t.number) });
+const ChannelStats = t.type({ searches: t.number, zeroResults: t.number, latencyMs: Spread });
+/** GET /workspaces/:id/analytics: counts over [from, to), per bucket of `interval`; `asOf` when answered as of a past time. */
+export const AnalyticsAnswer = t.type({
+  workspaceId: Uuid,
+  from: IsoDateString,
+  to: IsoDateString,
+  interval: t.keyof({ hour: null, day: null, week: null }),
+  asOf: nullable(IsoDateString),
+  documents: t.type({ added: t.number, deleted: t.number }),
+  processing: t.type({
+    runs: t.number,
+    verified: t.number,
+    failed: t.number,
+    unfinished: t.number,
+    failuresByCode: t.array(t.type({ code: t.string, count: t.number })),
+    uploadToVerifiedMs: t.intersection([t.type({ count: t.number }), Spread]),
+    runDurationMs: t.intersection([t.type({ count: t.number }), Spread]),
+  }),
+  searches: t.intersection([ChannelStats, t.type({ byChannel: t.type({ workspace: ChannelStats, link: ChannelStats, tool: ChannelStats }) })]),
+  topDocuments: t.array(t.type({ documentId: Uuid, hits: t.number })),
+  /** Per public link used in the range (`name` null for a link since deleted); `topQueries` only for a history-mode link, and not as of a past time. */
+  links: t.array(
+    t.intersection([
+      t.type({ linkId: Uuid, name: nullable(t.string), historyMode: t.boolean }),
+      ChannelStats,
+      t.type({ byChannel: t.type({ link: t.number, tool: t.number }) }),
+      t.partial({ topQueries: t.array(t.type({ query: t.string, count: t.number })) }),
+    ]),
+  ),
+  series: t.array(t.type({ start: IsoDateString, documentsAdded: t.number, documentsDeleted: t.number, verified: t.number, failed: t.number, workspace: t.number, link: t.number, tool: t.number })),
+});
 
 // ---- The tool endpoint ------------------------------------------------------------------
 

@@ -102,14 +102,15 @@ function operation(method: string, fullPath: string, doc: RouteDoc, family: Moun
     };
   }
   if (Object.keys(content).length) op.requestBody = { required: true, content };
-  const status = doc.status ?? 200;
-  const produces = doc.produces ?? 'application/json';
-  const responses: Record<string, unknown> = {
-    [String(status)]:
-      produces === 'none'
-        ? { description: 'Done (no content)' }
-        : { description: 'Success', content: { [produces]: { schema: doc.response ? toJsonSchema(doc.response) : produces === 'application/json' ? { type: 'object' } : { type: 'string' } } } },
-  };
+  const success = (description: string, produces: string, response: t.Mixed | undefined) =>
+    produces === 'none'
+      ? { description: description === 'Success' ? 'Done (no content)' : description }
+      : { description, content: { [produces]: { schema: response ? toJsonSchema(response) : produces === 'application/json' ? { type: 'object' } : { type: 'string' } } } };
+  const responses: Record<string, unknown> = { [String(doc.status ?? 200)]: success('Success', doc.produces ?? 'application/json', doc.response) };
+  for (const other of doc.otherSuccesses ?? []) {
+    if (responses[String(other.status)]) throw new Error(`openapi: ${method.toUpperCase()} ${fullPath} documents status ${other.status} twice`);
+    responses[String(other.status)] = success(other.description, other.produces ?? 'application/json', other.response);
+  }
   const statuses = env === 'mcp' ? [400, 403, 413, 429, 500] : [...byStatus.keys()].filter((s) => auth || s !== 401);
   for (const s of statuses.sort()) responses[String(s)] = { $ref: `#/components/responses/${env}_${s}` };
   op.responses = responses;

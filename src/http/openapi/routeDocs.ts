@@ -20,6 +20,16 @@ export interface RouteDoc {
   status?: number;
   /** Success content type (default application/json; `none` for an empty answer). */
   produces?: string;
+  /** Other success answers of the route, by status (a route whose answer differs by case, e.g. a redirect beside a JSON body). */
+  otherSuccesses?: readonly SuccessDoc[];
+}
+
+/** One more success answer of a route: its status, what it means, its body (codec or content type; `none` for no body). */
+export interface SuccessDoc {
+  status: number;
+  description: string;
+  response?: t.Mixed;
+  produces?: string;
 }
 
 /** One module's routes, keyed `METHOD /path` as the router registers them (`POST /workspaces/:id/documents`). */

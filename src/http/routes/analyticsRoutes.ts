@@ -5,6 +5,7 @@ import { DomainError } from '../../domain/errors';
 import { requireAuth, requireWorkspaceRole } from '../auth';
 import { Interval, workspaceAnalytics } from '../../../queries/analytics/workspaceAnalytics';
 import { RouteDocs } from '../openapi/routeDocs';
+import { AnalyticsAnswer, respond } from '../responses';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PARAMS = new Set(['from', 'to', 'interval', 'asOf']);
@@ -35,7 +36,7 @@ function time(req: Request, name: string): Date | undefined {
  */
 /** The API description of these routes. */
 export const analyticsDocs: RouteDocs = {
-  'GET /workspaces/:id/analytics': { summary: 'Workspace analytics from the log (ADMIN)', description: 'Query: `from`, `to`, `asOf` (ISO 8601), `interval` (hour, day, week).' },
+  'GET /workspaces/:id/analytics': { summary: 'Workspace analytics from the log (ADMIN)', description: 'Query: `from`, `to`, `asOf` (ISO 8601), `interval` (hour, day, week).', response: AnalyticsAnswer },
 };
 
 export function analyticsRoutes(ctx: AppContext): RouteModule {
@@ -53,7 +54,7 @@ export function analyticsRoutes(ctx: AppContext): RouteModule {
     const to = time(req, 'to') ?? asOf ?? ctx.now();
     const from = time(req, 'from') ?? new Date(to.getTime() - DEFAULT_DAYS * 24 * 3600_000);
     if (from >= to) throw invalid('from', 'from must be before to.');
-    res.json(await workspaceAnalytics(ctx, { workspaceId, from, to, interval: interval as Interval, asOf }));
+    respond(res, AnalyticsAnswer, await workspaceAnalytics(ctx, { workspaceId, from, to, interval: interval as Interval, asOf }));
   });
   return { v1, docs: analyticsDocs };
 }

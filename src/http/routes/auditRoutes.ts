@@ -10,6 +10,7 @@ import { consumeRateLimit } from '../rateLimit';
 import { decode, strict } from '../codecs';
 import * as t from 'io-ts';
 import { UUID_PATTERN } from '../../domain/ids';
+import { AuditPage, LogVerificationAnswer, respond } from '../responses';
 
 const ID = UUID_PATTERN;
 
@@ -17,7 +18,7 @@ const VerifyBody = strict(t.partial({}));
 
 /** The API description of these routes. */
 export const auditDocs: RouteDocs = {
-  'GET /workspaces/:id/audit': { summary: 'The audit trail of a workspace (ADMIN)', description: 'Query: `subject`, `action`, `actor`, `from`, `to` (ISO 8601), `page`, `limit`.' },
+  'GET /workspaces/:id/audit': { summary: 'The audit trail of a workspace (ADMIN)', description: 'Query: `subject`, `action`, `actor`, `from`, `to` (ISO 8601), `cursor`, `limit`.', response: AuditPage },
   'POST /workspaces/:id/audit/verify': {
     summary: "Verify the event log's hash chain (OWNER)",
     description:
@@ -25,6 +26,7 @@ export const auditDocs: RouteDocs = {
       "A break in another workspace's event is given by position only. The walk yields between batches and one runs at a time (concurrent requests share it); " +
       `${VERIFY_LOG_PER_WORKSPACE_PER_HOUR} per workspace and ${VERIFY_LOG_PER_PROCESS_PER_HOUR} per server per hour (429). 501 LOG_VERIFICATION_UNAVAILABLE with KB_EVENT_STORE=eventstoredb.`,
     body: VerifyBody,
+    response: LogVerificationAnswer,
   },
 };
 
@@ -71,7 +73,7 @@ export function auditRoutes(ctx: AppContext): RouteModule {
       beforePosition,
       limit,
     });
-    res.json(page);
+    respond(res, AuditPage, page);
   });
 
   const perWorkspace = ctx.rateLimiter({ keyPrefix: 'verify-log', points: VERIFY_LOG_PER_WORKSPACE_PER_HOUR, durationSeconds: 3600 });
@@ -84,7 +86,7 @@ export function auditRoutes(ctx: AppContext): RouteModule {
     decode(VerifyBody, req.body ?? {});
     await consumeRateLimit(ctx, perWorkspace, VERIFY_LOG_PER_WORKSPACE_PER_HOUR, workspaceId, res, 'verify-log');
     await consumeRateLimit(ctx, perProcess, VERIFY_LOG_PER_PROCESS_PER_HOUR, 'all', res, 'verify-log');
-    res.json(await verifyLogFor(ctx, workspaceId));
+    respond(res, LogVerificationAnswer, await verifyLogFor(ctx, workspaceId));
   });
   return { v1, docs: auditDocs };
 }

@@ -16,7 +16,27 @@ import { boundedString, decode, Email, HumanName, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { consumeRateLimit, mfaChallengeLimiter, rateLimit, byIp } from '../rateLimit';
 import { RouteModule, router } from './module';
-import { ApiKeyCreated, ApiKeyList, Me, Registered, respond, Tokens } from '../responses';
+import {
+  ApiKeyCreated,
+  ApiKeyList,
+  EmailVerified,
+  InvitationSignup,
+  Me,
+  PasswordReset,
+  Registered,
+  ResetRequested,
+  respond,
+  SecurityEventList,
+  SessionList,
+  SessionsRevoked,
+  SignInOptions,
+  SsoSignedIn,
+  Tokens,
+  TotpConfirmed,
+  TotpDisabled,
+  TotpEnrollment,
+  VerificationResent,
+} from '../responses';
 
 const RegisterBody = strict(t.type({ email: Email, password: boundedString(8, 1024, 'password (8+ characters)'), name: HumanName(200) }));
 const LoginBody = strict(t.type({ email: boundedString(1, 254), password: boundedString(1, 1024) }));
@@ -55,21 +75,27 @@ export const authDocs: RouteDocs = {
   'GET /api-keys': { summary: 'List your API keys', response: ApiKeyList },
   'DELETE /api-keys/:id': { summary: 'Revoke an API key', status: 204, produces: 'none' },
   'POST /auth/login/mfa': { summary: 'Finish a sign-in that answered MFA_REQUIRED with a TOTP or recovery code', body: MfaLoginBody, auth: false, response: Tokens },
-  'POST /auth/verify-email': { summary: 'Verify the e-mail address with the token from the mailed link', body: TokenBody, auth: false },
-  'POST /auth/resend-verification': { summary: 'Mail the verification link again (rate-limited)', body: EmptyBody, status: 202 },
-  'POST /auth/forgot-password': { summary: 'Mail a password-reset link (the same answer whether or not the address has an account)', body: ForgotBody, auth: false, status: 202, example: { email: 'ada@example.com' } },
-  'POST /auth/reset-password': { summary: 'Set a new password with the mailed token; revokes every session', body: ResetBody, auth: false },
-  'POST /auth/accept-invitation': { summary: 'Accept a mailed invitation as a newcomer: account, membership and session in one step', body: InvitationSignupBody, auth: false, status: 201 },
+  'POST /auth/verify-email': { summary: 'Verify the e-mail address with the token from the mailed link', body: TokenBody, auth: false, response: EmailVerified },
+  'POST /auth/resend-verification': { summary: 'Mail the verification link again (rate-limited)', body: EmptyBody, status: 202, response: VerificationResent },
+  'POST /auth/forgot-password': { summary: 'Mail a password-reset link (the same answer whether or not the address has an account)', body: ForgotBody, auth: false, status: 202, response: ResetRequested, example: { email: 'ada@example.com' } },
+  'POST /auth/reset-password': { summary: 'Set a new password with the mailed token; revokes every session', body: ResetBody, auth: false, response: PasswordReset },
+  'POST /auth/accept-invitation': { summary: 'Accept a mailed invitation as a newcomer: account, membership and session in one step', body: InvitationSignupBody, auth: false, status: 201, response: InvitationSignup },
   'GET /auth/oidc/start': { summary: "Start single sign-on with the organisation's OpenID provider (redirect)", auth: false, produces: 'none', status: 302 },
-  'GET /auth/oidc/callback': { summary: "The OpenID provider's callback (authorization code with PKCE)", auth: false },
-  'GET /auth/options': { summary: 'How one may sign in here: registration open, single sign-on configured (for sign-in pages)', auth: false },
-  'GET /auth/sessions': { summary: "The account's sessions" },
-  'DELETE /auth/sessions': { summary: 'Revoke every session but this one' },
+  'GET /auth/oidc/callback': {
+    summary: "The OpenID provider's callback (authorization code with PKCE)",
+    description: 'A sign-in started with GET /v1/auth/oidc/start answers the tokens (200). One started from the console (GET /v1/auth/console/sso) sets the console cookie and redirects to `/app/` (302), or to `/app/signin?ssoError=<code>` when it fails.',
+    auth: false,
+    response: SsoSignedIn,
+    otherSuccesses: [{ status: 302, description: "A console sign-in: the console's cookie is set and the browser goes back to /app/ (or to /app/signin?ssoError=<code>)", produces: 'none' }],
+  },
+  'GET /auth/options': { summary: 'How one may sign in here: registration open, single sign-on configured (for sign-in pages)', auth: false, response: SignInOptions },
+  'GET /auth/sessions': { summary: "The account's sessions", response: SessionList },
+  'DELETE /auth/sessions': { summary: 'Revoke every session but this one', response: SessionsRevoked },
   'DELETE /auth/sessions/:sessionId': { summary: 'Revoke one session', status: 204, produces: 'none' },
-  'GET /auth/security-events': { summary: "The account's security trail (verification, resets, MFA, SSO, sessions)" },
-  'POST /auth/mfa/totp': { summary: 'Start TOTP enrolment: the secret, shown once, as an otpauth URI', body: EmptyBody, status: 201 },
-  'POST /auth/mfa/totp/confirm': { summary: 'Confirm TOTP enrolment with a code; answers the recovery codes, shown once', body: CodeBody },
-  'POST /auth/mfa/totp/disable': { summary: 'Turn TOTP off with a code', body: CodeBody },
+  'GET /auth/security-events': { summary: "The account's security trail (verification, resets, MFA, SSO, sessions)", response: SecurityEventList },
+  'POST /auth/mfa/totp': { summary: 'Start TOTP enrolment: the secret, shown once, as an otpauth URI', body: EmptyBody, status: 201, response: TotpEnrollment },
+  'POST /auth/mfa/totp/confirm': { summary: 'Confirm TOTP enrolment with a code; answers the recovery codes, shown once', body: CodeBody, response: TotpConfirmed },
+  'POST /auth/mfa/totp/disable': { summary: 'Turn TOTP off with a code', body: CodeBody, response: TotpDisabled },
 };
 
 export function authRoutes(ctx: AppContext): RouteModule {
@@ -111,7 +137,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
     const body = decode(TokenBody, req.body);
     const r = await verifyEmail(ctx, commandContext(ctx, req), body.token);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.json({ emailVerified: true });
+    respond(res, EmailVerified, { emailVerified: true });
   });
 
   v1.post('/auth/resend-verification', requireAuth(ctx), async (req, res) => {
@@ -120,7 +146,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
     await consumeRateLimit(ctx, resendLimiter, id.resendVerificationPerHour, userId, res);
     const r = await requestEmailVerification(ctx, commandContext(ctx, req), userId);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.status(202).json({ emailVerified: r.alreadyVerified, sent: r.sent });
+    respond(res, VerificationResent, { emailVerified: r.alreadyVerified, sent: r.sent }, 202);
   });
 
   v1.post('/auth/forgot-password', async (req, res) => {
@@ -130,7 +156,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
     await consumeRateLimit(ctx, forgotEmailLimiter, id.forgotPasswordPerEmailPerHour, email, res);
     const cc = commandContext(ctx, req);
     // Answered before the look-up: the same answer, in the same time, whether or not the address has an account.
-    res.status(202).json({ message: 'If an account uses this address, a reset link is on its way.' });
+    respond(res, ResetRequested, { message: 'If an account uses this address, a reset link is on its way.' }, 202);
     requestPasswordReset(ctx, cc, email).catch((err: unknown) => ctx.logger.error({ errName: err instanceof Error ? err.name : 'unknown' }, 'password reset request failed'));
   });
 
@@ -138,7 +164,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
     const body = decode(ResetBody, req.body);
     const r = await resetPassword(ctx, commandContext(ctx, req), body.token, body.password);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.json({ passwordReset: true, sessionsRevoked: true });
+    respond(res, PasswordReset, { passwordReset: true, sessionsRevoked: true });
   });
 
   // An e-mailed invitation accepted by someone without an account: account (pre-verified) + membership + session.
@@ -146,7 +172,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
     const body = decode(InvitationSignupBody, req.body);
     const r = await acceptInvitationAsNewcomer(ctx, commandContext(ctx, req), body, originOf(req));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.status(201).json({ user: { id: r.userId, email: r.email, emailVerified: true }, workspaceId: r.workspaceId, accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
+    respond(res, InvitationSignup, { user: { id: r.userId, email: r.email, emailVerified: true }, workspaceId: r.workspaceId, accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn }, 201);
   });
 
   // OpenID Connect: start at the provider (302), come back with a code (the flow's secrets ride in a sealed, HttpOnly cookie).
@@ -176,16 +202,16 @@ export function authRoutes(ctx: AppContext): RouteModule {
     }
     const r = await finishSso(ctx, commandContext(ctx, req), callbackUrl, flow, originOf(req));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.json({ user: r.user, accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
+    respond(res, SsoSignedIn, { user: r.user, accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
   });
 
   v1.get('/auth/options', (_req, res) => {
-    res.json({ registration: ctx.config.allowRegistration, sso: ctx.config.oidc !== undefined && ctx.identityProvider !== undefined });
+    respond(res, SignInOptions, { registration: ctx.config.allowRegistration, sso: ctx.config.oidc !== undefined && ctx.identityProvider !== undefined });
   });
 
   v1.get('/auth/sessions', requireAuth(ctx), async (req, res) => {
     const a = authOf(req);
-    res.json({ data: await listSessions(ctx, a.userId, a.sessionId) });
+    respond(res, SessionList, { data: await listSessions(ctx, a.userId, a.sessionId) });
   });
 
   // Sign out every other session (the caller's own stays; with an API key, all of them).
@@ -193,7 +219,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
     const a = authOf(req);
     const r = await revokeAllSessions(ctx, commandContext(ctx, req), a.userId, 'revoked_by_user', a.sessionId);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.json({ revoked: r.revoked });
+    respond(res, SessionsRevoked, { revoked: r.revoked });
   });
 
   v1.delete('/auth/sessions/:sessionId', requireAuth(ctx), async (req, res) => {
@@ -203,28 +229,28 @@ export function authRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.get('/auth/security-events', requireAuth(ctx), async (req, res) => {
-    res.json({ data: await accountEvents(ctx, authOf(req).userId, 200) });
+    respond(res, SecurityEventList, { data: await accountEvents(ctx, authOf(req).userId, 200) });
   });
 
   v1.post('/auth/mfa/totp', requireAuth(ctx), async (req, res) => {
     decode(EmptyBody, req.body ?? {});
     const r = await startTotpEnrollment(ctx, commandContext(ctx, req), authOf(req).userId);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.status(201).json({ otpauthUri: r.otpauthUri, secret: r.secret });
+    respond(res, TotpEnrollment, { otpauthUri: r.otpauthUri, secret: r.secret }, 201);
   });
 
   v1.post('/auth/mfa/totp/confirm', requireAuth(ctx), async (req, res) => {
     const body = decode(CodeBody, req.body);
     const r = await confirmTotp(ctx, commandContext(ctx, req), authOf(req).userId, body.code);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.json({ mfaEnabled: true, recoveryCodes: r.recoveryCodes });
+    respond(res, TotpConfirmed, { mfaEnabled: true, recoveryCodes: r.recoveryCodes });
   });
 
   v1.post('/auth/mfa/totp/disable', requireAuth(ctx), async (req, res) => {
     const body = decode(CodeBody, req.body);
     const r = await disableTotp(ctx, commandContext(ctx, req), authOf(req).userId, body.code);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
-    res.json({ mfaEnabled: false });
+    respond(res, TotpDisabled, { mfaEnabled: false });
   });
 
   v1.post('/auth/refresh', credentialLimit, async (req, res) => {

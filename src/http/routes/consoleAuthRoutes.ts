@@ -11,6 +11,7 @@ import { commandContext } from '../exec';
 import { byIp, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
 import { RouteDocs } from '../openapi/routeDocs';
+import { ConsoleAccess, respond } from '../responses';
 
 /**
  * The web console's session (README "Web console"). The refresh token never reaches page
@@ -42,11 +43,12 @@ export function setConsoleCookie(ctx: AppContext, res: Response, token: string):
 
 /** The API description of these routes (the web console's cookie session; each needs `X-KB-Console: 1`). */
 export const consoleAuthDocs: RouteDocs = {
-  'POST /auth/console/session': { summary: 'Console sign-in: sets the httpOnly refresh cookie, answers an access token', body: SessionBody, auth: false },
+  'POST /auth/console/session': { summary: 'Console sign-in: sets the httpOnly refresh cookie, answers an access token', body: SessionBody, auth: false, response: ConsoleAccess },
   'POST /auth/console/session/mfa': {
     summary: 'Console sign-in, second step: the challenge of 401 MFA_REQUIRED and a TOTP or recovery code; sets the refresh cookie',
     body: MfaBody,
     auth: false,
+    response: ConsoleAccess,
   },
   'GET /auth/console/sso': {
     summary: "Console: single sign-on with the organisation's provider (302); the callback sets the console's cookie and returns to /app/",
@@ -55,7 +57,7 @@ export const consoleAuthDocs: RouteDocs = {
     produces: 'none',
     status: 302,
   },
-  'POST /auth/console/renew': { summary: 'Console: a new access token from the refresh cookie (rotated)', auth: false },
+  'POST /auth/console/renew': { summary: 'Console: a new access token from the refresh cookie (rotated)', auth: false, response: ConsoleAccess },
   'POST /auth/console/logout': { summary: 'Console: end the session and clear the cookie', auth: false, status: 204, produces: 'none' },
 };
 
@@ -107,7 +109,7 @@ export function consoleAuthRoutes(ctx: AppContext): RouteModule {
     const r = await login(ctx, commandContext(ctx, req), body, originOf(req));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     setCookie(res, r.refreshToken);
-    res.json({ accessToken: r.accessToken, expiresIn: r.expiresIn });
+    respond(res, ConsoleAccess, { accessToken: r.accessToken, expiresIn: r.expiresIn });
   });
 
   // With a second factor enrolled the first step answers 401 MFA_REQUIRED and its challenge: the code comes here.
@@ -119,7 +121,7 @@ export function consoleAuthRoutes(ctx: AppContext): RouteModule {
     const r = await loginWithMfa(ctx, commandContext(ctx, req), body, originOf(req));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     setCookie(res, r.refreshToken);
-    res.json({ accessToken: r.accessToken, expiresIn: r.expiresIn });
+    respond(res, ConsoleAccess, { accessToken: r.accessToken, expiresIn: r.expiresIn });
   });
 
   // A top-level navigation from the sign-in page (a link, so no custom header): the flow is marked as the console's, sealed.
@@ -138,7 +140,7 @@ export function consoleAuthRoutes(ctx: AppContext): RouteModule {
       const r = await refresh(ctx, commandContext(ctx, req), token);
       await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
       setCookie(res, r.refreshToken);
-      res.json({ accessToken: r.accessToken, expiresIn: r.expiresIn });
+      respond(res, ConsoleAccess, { accessToken: r.accessToken, expiresIn: r.expiresIn });
     } catch (err) {
       if (err instanceof DomainError) {
         clearCookie(res);

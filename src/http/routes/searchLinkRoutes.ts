@@ -13,7 +13,7 @@ import { createSearchLink } from '../../../commands/searchLink/createSearchLink'
 import { updateSearchLink } from '../../../commands/searchLink/updateSearchLink';
 import { revokeSearchLink } from '../../../commands/searchLink/revokeSearchLink';
 import { RouteModule, router } from './module';
-import { respond, SearchLink, SearchLinkList } from '../responses';
+import { LinkQueryPage, LinkUsage, respond, SearchLink, SearchLinkList } from '../responses';
 import { Uuid } from '../ids';
 import { UUID_PATTERN } from '../../domain/ids';
 
@@ -58,11 +58,17 @@ export const searchLinkDocs: RouteDocs = {
   'GET /workspaces/:workspaceId/public-links/:id': { summary: 'One public search link (ADMIN)', response: SearchLink },
   'PATCH /workspaces/:workspaceId/public-links/:id': { summary: "Change a link's name, scope, expiry, history mode or tool profile (ADMIN)", body: PatchBody, response: SearchLink, example: { toolProfile: 'default' } },
   'DELETE /workspaces/:workspaceId/public-links/:id': { summary: 'Revoke a link (ADMIN)', status: 204, produces: 'none' },
-  'GET /workspaces/:workspaceId/public-links/:id/usage': { summary: "A link's usage (ADMIN)", query: UsageQuery },
+  'GET /workspaces/:workspaceId/public-links/:id/usage': {
+    summary: "A link's usage (ADMIN)",
+    description: 'Requests, errors, channels, latency and distinct clients over the last `hours` hours (default 24), in total and per hour.',
+    query: UsageQuery,
+    response: LinkUsage,
+  },
   'GET /workspaces/:workspaceId/public-links/:id/queries': {
     summary: "A link's query history (ADMIN; stored only while its history mode is on)",
     description: `Newest first: \`{data: [{query, at}], nextBefore, retentionDays, historyMode}\`; \`limit\` 1..${MAX_QUERY_HISTORY_PAGE} (default 50), \`before\` (ISO time: pass \`nextBefore\` for the next page). Query text is kept 90 days, outside the event log.`,
     query: QueriesQuery,
+    response: LinkQueryPage,
   },
 };
 
@@ -118,7 +124,7 @@ export function searchLinkRoutes(ctx: AppContext): RouteModule {
     const workspaceId = pathId(req, 'workspaceId', 'WORKSPACE_NOT_FOUND', 'Workspace');
     const link = await getSearchLink(ctx, workspaceId, pathId(req, 'id', 'NOT_FOUND', 'Search link'));
     const q = decode(UsageQuery, req.query);
-    res.json(await linkUsageReport(ctx, link, q.hours ?? 24));
+    respond(res, LinkUsage, await linkUsageReport(ctx, link, q.hours ?? 24));
   });
 
   api.get('/workspaces/:workspaceId/public-links/:id/queries', async (req, res) => {
@@ -126,7 +132,7 @@ export function searchLinkRoutes(ctx: AppContext): RouteModule {
     const link = await getSearchLink(ctx, workspaceId, pathId(req, 'id', 'NOT_FOUND', 'Search link'));
     const q = decode(QueriesQuery, req.query);
     const page = await storedQueryPage(ctx, link.id, { before: q.before ? new Date(q.before).toISOString() : undefined, limit: q.limit ?? 50 });
-    res.json({ ...page, historyMode: link.historyMode });
+    respond(res, LinkQueryPage, { ...page, historyMode: link.historyMode });
   });
 
   return { api, docs: searchLinkDocs };

@@ -14,7 +14,7 @@ import { enforceIdentityRequirements, authOf, requireAuth, requireWorkspaceRole 
 import { boundedString, decode, Email, HexColor, HumanName, Purpose, Role, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { RouteModule, router } from './module';
-import { MemberList, respond, Tag, TagList, WorkspaceCreated, WorkspaceDetail, WorkspaceList } from '../responses';
+import { InvitationCreated, InvitationList, Member, MemberList, respond, Tag, TagList, WorkspaceCreated, WorkspaceDetail, WorkspaceList } from '../responses';
 import { idParam, Uuid } from '../ids';
 import { UUID_PATTERN } from '../../domain/ids';
 
@@ -42,13 +42,14 @@ export const workspaceDocs: RouteDocs = {
   'PUT /workspaces/:id': { summary: 'Rename a workspace or change its settings (ADMIN)', body: UpdateBody, response: WorkspaceDetail, example: { settings: { allowPublicSearchLinks: false } } },
   'DELETE /workspaces/:id': { summary: 'Delete a workspace (OWNER)', status: 204, produces: 'none' },
   'GET /workspaces/:id/members': { summary: 'Members of a workspace', response: MemberList },
-  'POST /workspaces/:id/members': { summary: 'Add a member (ADMIN)', body: AddMemberBody, status: 201 },
-  'PATCH /workspaces/:id/members/:userId': { summary: "Change a member's role (ADMIN)", body: RoleBody, example: { role: 'ADMIN' } },
+  'POST /workspaces/:id/members': { summary: 'Add a member (ADMIN)', body: AddMemberBody, status: 201, response: Member },
+  'PATCH /workspaces/:id/members/:userId': { summary: "Change a member's role (ADMIN)", body: RoleBody, response: Member, example: { role: 'ADMIN' } },
   'DELETE /workspaces/:id/members/:userId': { summary: 'Remove a member (ADMIN)', status: 204, produces: 'none' },
-  'POST /workspaces/:id/invite': { summary: 'Invite someone by e-mail (ADMIN)', body: InviteBody, status: 201, example: { email: 'bob@example.com', role: 'MEMBER' } },
+  'POST /workspaces/:id/invite': { summary: 'Invite someone by e-mail (ADMIN)', body: InviteBody, status: 201, response: InvitationCreated, example: { email: 'bob@example.com', role: 'MEMBER' } },
   'GET /workspaces/:id/invitations': {
     summary: 'Invitations not yet accepted (ADMIN)',
     description: 'Newest first, at most 200 (`total` counts them all); each `PENDING` or `EXPIRED`. Accepted and revoked invitations are not listed.',
+    response: InvitationList,
   },
   'DELETE /workspaces/:id/invitations/:invitationId': { summary: 'Revoke a pending invitation (ADMIN): its link no longer works', status: 204, produces: 'none' },
   'POST /workspaces/:id/transfer-ownership': {
@@ -58,7 +59,7 @@ export const workspaceDocs: RouteDocs = {
     response: TransferResult,
     example: { userId: '0b7c6f1e-8a8d-4c1e-9f55-3d1f2a4b5c6d' },
   },
-  'POST /invitations/:invitationId/accept': { summary: 'Accept an invitation' },
+  'POST /invitations/:invitationId/accept': { summary: 'Accept an invitation: answers the workspace joined', response: WorkspaceDetail },
   'GET /workspaces/:id/tags': { summary: 'Tags of a workspace', response: TagList },
   'POST /workspaces/:id/tags': { summary: 'Create a tag (ADMIN)', body: TagBody, status: 201, response: Tag, example: { name: 'Billing', color: '#112233' } },
   'PUT /workspaces/:id/tags/:tagId': { summary: 'Rename or recolour a tag (ADMIN)', body: TagPatch, response: Tag },
@@ -72,6 +73,16 @@ function workspaceIdOf(req: Request): string {
   const id = String(req.params.id);
   if (!ID.test(id)) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
   return id.toLowerCase();
+}
+
+/**
+ * The member a write answers with. It is read back after the write; should the read model not
+ * show it yet (the bounded read-your-writes wait ran out), the write is done and the client is
+ * asked to read the members again, rather than sent an empty body.
+ */
+function memberOrRetry<M>(member: M | undefined): M {
+  if (member === undefined) throw new DomainError('SERVICE_UNAVAILABLE', 'The change is saved but not yet readable; list the members again.');
+  return member;
 }
 
 const memberIdOf = (req: Request): string => idParam(req, 'userId', 'MEMBER_NOT_FOUND', 'The user is not a member of this workspace.');
@@ -123,13 +134,13 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
 
   v1.post('/workspaces/:id/members', async (req, res) => {
     const id = await workspaceAs(req, 'ADMIN');
-    res.status(201).json(await addMember(ctx, cc(req), id, decode(AddMemberBody, req.body)));
+    respond(res, Member, memberOrRetry(await addMember(ctx, cc(req), id, decode(AddMemberBody, req.body))), 201);
   });
 
   v1.patch('/workspaces/:id/members/:userId', async (req, res) => {
     const id = await workspaceAs(req, 'ADMIN');
     const body = decode(RoleBody, req.body);
-    res.json(await changeMemberRole(ctx, cc(req), id, { userId: memberIdOf(req), role: body.role }));
+    respond(res, Member, memberOrRetry(await changeMemberRole(ctx, cc(req), id, { userId: memberIdOf(req), role: body.role })));
   });
 
   v1.delete('/workspaces/:id/members/:userId', async (req, res) => {
@@ -140,11 +151,11 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
 
   v1.post('/workspaces/:id/invite', async (req, res) => {
     const id = await workspaceAs(req, 'ADMIN');
-    res.status(201).json(await inviteMember(ctx, cc(req), id, decode(InviteBody, req.body)));
+    respond(res, InvitationCreated, await inviteMember(ctx, cc(req), id, decode(InviteBody, req.body)), 201);
   });
 
   v1.get('/workspaces/:id/invitations', async (req, res) => {
-    res.json(await listPendingInvitations(ctx, await workspaceAs(req, 'ADMIN'), ctx.now()));
+    respond(res, InvitationList, await listPendingInvitations(ctx, await workspaceAs(req, 'ADMIN'), ctx.now()));
   });
 
   v1.delete('/workspaces/:id/invitations/:invitationId', async (req, res) => {
@@ -160,7 +171,7 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.post('/invitations/:invitationId/accept', async (req, res) => {
-    res.json(await acceptInvitation(ctx, cc(req), { invitationId: idParam(req, 'invitationId', 'INVITATION_NOT_FOUND', 'Invitation not found.'), actorEmail: authOf(req).email }));
+    respond(res, WorkspaceDetail, await acceptInvitation(ctx, cc(req), { invitationId: idParam(req, 'invitationId', 'INVITATION_NOT_FOUND', 'Invitation not found.'), actorEmail: authOf(req).email }));
   });
 
   v1.get('/workspaces/:id/tags', async (req, res) => {
