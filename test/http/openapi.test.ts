@@ -1,7 +1,9 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import Ajv2020 from 'ajv/dist/2020';
-import { client, startServer, TestServer } from '../support/server';
+import { client, signUp, startServer, TestServer } from '../support/server';
+import { base32Decode, totp } from '../../src/security/totp';
 
 const root = path.resolve(__dirname, '..', '..');
 
@@ -21,6 +23,14 @@ function node(args: string[], input?: string): Promise<string> {
     const child = execFile(process.execPath, args, { cwd: root, maxBuffer: 16 * 1024 * 1024 }, (_err, stdout, stderr) => resolve(stdout + stderr));
     child.stdin?.end(input ?? '');
   });
+}
+
+/** The token of the `page` link in a mail (quoted-printable undone). */
+function tokenIn(raw: string, page: string): string {
+  const text = raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+  const m = new RegExp(`https?://[^\\s]+/${page}\\?token=[A-Za-z0-9%._-]+`).exec(text);
+  if (!m) throw new Error(`no ${page} link in:\n${raw}`);
+  return decodeURIComponent(new URL(m[0]).searchParams.get('token') as string);
 }
 
 describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
@@ -130,6 +140,60 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
     check('post', '/v1/api-keys', await api.post('/v1/api-keys', { name: 'CI' }), 201);
     check('get', '/v1/api-keys', await api.get('/v1/api-keys'));
 
+    // Identity flows: mails land in the outbox (the embedded default), one .eml each.
+    const outbox = path.join(server.dataDir, 'outbox');
+    const mailedToken = async (to: string, page: string): Promise<string> => {
+      for (let i = 0; i < 200; i++) {
+        const files = fs.existsSync(outbox) ? fs.readdirSync(outbox).filter((f) => f.endsWith('.eml')) : [];
+        for (const raw of files.map((f) => fs.readFileSync(path.join(outbox, f), 'utf8')).filter((r) => r.includes(`To: ${to}`))) {
+          try {
+            return tokenIn(raw, page);
+          } catch {
+            // Another mail to the same address.
+          }
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`no ${page} mail to ${to}`);
+    };
+    check('get', '/v1/auth/options', await anon.get('/v1/auth/options'));
+    check('post', '/v1/auth/verify-email', await anon.post('/v1/auth/verify-email', { token: await mailedToken(email, 'verify-email') }));
+    const resent = await api.post('/v1/auth/resend-verification', {});
+    expect(resent.body).toEqual({ emailVerified: true, sent: false });
+    check('post', '/v1/auth/resend-verification', resent, 202);
+    check('get', '/v1/auth/sessions', await api.get('/v1/auth/sessions'));
+    check('get', '/v1/auth/security-events', await api.get('/v1/auth/security-events'));
+
+    // The console's cookie session (each call with its header).
+    const H = { 'x-kb-console': '1' };
+    const consoleSession = await anon.post('/v1/auth/console/session', { email, password: 'correct horse battery' }, H);
+    check('post', '/v1/auth/console/session', consoleSession);
+    const cookie = (consoleSession.headers.getSetCookie().find((c) => c.startsWith('kb_console=')) ?? '').split(';')[0];
+    check('post', '/v1/auth/console/renew', await anon.post('/v1/auth/console/renew', {}, { ...H, cookie }));
+    // Sign out the others: the console session and one more sign-in.
+    expect((await anon.post('/v1/auth/login', { email, password: 'correct horse battery' })).status).toBe(200);
+    const revoked = await api.delete('/v1/auth/sessions');
+    expect(revoked.body.revoked).toBe(2);
+    check('delete', '/v1/auth/sessions', revoked);
+
+    // TOTP: enrol, confirm, a console sign-in with the second step, disable with a recovery code.
+    const mfa = await signUp(server.url, 'Mfa');
+    const enrol = await mfa.api.post('/v1/auth/mfa/totp', {});
+    check('post', '/v1/auth/mfa/totp', enrol, 201);
+    const seed = base32Decode(enrol.body.secret);
+    const t0 = Date.now() / 1000;
+    const confirmed = await mfa.api.post('/v1/auth/mfa/totp/confirm', { code: totp(seed, t0) });
+    check('post', '/v1/auth/mfa/totp/confirm', confirmed);
+    const firstStep = await anon.post('/v1/auth/console/session', { email: mfa.email, password: 'correct horse battery' }, H);
+    expect([firstStep.status, firstStep.body.error?.code]).toEqual([401, 'MFA_REQUIRED']);
+    check('post', '/v1/auth/console/session/mfa', await anon.post('/v1/auth/console/session/mfa', { challenge: firstStep.body.error.details.challenge, code: totp(seed, t0 + 30) }, H));
+    check('post', '/v1/auth/mfa/totp/disable', await mfa.api.post('/v1/auth/mfa/totp/disable', { code: confirmed.body.recoveryCodes[0] }));
+
+    // Password reset through the mailed link.
+    const forgetful = await signUp(server.url, 'Reset');
+    check('post', '/v1/auth/forgot-password', await anon.post('/v1/auth/forgot-password', { email: forgetful.email }), 202);
+    check('post', '/v1/auth/reset-password', await anon.post('/v1/auth/reset-password', { token: await mailedToken(forgetful.email, 'reset-password'), password: 'another good password' }));
+
     const created = await api.post('/v1/workspaces', { name: 'OpenAPI' });
     check('post', '/v1/workspaces', created, 201);
     const ws = created.body.id;
@@ -137,6 +201,19 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
     check('get', '/v1/workspaces/{id}', await api.get(`/v1/workspaces/${ws}`));
     check('put', '/v1/workspaces/{id}', await api.put(`/v1/workspaces/${ws}`, { settings: { requireMfa: false } }));
     check('get', '/v1/workspaces/{id}/members', await api.get(`/v1/workspaces/${ws}/members`));
+    const member = await signUp(server.url, 'Member');
+    check('post', '/v1/workspaces/{id}/members', await api.post(`/v1/workspaces/${ws}/members`, { userId: member.id, role: 'MEMBER' }), 201);
+    check('patch', '/v1/workspaces/{id}/members/{userId}', await api.patch(`/v1/workspaces/${ws}/members/${member.id}`, { role: 'ADMIN' }));
+    const guest = await signUp(server.url, 'Guest');
+    const invited = await api.post(`/v1/workspaces/${ws}/invite`, { email: guest.email, role: 'MEMBER' });
+    check('post', '/v1/workspaces/{id}/invite', invited, 201);
+    const newcomer = `newcomer-${Date.now()}@example.com`;
+    expect((await api.post(`/v1/workspaces/${ws}/invite`, { email: newcomer, role: 'MEMBER' })).status).toBe(201);
+    const pending = await api.get(`/v1/workspaces/${ws}/invitations`);
+    expect(pending.body.total).toBe(2);
+    check('get', '/v1/workspaces/{id}/invitations', pending);
+    check('post', '/v1/invitations/{invitationId}/accept', await guest.api.post(`/v1/invitations/${invited.body.invitationId}/accept`));
+    check('post', '/v1/auth/accept-invitation', await anon.post('/v1/auth/accept-invitation', { token: await mailedToken(newcomer, 'accept-invitation'), name: 'Newcomer', password: 'a good password' }), 201);
     const tag = await api.post(`/v1/workspaces/${ws}/tags`, { name: 'Billing', color: '#112233' });
     check('post', '/v1/workspaces/{id}/tags', tag, 201);
     check('put', '/v1/workspaces/{id}/tags/{tagId}', await api.put(`/v1/workspaces/${ws}/tags/${tag.body.id}`, { color: '#445566' }));
@@ -175,7 +252,7 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
     check('get', '/api/instruction-sets/{id}', await api.get(`/api/instruction-sets/${set.body.id}`));
     check('get', '/api/workspaces/{workspaceId}/instruction-sets', await api.get(`/api/workspaces/${ws}/instruction-sets`));
 
-    const link = await api.post(`/api/workspaces/${ws}/public-links`, { name: 'Bot', allowedTags: [tag.body.id], toolProfile: 'chatgpt' });
+    const link = await api.post(`/api/workspaces/${ws}/public-links`, { name: 'Bot', allowedTags: [tag.body.id], toolProfile: 'chatgpt', historyMode: true });
     check('post', '/api/workspaces/{workspaceId}/public-links', link, 201);
     check('patch', '/api/workspaces/{workspaceId}/public-links/{id}', await api.patch(`/api/workspaces/${ws}/public-links/${link.body.id}`, { toolProfile: 'default' }));
     check('get', '/api/workspaces/{workspaceId}/public-links/{id}', await api.get(`/api/workspaces/${ws}/public-links/${link.body.id}`));
@@ -189,8 +266,25 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
     check('post', '/mcp/{token}', await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/list' }));
     check('post', '/mcp/{token}', await rpc({ jsonrpc: '2.0', id: 'call-1', method: 'tools/call', params: { name: 'service_search', arguments: { query: 'refunds' } } }));
 
+    // The link's usage and stored queries (history mode), the workspace's analytics, audit trail and log verification.
+    check('get', '/api/workspaces/{workspaceId}/public-links/{id}/usage', await api.get(`/api/workspaces/${ws}/public-links/${link.body.id}/usage`));
+    const queries = await api.get(`/api/workspaces/${ws}/public-links/${link.body.id}/queries`);
+    expect(queries.body.data.length).toBeGreaterThan(0);
+    check('get', '/api/workspaces/{workspaceId}/public-links/{id}/queries', queries);
+    // Searches are recorded without holding up the answer: wait until the link's uses are counted.
+    let analytics = await api.get(`/v1/workspaces/${ws}/analytics`);
+    for (let i = 0; i < 100 && (analytics.body.links?.[0]?.searches ?? 0) < 3; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      analytics = await api.get(`/v1/workspaces/${ws}/analytics`);
+    }
+    expect(analytics.body.links[0].topQueries.length).toBeGreaterThan(0);
+    expect(analytics.body.topDocuments.length).toBeGreaterThan(0);
+    check('get', '/v1/workspaces/{id}/analytics', analytics);
+    check('get', '/v1/workspaces/{id}/audit', await api.get(`/v1/workspaces/${ws}/audit`));
+    check('post', '/v1/workspaces/{id}/audit/verify', await api.post(`/v1/workspaces/${ws}/audit/verify`));
+
     check('post', '/v1/workspaces/{id}/documents/{docId}/process', await api.post(`/v1/workspaces/${ws}/documents/${id}/process`));
-    expect(checked.size).toBeGreaterThanOrEqual(35);
+    expect(checked.size).toBeGreaterThanOrEqual(61);
   });
 
   it('/docs is served from this process: the page, its assets, an external init script, a CSP without inline scripts', async () => {
