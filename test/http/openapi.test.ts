@@ -3,19 +3,10 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import Ajv2020 from 'ajv/dist/2020';
 import { client, signUp, startServer, TestServer } from '../support/server';
+import { closed } from '../support/openapiSchema';
 import { base32Decode, totp } from '../../src/security/totp';
 
 const root = path.resolve(__dirname, '..', '..');
-
-/** The schema with every object closed (`additionalProperties: false`) where it lists its properties: an answer holding a field the description lacks fails. */
-function closed(schema: any): any {
-  if (Array.isArray(schema)) return schema.map(closed);
-  if (schema === null || typeof schema !== 'object') return schema;
-  const out: any = {};
-  for (const [k, v] of Object.entries(schema)) out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([p, s]) => [p, closed(s)])) : closed(v);
-  if (out.type === 'object' && out.properties && out.additionalProperties === undefined) out.additionalProperties = false;
-  return out;
-}
 
 /** Run a node child in the repository (jest here is CommonJS; some dependencies are ES modules). */
 function node(args: string[], input?: string): Promise<string> {

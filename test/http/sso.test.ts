@@ -1,7 +1,9 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import Ajv2020 from 'ajv/dist/2020';
 import { client, startServer, TestServer } from '../support/server';
+import { closed } from '../support/openapiSchema';
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -125,6 +127,14 @@ describe('single sign-on with OpenID Connect (a real oidc-provider in a child pr
     const again = await signIn('alice');
     expect(again.status).toBe(200);
     expect(again.body.user).toEqual({ id: first.body.user.id, email: 'alice@corp.example', created: false });
+    // Both answers are what /openapi.json describes for the callback's 200 (unknown fields refused); the console's 302 is described too.
+    const callback = (await client(server.url).get('/openapi.json')).body.paths['/v1/auth/oidc/callback'].get.responses;
+    expect(Object.keys(callback)).toEqual(expect.arrayContaining(['200', '302']));
+    const ajv = new Ajv2020({ strict: false, validateFormats: false });
+    const schema = closed(callback['200'].content['application/json'].schema);
+    for (const answer of [first.body, again.body]) expect([ajv.validate(schema, answer), ajv.errorsText()]).toEqual([true, 'No errors']);
+    expect(ajv.validate(schema, { ...first.body, undocumentedField: 1 })).toBe(false);
+    expect(ajv.validate(schema, { ...first.body, user: { ...first.body.user, created: 'yes' } })).toBe(false);
     const trail = (await api.get('/v1/auth/security-events')).body.data as { action: string; summary: Record<string, unknown> }[];
     expect(trail.filter((e) => e.action === 'SsoIdentityLinked')).toHaveLength(1);
     expect(trail.find((e) => e.action === 'SsoIdentityLinked')?.summary).toMatchObject({ issuer: idpUrl });
