@@ -224,6 +224,7 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
     check('put', '/v1/workspaces/{id}/documents/{docId}', await api.put(`/v1/workspaces/${ws}/documents/${id}`, { title: 'Refund policy' }));
     const content = await api.get(`/v1/workspaces/${ws}/documents/${id}/content`);
     check('get', '/v1/workspaces/{id}/documents/{docId}/content', content);
+    check('get', '/v1/workspaces/{id}/documents/{docId}/text', await api.get(`/v1/workspaces/${ws}/documents/${id}/text`));
     const saved = await api.patch(`/v1/workspaces/${ws}/documents/${id}`, { content: 'Refunds are paid within five business days of the request.', expectedUpdatedAt: content.body.updatedAt });
     check('patch', '/v1/workspaces/{id}/documents/{docId}', saved);
     for (let i = 0; i < 300; i++) {
