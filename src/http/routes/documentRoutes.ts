@@ -175,7 +175,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
       // The document's metadata as it was then, folded from its events (it may be deleted now).
       const workspaceId = workspaceIdOf(req);
       await requireWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
-      res.json(await documentInAsOf(ctx, workspaceId, documentIdOf(req), asOf));
+      respond(res, DocumentDetail, await documentInAsOf(ctx, workspaceId, documentIdOf(req), asOf));
       return;
     }
     const { actor, documentId } = await scoped(req);
@@ -185,7 +185,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   v1.get('/documents/:docId', async (req, res) => {
     const asOf = asOfOf(req);
     // In the past, membership is checked today, in the workspace the document belonged to.
-    if (asOf) res.json(await documentForUserAsOf(ctx, authOf(req).userId, documentIdOf(req), asOf));
+    if (asOf) respond(res, DocumentDetail, await documentForUserAsOf(ctx, authOf(req).userId, documentIdOf(req), asOf));
     else respond(res, DocumentDetail, await documentDetailForUser(ctx, authOf(req).userId, documentIdOf(req)));
   });
 

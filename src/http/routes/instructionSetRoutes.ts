@@ -111,7 +111,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
       const past = UUID.test(id) ? await instructionSetAsOf(ctx, id.toLowerCase(), asOf) : null;
       const m = past ? await memberRole(ctx, past.workspaceId, authOf(req).userId) : null;
       if (!past || !m) throw new DomainError('NOT_FOUND', 'Instruction set not found at that time.');
-      res.json(past.set);
+      res.json(past.set); // the present answer without `unavailableDocuments` (not folded for the past)
       return;
     }
     const { set } = await setForCaller(req);
