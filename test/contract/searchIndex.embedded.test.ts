@@ -8,6 +8,11 @@ import type { IndexedChunk } from '../../src/ports/searchIndex';
 import { searchIndexContract } from './searchIndex.contract';
 
 searchIndexContract('embedded (in memory)', async () => new EmbeddedSearchIndex(':memory:'));
+// The approximate dense index (ivfIndex.ts) on from the first chunk, every in-scope member of its
+// lists scanned: the same answers as the exact scan, so any slot its lists lose or keep shows.
+searchIndexContract('embedded (in memory, approximate dense index forced on)', async () =>
+  new EmbeddedSearchIndex(':memory:', { ann: { buildAt: 0, minScope: 0, probeShare: 1, minProbe: 1 } }),
+);
 
 describe('EmbeddedSearchIndex specifics', () => {
   let dir: string;
