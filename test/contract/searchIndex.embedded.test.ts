@@ -11,7 +11,7 @@ searchIndexContract('embedded (in memory)', async () => new EmbeddedSearchIndex(
 // The approximate dense index (ivfIndex.ts) on from the first chunk, every in-scope member of its
 // lists scanned: the same answers as the exact scan, so any slot its lists lose or keep shows.
 searchIndexContract('embedded (in memory, approximate dense index forced on)', async () =>
-  new EmbeddedSearchIndex(':memory:', { ann: { buildAt: 0, minScope: 0, probeShare: 1, minProbe: 1 } }),
+  new EmbeddedSearchIndex(':memory:', { ann: { buildAt: 0, minScope: 0, probeLists: 1e9, minProbe: 1 } }),
 );
 
 describe('EmbeddedSearchIndex specifics', () => {

@@ -92,9 +92,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
   /** Write transactions committed to the file so far (stamps the lexical snapshot). */
   private generation: number;
   private lexicalFrom: 'snapshot' | 'text' = 'text';
-  /** Where the approximate dense index is kept (`<file>.ivf`), and where it came from at open. */
+  /** Where the approximate dense index is kept (`<file>.ivf`). */
   private readonly ivfFile: string | undefined;
-  private denseFrom: 'file' | 'trained' | 'none' = 'none';
   /** Transactions that changed stored vectors in place (putVectors, a model switch): stamps the IVF file. */
   private vectorGeneration: number;
   /** The model of the vectors searches use (meta `model`), and the one being built beside it (`next_model`). */
@@ -148,9 +147,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.next = metaModel(this.db, 'next_model');
     // The approximate dense index: from its file when that names exactly these rows and vectors, else trained.
     const saved = this.ivfFile !== undefined ? readIvf(this.ivfFile, this.ivfStamp()) : undefined;
-    const restored = saved !== undefined && this.slab.restoreIndex(saved);
+    if (saved) this.slab.restoreIndex(saved);
     this.slab.endBulk();
-    this.denseFrom = restored ? 'file' : this.slab.annIndex ? 'trained' : 'none';
     if (this.next) {
       for (const r of this.db.prepare<[], { d: string }>('SELECT DISTINCT document_id AS d FROM next_vectors').iterate()) this.nextDocs.add(r.d);
       this.nextSlab = this.buildNextSlab(this.next.dimensions);
@@ -799,7 +797,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     vectorBytes: number;
     postings: number;
     lexicalFrom: 'snapshot' | 'text';
-    denseIndex: { lists: number; trainedAt: number; from: 'file' | 'trained' | 'none' } | undefined;
+    denseIndex: { lists: number; trainedAt: number; from: 'file' | 'trained' } | undefined;
   } {
     const ann = this.slab.annIndex;
     return {
@@ -808,7 +806,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       vectorBytes: this.slab.vectorBytes,
       postings: this.lexicalIndex.postings,
       lexicalFrom: this.lexicalFrom,
-      denseIndex: ann ? { ...ann, from: this.denseFrom } : undefined,
+      denseIndex: ann ? { lists: ann.lists, trainedAt: ann.trainedAt, from: ann.restored ? 'file' : 'trained' } : undefined,
     };
   }
 }

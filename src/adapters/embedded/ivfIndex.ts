@@ -1,7 +1,7 @@
 /**
  * The approximate side of the dense leg: an inverted-file index (IVF) over the int8 vectors of
  * a VectorSlab. The vectors are split into lists by the nearest of L centroids (spherical
- * k-means, L ≈ √n); a search ranks the centroids, takes the nearest lists until enough
+ * k-means, L ≈ 2√n); a search ranks the centroids, takes the nearest lists until enough
  * members of the search's scope are gathered, and scans only those with the SIMD kernel
  * (`gather` in int8Scan.ts). The slab then re-scores its candidates exactly, as for a full scan.
  *
@@ -32,21 +32,28 @@ export interface AnnSettings {
   buildAt: number;
   /** A search uses it when its scope holds at least this many chunks; smaller scopes are scanned exactly. */
   minScope: number;
-  /** Share of the scope's chunks scanned (members of the nearest lists, in scope). */
-  probeShare: number;
+  /**
+   * How much of the scope a search scans, in lists: the nearest lists' in-scope members are
+   * gathered until they number `probeLists` × (scope's chunks / lists), so a filter to a tenth
+   * of the index scans a tenth as many members from as many lists' worth of the nearest ones.
+   */
+  probeLists: number;
   /** At least this many in-scope members are scanned. */
   minProbe: number;
   /** Lists: this many times √rows. */
   listsPerRoot: number;
+  /** Searches scan exactly though the index is kept up to date (to compare both on one index). */
+  searchExact: boolean;
 }
 
 export const DEFAULT_ANN: AnnSettings = {
   enabled: true,
   buildAt: 20_000,
   minScope: 20_000,
-  probeShare: 0.03,
+  probeLists: 64,
   minProbe: 4096,
-  listsPerRoot: 1,
+  listsPerRoot: 2,
+  searchExact: false,
 };
 
 /** Lists whose members hold no vector (scored 0). */
@@ -71,6 +78,7 @@ class CentroidTable {
   readonly invScale: Float32Array;
   private readonly outOff: number;
   readonly out: Int32Array;
+  private readonly q16: Int16Array;
 
   constructor(
     readonly floats: Float32Array,
@@ -93,11 +101,12 @@ class CentroidTable {
     }
     this.outOff = QUERY_REGION + this.count * stride;
     this.out = new Int32Array(this.memory.buffer, this.outOff, this.count);
+    this.q16 = new Int16Array(this.memory.buffer, 0, stride);
   }
 
   /** The query region, to be filled with the query as int16 before `score`. */
   query(): Int16Array {
-    return new Int16Array(this.memory.buffer, 0, this.stride);
+    return this.q16;
   }
 
   /** Raw dot products of the query with centroids [from, to) into `out`. */
@@ -267,6 +276,8 @@ export class IvfIndex {
   private zero: Int32Array = new Int32Array(16);
   private zeroSize = 0;
   private held = 0;
+  /** Read from a file rather than trained here. */
+  restored = false;
   /** Rows held when trained (the slab trains again when they double or halve). */
   readonly trainedAt: number;
 
@@ -328,7 +339,9 @@ export class IvfIndex {
     const starts = this.centroids.coarseStart;
     let best = -1;
     let bestS = -Infinity;
-    for (const c of second >= 0 ? [first, second] : [first]) {
+    for (let k = 0; k < 2; k++) {
+      const c = k === 0 ? first : second;
+      if (c < 0) break;
       this.listTable.score(starts[c], starts[c + 1]);
       const l = this.listTable.best(starts[c], starts[c + 1]);
       const s = this.listTable.out[l] * this.listTable.invScale[l];

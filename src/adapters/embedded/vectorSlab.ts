@@ -146,8 +146,8 @@ export class VectorSlab {
     } else {
       this.invScale[slot] = 0;
     }
-    if (this.ivf && !this.bulk) {
-      this.ivf.put(slot, this.invScale[slot] === 0 ? ZERO : this.ivf.nearestList(view.subarray(base, base + this.stride)));
+    if (!this.bulk) {
+      this.ivf?.put(slot, this.invScale[slot] === 0 ? ZERO : this.ivf.nearestList(view.subarray(base, base + this.stride)));
       this.maintainIndex();
     }
   }
@@ -162,8 +162,8 @@ export class VectorSlab {
     this.liveRows--;
     this.writeCount++;
     this.free.push(slot);
-    if (this.ivf && !this.bulk) {
-      this.ivf.remove(slot);
+    if (!this.bulk) {
+      this.ivf?.remove(slot);
       this.maintainIndex();
     }
   }
@@ -188,9 +188,9 @@ export class VectorSlab {
     this.maintainIndex();
   }
 
-  /** The approximate index, if trained: its lists and the rows it was trained on. */
-  get annIndex(): { lists: number; trainedAt: number } | undefined {
-    return this.ivf ? { lists: this.ivf.listCount, trainedAt: this.ivf.trainedAt } : undefined;
+  /** The approximate index, if there is one: its lists, the rows it was trained on, whether it was read from a file. */
+  get annIndex(): { lists: number; trainedAt: number; restored: boolean } | undefined {
+    return this.ivf ? { lists: this.ivf.listCount, trainedAt: this.ivf.trainedAt, restored: this.ivf.restored } : undefined;
   }
 
   /** Trains the index when it is missing or the rows have doubled or fallen below a quarter since; drops it below the threshold. */
@@ -263,6 +263,7 @@ export class VectorSlab {
       ivf.put(slot, list);
     }
     if (ivf.size !== this.liveRows) return false;
+    ivf.restored = true;
     this.ivf = ivf;
     return true;
   }
@@ -336,10 +337,10 @@ export class VectorSlab {
     };
     const mask = scope.mask;
     const docOf = this.docOf;
-    if (this.ivf && this.ann.enabled && scope.chunks >= this.ann.minScope) {
+    if (this.ivf && this.ann.enabled && !this.ann.searchExact && scope.chunks >= this.ann.minScope) {
       // The nearest lists' in-scope members, until enough of the scope is gathered.
       const ivf = this.ivf;
-      const want = Math.max(Math.ceil(this.ann.probeShare * scope.chunks), this.ann.minProbe, 1);
+      const want = Math.max(Math.ceil((this.ann.probeLists * scope.chunks) / ivf.listCount), this.ann.minProbe, 1);
       const gathered = new Int32Array(this.memory.buffer, outOff, this.capacity);
       let count = 0;
       for (const l of ivf.rankLists(query)) {
