@@ -64,7 +64,10 @@ interface NumberedModel extends VectorModel {
  * Embedded SearchIndex: one SQLite file (WAL) with an FTS5 table for BM25 and a chunk
  * table holding metadata and float32 vectors; the vectors are also held in memory as
  * int8 (per-vector scale) in WebAssembly memory, scanned with SIMD for dense kNN, and
- * the top candidates are re-scored exactly from the stored float32 vectors.
+ * the top candidates are re-scored exactly from the stored float32 vectors. Above 20,000
+ * chunks an inverted-file index over the int8 vectors (ivfIndex.ts) lets a search over a
+ * large scope scan only the members of its nearest lists; it is written beside the file on a
+ * clean close (`<file>.ivf`, stamped like the lexical snapshot) and trained again otherwise.
  *
  * This class coordinates: the file's tables and row-id layout (schema.ts), the documents
  * and filter scopes (documentCatalog.ts), the int8 vectors (vectorSlab.ts), BM25 with
