@@ -154,6 +154,12 @@ function sphericalKMeans(data: Float32Array, dims: number, stride: number, query
     centroids.set(data.subarray(order[i] * dims, order[i] * dims + dims), i * dims);
   }
   if (n <= k) return centroids;
+  // Each row as the kernel's int16 query, once.
+  const q16 = new Int16Array(n * stride);
+  for (let r = 0; r < n; r++) {
+    const base = rows[r] * dims;
+    for (let i = 0; i < dims; i++) q16[r * stride + i] = Math.round(data[base + i] * queryMax);
+  }
   const assign = new Int32Array(n);
   const sums = new Float64Array(k * dims);
   const sizes = new Int32Array(k);
@@ -161,8 +167,7 @@ function sphericalKMeans(data: Float32Array, dims: number, stride: number, query
     const table = new CentroidTable(centroids, dims, stride);
     const q = table.query();
     for (let r = 0; r < n; r++) {
-      const base = rows[r] * dims;
-      for (let i = 0; i < dims; i++) q[i] = Math.round(data[base + i] * queryMax);
+      q.set(q16.subarray(r * stride, r * stride + stride));
       table.score(0, k);
       assign[r] = table.best(0, k);
     }
@@ -228,8 +233,10 @@ export function trainCentroids(source: TrainingSource, lists: number, seed = 1):
   const table = new CentroidTable(coarse, dims, stride);
   const q = table.query();
   const members: number[][] = Array.from({ length: coarseCount }, () => []);
+  const scale = Math.floor(source.queryMax / 127);
   for (let r = 0; r < sampleSize; r++) {
-    for (let i = 0; i < dims; i++) q[i] = Math.round(data[r * dims + i] * source.queryMax);
+    const base = pool[r] * stride;
+    for (let i = 0; i < dims; i++) q[i] = source.vectors[base + i] * scale;
     table.score(0, coarseCount);
     members[table.best(0, coarseCount)].push(r);
   }
