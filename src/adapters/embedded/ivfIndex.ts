@@ -279,8 +279,11 @@ export class IvfIndex {
   private listOf: Int32Array = new Int32Array(0);
   private posOf: Int32Array = new Int32Array(0);
   private readonly members: Int32Array[];
+  /** Each member's document, beside it (a search reads its scope's mask without touching the slab's per-slot arrays). */
+  private readonly memberDocs: Int32Array[];
   private readonly sizes: Int32Array;
   private zero: Int32Array = new Int32Array(16);
+  private zeroDocs: Int32Array = new Int32Array(16);
   private zeroSize = 0;
   private held = 0;
   /** Read from a file rather than trained here. */
@@ -301,6 +304,7 @@ export class IvfIndex {
     this.coarseCount = this.coarseTable.count;
     this.listCount = this.listTable.count;
     this.members = Array.from({ length: this.listCount }, () => new Int32Array(8));
+    this.memberDocs = Array.from({ length: this.listCount }, () => new Int32Array(8));
     this.sizes = new Int32Array(this.listCount);
     this.trainedAt = trainedAt;
   }
@@ -360,17 +364,25 @@ export class IvfIndex {
     return best;
   }
 
-  /** Puts a slot into a list (`ZERO` for a vector-less row). */
-  put(slot: number, list: number): void {
+  /** Puts a slot of document `doc` into a list (`ZERO` for a vector-less row). */
+  put(slot: number, list: number, doc: number): void {
     this.ensureSlots(slot + 1);
     if (this.listOf[slot] !== -1) this.remove(slot);
     if (list === ZERO) {
-      if (this.zeroSize === this.zero.length) this.zero = grown(this.zero);
+      if (this.zeroSize === this.zero.length) {
+        this.zero = grown(this.zero);
+        this.zeroDocs = grown(this.zeroDocs);
+      }
       this.posOf[slot] = this.zeroSize;
+      this.zeroDocs[this.zeroSize] = doc;
       this.zero[this.zeroSize++] = slot;
     } else {
-      if (this.sizes[list] === this.members[list].length) this.members[list] = grown(this.members[list]);
+      if (this.sizes[list] === this.members[list].length) {
+        this.members[list] = grown(this.members[list]);
+        this.memberDocs[list] = grown(this.memberDocs[list]);
+      }
       this.posOf[slot] = this.sizes[list];
+      this.memberDocs[list][this.sizes[list]] = doc;
       this.members[list][this.sizes[list]++] = slot;
     }
     this.listOf[slot] = list;
@@ -384,9 +396,11 @@ export class IvfIndex {
     if (list === -1) return;
     const pos = this.posOf[slot];
     const arr = list === ZERO ? this.zero : this.members[list];
+    const docs = list === ZERO ? this.zeroDocs : this.memberDocs[list];
     const last = list === ZERO ? --this.zeroSize : --this.sizes[list];
     const moved = arr[last];
     arr[pos] = moved;
+    docs[pos] = docs[last];
     this.posOf[moved] = pos;
     this.listOf[slot] = -1;
     this.held--;
@@ -398,8 +412,8 @@ export class IvfIndex {
   }
 
   /** Vector-less rows (scored 0 by a search). */
-  zeroMembers(): Int32Array {
-    return this.zero.subarray(0, this.zeroSize);
+  zeroMembers(): { slots: Int32Array; docs: Int32Array } {
+    return { slots: this.zero.subarray(0, this.zeroSize), docs: this.zeroDocs.subarray(0, this.zeroSize) };
   }
 
   /** Lists in order of their centroid's cosine with the query (best first). */
@@ -421,6 +435,11 @@ export class IvfIndex {
   /** The members of list l (a view, valid until the next write). */
   list(l: number): Int32Array {
     return this.members[l].subarray(0, this.sizes[l]);
+  }
+
+  /** The documents of list l's members, in the same order (a view, valid until the next write). */
+  listDocs(l: number): Int32Array {
+    return this.memberDocs[l].subarray(0, this.sizes[l]);
   }
 }
 

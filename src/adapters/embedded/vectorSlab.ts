@@ -147,7 +147,7 @@ export class VectorSlab {
       this.invScale[slot] = 0;
     }
     if (!this.bulk) {
-      this.ivf?.put(slot, this.invScale[slot] === 0 ? ZERO : this.ivf.nearestList(view.subarray(base, base + this.stride)));
+      this.ivf?.put(slot, this.invScale[slot] === 0 ? ZERO : this.ivf.nearestList(view.subarray(base, base + this.stride)), doc);
       this.maintainIndex();
     }
   }
@@ -227,7 +227,7 @@ export class VectorSlab {
     for (let s = 0; s < this.highWater; s++) {
       if (this.live[s] === 0) continue;
       const base = s * this.stride;
-      ivf.put(s, this.invScale[s] === 0 ? ZERO : ivf.nearestList(vectors.subarray(base, base + this.stride)));
+      ivf.put(s, this.invScale[s] === 0 ? ZERO : ivf.nearestList(vectors.subarray(base, base + this.stride)), this.docOf[s]);
     }
     this.ivf = ivf;
   }
@@ -260,7 +260,7 @@ export class VectorSlab {
       if (slot === undefined || ivf.listOfSlot(slot) !== -1) return false;
       const list = saved.lists[i];
       if ((list === ZERO) !== (this.invScale[slot] === 0)) return false;
-      ivf.put(slot, list);
+      ivf.put(slot, list, this.docOf[slot]);
     }
     if (ivf.size !== this.liveRows) return false;
     ivf.restored = true;
@@ -345,16 +345,15 @@ export class VectorSlab {
       let count = 0;
       for (const l of ivf.rankLists(query)) {
         const members = ivf.list(l);
-        for (let i = 0; i < members.length; i++) {
-          const s = members[i];
-          if (mask[docOf[s]] === 1) gathered[count++] = s;
-        }
+        const docs = ivf.listDocs(l);
+        for (let i = 0; i < members.length; i++) if (mask[docs[i]] === 1) gathered[count++] = members[i];
         if (count >= want) break;
       }
       const slots = gathered.slice(0, count);
       this.gather!(QUERY_REGION, outOff, count, this.stride, 0);
       for (let i = 0; i < count; i++) offer(slots[i], gathered[i] * inv[slots[i]]);
-      for (const s of ivf.zeroMembers()) if (mask[docOf[s]] === 1) offer(s, 0);
+      const zero = ivf.zeroMembers();
+      for (let i = 0; i < zero.slots.length; i++) if (mask[zero.docs[i]] === 1) offer(zero.slots[i], 0);
     } else if (scope.chunks * 4 >= this.liveRows) {
       this.scan(QUERY_REGION, n, this.stride, 0, outOff);
       const live = this.live;
