@@ -75,7 +75,7 @@ function recallAt10(slab: VectorSlab, vectors: (Float32Array | undefined)[], sco
 }
 
 describe('the approximate dense index (IVF over the int8 slab)', () => {
-  it('the gather kernel equals the scalar dot products of the rows it is given', () => {
+  it('the gather kernel (pairs of rows, odd tails) equals the scalar dot products of the rows it is given', () => {
     const memory = createMemory(32);
     const gather = createGatherer(memory);
     const rand = rng(3);
@@ -87,16 +87,19 @@ describe('the approximate dense index (IVF over the int8 slab)', () => {
       const base = 16384;
       const i8 = new Int8Array(memory.buffer, base, n * stride);
       for (let i = 0; i < i8.length; i++) i8[i] = Math.round((rand() * 2 - 1) * 127);
+      // Pairs of rows and an odd tail; a row twice.
       const rows = [5, 0, 39, 5, 17, 22, 38];
       const idxOff = base + n * stride;
-      new Int32Array(memory.buffer, idxOff, rows.length).set(rows);
-      gather(base, idxOff, rows.length, stride, 0);
-      const out = new Int32Array(memory.buffer, idxOff, rows.length);
-      rows.forEach((r, k) => {
-        let s = 0;
-        for (let j = 0; j < stride; j++) s += i8[r * stride + j] * q16[j];
-        expect(out[k]).toBe(s);
-      });
+      for (const count of [1, 2, 6, 7]) {
+        new Int32Array(memory.buffer, idxOff, count).set(rows.slice(0, count));
+        gather(base, idxOff, count, stride, 0);
+        const out = new Int32Array(memory.buffer, idxOff, count);
+        rows.slice(0, count).forEach((r, k) => {
+          let s = 0;
+          for (let j = 0; j < stride; j++) s += i8[r * stride + j] * q16[j];
+          expect(out[k]).toBe(s);
+        });
+      }
     }
   });
 

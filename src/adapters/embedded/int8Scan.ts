@@ -170,13 +170,60 @@ const body3: number[] = [
   op.end,
 ];
 
+// gather2: the same over n pairs of row numbers, each query block loaded once for both rows, whose
+// loads (two independent addresses) are then in flight together.
+// locals: 5 r, 6 j, 7 query pointer, 8 row pointer 0, 9 row pointer 1, 10 acc0, 11 acc1, 12 v, 13 q low, 14 q high
+const [H_P0, H_P1, H_A0, H_A1, H_V, H_QL, H_QH] = [8, 9, 10, 11, 12, 13, 14];
+const gatherPair16 = (off: number): number[] => [
+  ...get(G_QP), ...simd.load, 0, ...uleb(2 * off), ...set(H_QL),
+  ...get(G_QP), ...simd.load, 0, ...uleb(2 * off + 16), ...set(H_QH),
+  ...get(H_P0), ...get(G_J), op.i32Add, ...simd.load, 0, off, ...set(H_V),
+  ...get(H_A0),
+  ...get(H_V), ...simd.extendLowS, ...get(H_QL), ...simd.dotI16, ...simd.addI32,
+  ...get(H_V), ...simd.extendHighS, ...get(H_QH), ...simd.dotI16, ...simd.addI32,
+  ...set(H_A0),
+  ...get(H_P1), ...get(G_J), op.i32Add, ...simd.load, 0, off, ...set(H_V),
+  ...get(H_A1),
+  ...get(H_V), ...simd.extendLowS, ...get(H_QL), ...simd.dotI16, ...simd.addI32,
+  ...get(H_V), ...simd.extendHighS, ...get(H_QH), ...simd.dotI16, ...simd.addI32,
+  ...set(H_A1),
+];
+/** Address of the pair's entry k (0 or 1) in idx: idx + 8r (+4 through the load's offset). */
+const pairEntry = (): number[] => [...get(G_IDX), ...get(G_R), ...c32(3), op.i32Shl, op.i32Add];
+const body4: number[] = [
+  ...vec([[5, I32], [5, V128]]),
+  op.block, op.void,
+  ...get(G_N), op.i32Eqz, op.brIf, 0,
+  op.loop, op.void,
+  ...simd.const, ...new Array<number>(16).fill(0), ...set(H_A0),
+  ...simd.const, ...new Array<number>(16).fill(0), ...set(H_A1),
+  ...c32(0), ...set(G_J),
+  ...get(G_Q), ...set(G_QP),
+  ...get(VEC), ...pairEntry(), op.i32Load, 2, 0, ...get(G_STRIDE), op.i32Mul, op.i32Add, ...set(H_P0),
+  ...get(VEC), ...pairEntry(), op.i32Load, 2, 4, ...get(G_STRIDE), op.i32Mul, op.i32Add, ...set(H_P1),
+  op.loop, op.void,
+  ...gatherPair16(0),
+  ...gatherPair16(16),
+  ...gatherPair16(32),
+  ...gatherPair16(48),
+  ...get(G_QP), ...c32(128), op.i32Add, ...set(G_QP),
+  ...get(G_J), ...c32(64), op.i32Add, ...tee(G_J), ...get(G_STRIDE), op.i32LtU, op.brIf, 0,
+  op.end,
+  ...pairEntry(), ...lanes(H_A0), op.i32Store, 2, 0,
+  ...pairEntry(), ...lanes(H_A1), op.i32Store, 2, 4,
+  ...get(G_R), ...c32(1), op.i32Add, ...tee(G_R), ...get(G_N), op.i32LtU, op.brIf, 0,
+  op.end,
+  op.end,
+  op.end,
+];
+
 const moduleBytes = new Uint8Array([
   0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
   ...section(1, vec([[0x60, 5, I32, I32, I32, I32, I32, 0]])),
   ...section(2, vec([[...str('env'), ...str('mem'), 0x02, 0x00, 0x01]])),
-  ...section(3, vec([[0], [0], [0]])),
-  ...section(7, vec([[...str('scan'), 0x00, 0x00], [...str('scan2'), 0x00, 0x01], [...str('gather'), 0x00, 0x02]])),
-  ...section(10, vec([[...uleb(body.length), ...body], [...uleb(body2.length), ...body2], [...uleb(body3.length), ...body3]])),
+  ...section(3, vec([[0], [0], [0], [0]])),
+  ...section(7, vec([[...str('scan'), 0x00, 0x00], [...str('scan2'), 0x00, 0x01], [...str('gather'), 0x00, 0x02], [...str('gather2'), 0x00, 0x03]])),
+  ...section(10, vec([[...uleb(body.length), ...body], [...uleb(body2.length), ...body2], [...uleb(body3.length), ...body3], [...uleb(body4.length), ...body4]])),
 ]);
 
 // The project's `lib` (ES2022, no DOM) does not declare WebAssembly; this is the part used.
@@ -210,7 +257,14 @@ function instantiate(memory: WasmMemory): Record<string, unknown> {
 
 /** Instantiates the row-number scanner (`gather`) over the given memory. */
 export function createGatherer(memory: WasmMemory): GatherFn {
-  return instantiate(memory).gather as GatherFn;
+  const exports = instantiate(memory);
+  const gather1 = exports.gather as GatherFn;
+  const gather2 = exports.gather2 as GatherFn;
+  return (vecPtr, idxPtr, n, stride, qPtr) => {
+    const pairs = n >> 1;
+    if (pairs > 0) gather2(vecPtr, idxPtr, pairs, stride, qPtr);
+    if (n & 1) gather1(vecPtr, idxPtr + (n - 1) * 4, 1, stride, qPtr);
+  };
 }
 
 /** Instantiates the scanner over the given memory. */
