@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -258,6 +259,58 @@ describe('the approximate dense index (IVF over the int8 slab)', () => {
       expect(index.stats().denseIndex).toMatchObject({ from: 'trained' });
       expect((await index.search({ text: '', vector: moved, filters: { workspaceId: 'w' }, k: 1, mode: 'dense' }))[0]).toMatchObject({ documentId: 'd10', chunkIndex: 0 });
       expect(latest.length).toBe(retrained.length);
+      await index.close();
+    });
+
+    it('after kill -9 following writes, the index comes up trained again, with every written chunk and none deleted', async () => {
+      const file = path.join(dir, 'killed.sqlite');
+      const rand = rng(12);
+      const centres = Array.from({ length: 20 }, () => uniform(rand, dims));
+      const vec = (): number[] => Array.from(clustered(rand, centres, 0.4));
+      let index = new EmbeddedSearchIndex(file, { ann: settings });
+      await index.upsertDocuments(Array.from({ length: 300 }, (_, d) => ({ documentId: `d${d}`, chunks: [0, 1, 2, 3].map((i) => chunk(`d${d}`, i, Float32Array.from(vec()))) })));
+      await index.close(); // a clean close: the IVF file is written
+      expect(fs.existsSync(`${file}.ivf`)).toBe(true);
+      // Another process opens it (from the file), writes, deletes, and is killed.
+      const extra = Array.from({ length: 40 }, (_, d) => ({ documentId: `e${d}`, chunks: [0, 1].map((i) => ({ ...chunk(`e${d}`, i, new Float32Array(0)), vector: vec() })) }));
+      const input = path.join(dir, 'killed-input.json');
+      fs.writeFileSync(input, JSON.stringify({ file, settings, extra }));
+      const code = `
+        const { EmbeddedSearchIndex } = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/adapters/embedded/embeddedSearchIndex'))});
+        const { file, settings, extra } = JSON.parse(require('node:fs').readFileSync(process.argv[1], 'utf8'));
+        (async () => {
+          const index = new EmbeddedSearchIndex(file, { ann: settings });
+          const from = index.stats().denseIndex.from;
+          for (const e of extra) await index.upsertDocument(e.documentId, e.chunks);
+          await index.deleteDocument('d7');
+          console.log('written ' + from);
+          setInterval(() => undefined, 1000);
+        })();`;
+      const child = spawn(process.execPath, ['-e', code, input], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const said = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (b: Buffer) => {
+          out += b.toString();
+          if (out.includes('written')) resolve(out.trim());
+        });
+        child.on('exit', (c) => reject(new Error(`child exited with ${c} before writing`)));
+      });
+      expect(said).toBe('written file');
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.on('exit', resolve));
+      index = new EmbeddedSearchIndex(file, { ann: settings });
+      expect(index.stats().denseIndex).toMatchObject({ from: 'trained' });
+      expect(index.stats().chunks).toBe(300 * 4 - 4 + 40 * 2);
+      for (const e of extra) {
+        for (const c of e.chunks) {
+          const [hit] = await index.search({ text: '', vector: c.vector, filters: { workspaceId: 'w' }, k: 1, mode: 'dense' });
+          expect(`${hit.documentId}#${hit.chunkIndex}`).toBe(`${e.documentId}#${c.chunkIndex}`);
+        }
+      }
+      for (const e of extra.slice(0, 10)) {
+        const hits = await index.search({ text: '', vector: e.chunks[0].vector, filters: { workspaceId: 'w' }, k: 200, mode: 'dense' });
+        expect(hits.some((h) => h.documentId === 'd7')).toBe(false);
+      }
       await index.close();
     });
 
