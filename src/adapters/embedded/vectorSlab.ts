@@ -219,7 +219,7 @@ export class VectorSlab {
     const vectors = this.vectorsView();
     const lists = Math.max(1, Math.round(Math.sqrt(this.liveRows) * this.ann.listsPerRoot));
     const centroids = trainCentroids(
-      { dims: this.dimsValue, stride: this.stride, queryMax: this.queryMax, vectors, invScale: this.invScale, slots: Int32Array.from(slots) },
+      { dims: this.dimsValue, stride: this.stride, queryMax: this.queryMax, vectors, slots: Int32Array.from(slots) },
       lists,
       this.liveRows,
     );
