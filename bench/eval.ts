@@ -4,7 +4,7 @@
  * embeddings → embedded index; queries are embedded with the same provider.
  *
  *   npm run eval -- --data ../shared/eval/cranfield|eval/cisi [--embedder glove|use|use+glove (default: the service's default, glove)] [--threads 2] [--sweep] [--prf-sweep] [--no-cache]
- *     [--hybrid '{"prf":{"poolDepth":2}}'] [--only 'hybrid|hybrid\+prf'] [--k 30]
+ *     [--hybrid '{"prf":{"poolDepth":2}}'] [--only 'hybrid|hybrid\+prf'] [--k 30] [--ann '{"buildAt":0,"minScope":0}']
  *
  * Prints nDCG@10, Recall@10, Recall@100 and MRR@10 for BM25, dense and hybrid ranking,
  * each without and with pseudo-relevance feedback (+prf), chunk hits aggregated to
@@ -15,6 +15,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { EmbeddedSearchIndex } from '../src/adapters/embedded/embeddedSearchIndex';
+import type { AnnSettings } from '../src/adapters/embedded/ivfIndex';
 import { ConcatEmbeddings } from '../src/adapters/embeddings/concatEmbeddings';
 import { createLocalEmbedder, DEFAULT_LOCAL_EMBEDDER, LOCAL_EMBEDDERS, modelCacheDirs, type LocalEmbedderName } from '../src/adapters/embeddings/factory';
 import type { EmbeddingProvider } from '../src/ports/embeddings';
@@ -64,7 +65,7 @@ export interface Collection {
 }
 
 /** Loads, chunks, embeds and indexes a collection. */
-export async function buildCollection(dataDir: string, opts: { threads?: number; cacheDir?: string; embedder?: LocalEmbedderName; provider?: EmbeddingProvider } = {}): Promise<Collection> {
+export async function buildCollection(dataDir: string, opts: { threads?: number; cacheDir?: string; embedder?: LocalEmbedderName; provider?: EmbeddingProvider; ann?: Partial<AnnSettings> } = {}): Promise<Collection> {
   const read = <T>(f: string): T => JSON.parse(fs.readFileSync(path.join(dataDir, f), 'utf8')) as T;
   const docs = read<EvalDoc[]>('documents.json');
   const rawQueries = read<EvalQuery[]>('queries.json');
@@ -82,7 +83,7 @@ export async function buildCollection(dataDir: string, opts: { threads?: number;
         : embedCached(provider, texts, opts.cacheDir);
     const vectors = await embedAll(allTexts);
     const queryVectors = await embedAll(rawQueries.map((q) => q.text));
-    const index = new EmbeddedSearchIndex(':memory:');
+    const index = new EmbeddedSearchIndex(':memory:', opts.ann ? { ann: opts.ann } : {});
     let v = 0;
     for (const { d, chunks } of perDoc) {
       const id = String(d.id);
@@ -192,7 +193,10 @@ async function main(): Promise<void> {
   // Default: the service's own default local embedder (KB_EMBEDDINGS=local).
   const embedder = (arg('--embedder') ?? DEFAULT_LOCAL_EMBEDDER) as LocalEmbedderName;
   if (!LOCAL_EMBEDDERS.includes(embedder)) throw new Error(`--embedder: one of ${LOCAL_EMBEDDERS.join(', ')}`);
-  const c = await buildCollection(data, { threads: Number(arg('--threads') ?? 2), cacheDir, embedder });
+  // --ann '{"buildAt":0,"minScope":0}': the approximate dense index on at this collection's size (ivfIndex.ts).
+  const ann = arg('--ann') ? (JSON.parse(arg('--ann')!) as Partial<AnnSettings>) : undefined;
+  const c = await buildCollection(data, { threads: Number(arg('--threads') ?? 2), cacheDir, embedder, ann });
+  if (ann) console.log(`approximate dense index: ${JSON.stringify(c.index.annSettings)}, ${JSON.stringify(c.index.stats().denseIndex)}`);
   console.log(`collection ${data}: ${c.queries.length} queries, ${c.chunks} chunks, embedder ${embedder} (built in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
   // --hybrid '{"prf":{"poolDepth":2}}' evaluates another configuration than the default.
   if (arg('--hybrid')) c.index.configure(JSON.parse(arg('--hybrid')!) as HybridOverrides);

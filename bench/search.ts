@@ -22,7 +22,11 @@
  * Measured: a new query's search with its embedding (the first 75 Cranfield queries, never
  * seen before by the embedder's cache or the index), then p50/p95 of each mode with and without
  * feedback (the other 150 queries, precomputed vectors), hybrid with a tag filter, and the
- * dense recall@10 against an exact float32 scan of the stored vectors. Each latency is wall time
+ * dense recall@10 against an exact float32 scan of the stored vectors (above 20,000 chunks the
+ * dense leg is approximate: ivfIndex.ts), also with the tag filter, and the approximate dense
+ * leg against the exact scan interleaved query by query (latency, and the overlap of the default
+ * hybrid's top 10 with the exact scan's); `crossover` times both on scopes of growing size
+ * (random documents of the large workspace). Each latency is wall time
  * (the figure) with the process's CPU time beside it (on a shared machine the wall time includes
  * waiting for a core; the CPU time is what the search cost).
  * --keep DIR builds each size once in DIR/<size> and reuses it; --only runs just the cases whose
@@ -200,8 +204,10 @@ async function benchSize(n: number, options: BenchOptions): Promise<void> {
   const index = new EmbeddedSearchIndex(file);
   const startupS = Number(process.hrtime.bigint() - t0) / 1e9;
   const lexical = index.stats().lexicalFrom === 'snapshot' ? 'lexical index from its snapshot' : 'lexical index rebuilt from the text (no valid snapshot)';
-  console.log(`start-up (open + load ${index.stats().chunks} chunks, ${lexical}; file ${mb(fs.statSync(file).size)}, OS page cache warm): ` +
-    `${startupS.toFixed(2)} s (CPU ${(cpuMs(c0) / 1000).toFixed(2)} s)`);
+  const ivf = index.stats().denseIndex;
+  const dense = ivf ? `approximate dense index of ${ivf.lists} lists ${ivf.from === 'file' ? 'read from its file' : 'trained (no valid file)'}` : 'no approximate dense index';
+  console.log(`start-up (open + load ${index.stats().chunks} chunks, ${lexical}, ${dense}; file ${mb(fs.statSync(file).size)}, OS page cache warm): ` +
+    `${startupS.toFixed(2)} s (CPU ${(cpuMs(c0) / 1000).toFixed(2)} s; load average ${load()})`);
   if (n === 1_000_000) figure('search', `start-up, load the index at ${label(n)}`, startupS, 's', { kind: 'max', value: 30 });
 
   const newQueries = corpus.queries.slice(0, NEW_QUERIES);
@@ -259,7 +265,7 @@ async function benchSize(n: number, options: BenchOptions): Promise<void> {
       cpu.push(cpuMs(c));
     }
     const p50 = pct(times, 0.5);
-    console.log(`${run.name.padEnd(38)} k=10: p50 ${ms(p50)}  p95 ${ms(pct(times, 0.95))}  (CPU p50 ${ms(pct(cpu, 0.5))})`);
+    console.log(`${run.name.padEnd(38)} k=10: p50 ${ms(p50)}  p95 ${ms(pct(times, 0.95))}  (CPU p50 ${ms(pct(cpu, 0.5))}; load average ${load()})`);
     if (run.name === 'hybrid+prf' && n === 100_000) figure('search', `default hybrid p50 at ${label(n)}`, p50, 'ms', { kind: 'max', value: 8 });
     if (run.name === 'hybrid+prf' && n === 1_000_000) figure('search', `default hybrid p50 at ${label(n)}`, p50, 'ms', { kind: 'max', value: 50 });
   }
@@ -272,9 +278,20 @@ async function benchSize(n: number, options: BenchOptions): Promise<void> {
   if (n === 1_000_000) figure('search', `RSS at ${label(n)}`, mem.rss / 1024 ** 3, 'GB', { kind: 'max', value: 1.5 });
 
   if (!options.only || options.only.test('recall')) {
+    const path = index.stats().denseIndex ? 'approximate dense index' : 'exact int8 scan';
     const recall = await denseRecall(index, file, qs.slice(0, RECALL_QUERIES));
-    console.log(`dense recall@10 vs exact float32 (${Math.min(RECALL_QUERIES, qs.length)} queries): ${recall.toFixed(4)}`);
+    console.log(`dense recall@10 vs exact float32 (${Math.min(RECALL_QUERIES, qs.length)} queries, ${path} + float re-score): ${recall.all.toFixed(4)}; ` +
+      `with the tag filter (10% of docs): ${recall.tagged.toFixed(4)}`);
+    if (index.stats().denseIndex) {
+      figure('search', `dense recall@10 vs exact at ${label(n)} (approximate index)`, recall.all, '', { kind: 'min', value: 0.95 });
+      // A scope under minScope is scanned exactly: no figure for the approximate index then.
+      const tagged = (await index.countDocuments({ workspaceId: 'bench', tags: ['t-ten'] })) * PER_DOC;
+      if (tagged >= index.annSettings.minScope) figure('search', `dense recall@10 vs exact at ${label(n)}, tag filter (approximate index)`, recall.tagged, '', { kind: 'min', value: 0.95 });
+      else console.log(`  (the tag filter's ${tagged} chunks are under the approximate index's minScope ${index.annSettings.minScope}: scanned exactly)`);
+    }
   }
+  if (index.stats().denseIndex && (!options.only || options.only.test('approximate vs exact'))) await approximateVsExact(index, qs);
+  if (index.stats().denseIndex && options.only?.test('crossover')) await crossover(index, qs, n);
   await index.close();
   await provider.close();
   if (n <= 100_000 || options.crashStartup) {
@@ -294,22 +311,33 @@ async function benchSize(n: number, options: BenchOptions): Promise<void> {
  * Recall@10 of the dense search against an exact float32 scan of every stored vector of the
  * workspace (streamed from the file, so no second copy is held).
  */
-async function denseRecall(index: EmbeddedSearchIndex, file: string, qs: { text: string; vector: Float32Array }[]): Promise<number> {
+async function denseRecall(index: EmbeddedSearchIndex, file: string, qs: { text: string; vector: Float32Array }[]): Promise<{ all: number; tagged: number }> {
   const k = 10;
   const dims = index.stats().dims;
-  const best = qs.map(() => ({ score: new Float64Array(k).fill(-Infinity), key: new Array<string>(k).fill('') }));
+  const top = () => qs.map(() => ({ score: new Float64Array(k).fill(-Infinity), key: new Array<string>(k).fill('') }));
+  const bestAll = top();
+  const bestTagged = top();
   const db = new Database(file, { readonly: true });
   try {
     const rows = db
-      .prepare<[], { document_id: string; chunk_index: number; vector: Buffer }>("SELECT document_id, chunk_index, vector FROM chunks WHERE workspace_id = 'bench' AND vector IS NOT NULL")
+      .prepare<[], { document_id: string; chunk_index: number; tags: string; vector: Buffer }>(
+        "SELECT document_id, chunk_index, tags, vector FROM chunks WHERE workspace_id = 'bench' AND vector IS NOT NULL",
+      )
       .iterate();
     const v = new Float32Array(dims);
     for (const r of rows) {
       for (let i = 0; i < dims; i++) v[i] = r.vector.readFloatLE(i * 4);
+      const tagged = r.tags.includes('"t-ten"');
       qs.forEach((q, j) => {
         let s = 0;
         for (let i = 0; i < dims; i++) s += q.vector[i] * v[i];
-        const b = best[j];
+        for (const b of tagged ? [bestAll[j], bestTagged[j]] : [bestAll[j]]) insert(b, s, `${r.document_id}#${r.chunk_index}`);
+      });
+    }
+  } finally {
+    db.close();
+  }
+  function insert(b: { score: Float64Array; key: string[] }, s: number, key: string): void {
         if (s <= b.score[k - 1]) return;
         let p = k - 1;
         while (p > 0 && b.score[p - 1] < s) {
@@ -318,19 +346,98 @@ async function denseRecall(index: EmbeddedSearchIndex, file: string, qs: { text:
           p--;
         }
         b.score[p] = s;
-        b.key[p] = `${r.document_id}#${r.chunk_index}`;
-      });
+        b.key[p] = key;
+  }
+  const recall = async (best: { key: string[] }[], tags?: string[]): Promise<number> => {
+    let found = 0;
+    for (let j = 0; j < qs.length; j++) {
+      const truth = new Set(best[j].key);
+      const hits = await index.search({ text: '', vector: qs[j].vector, filters: { workspaceId: 'bench', ...(tags ? { tags } : {}) }, k, mode: 'dense' });
+      found += hits.filter((h) => truth.has(`${h.documentId}#${h.chunkIndex}`)).length;
     }
-  } finally {
-    db.close();
+    return found / (qs.length * k);
+  };
+  return { all: await recall(bestAll), tagged: await recall(bestTagged, ['t-ten']) };
+}
+
+type Query = { text: string; vector: Float32Array };
+
+/** One search timed: wall and CPU ms, and its hits' keys. */
+async function timed(index: EmbeddedSearchIndex, req: Parameters<EmbeddedSearchIndex['search']>[0]): Promise<{ wall: number; cpu: number; keys: string[] }> {
+  const c = process.cpuUsage();
+  const t = process.hrtime.bigint();
+  const hits = await index.search(req);
+  return { wall: Number(process.hrtime.bigint() - t) / 1e6, cpu: cpuMs(c), keys: hits.map((h) => `${h.documentId}#${h.chunkIndex}`) };
+}
+
+/**
+ * The approximate dense leg against the exact scan, query by query in turn (the same load for
+ * both): dense and default hybrid latency, and how many of the exact path's top 10 the
+ * approximate one returns.
+ */
+async function approximateVsExact(index: EmbeddedSearchIndex, qs: Query[]): Promise<void> {
+  const cases: { name: string; mode: 'dense' | 'hybrid'; tags?: string[] }[] = [
+    { name: 'dense', mode: 'dense' },
+    { name: 'hybrid+prf', mode: 'hybrid' },
+    { name: 'hybrid+prf, tag filter', mode: 'hybrid', tags: ['t-ten'] },
+  ];
+  console.log(`approximate vs exact dense leg, interleaved query by query (load average ${load()}):`);
+  for (const c of cases) {
+    const approx = { wall: [] as number[], cpu: [] as number[] };
+    const exact = { wall: [] as number[], cpu: [] as number[] };
+    let overlap = 0;
+    for (const q of qs) {
+      const req = { text: q.text, vector: q.vector, filters: { workspaceId: 'bench', ...(c.tags ? { tags: c.tags } : {}) }, k: 10, mode: c.mode };
+      index.configureAnn({ searchExact: true });
+      const e = await timed(index, req);
+      index.configureAnn({ searchExact: false });
+      const a = await timed(index, req);
+      approx.wall.push(a.wall);
+      approx.cpu.push(a.cpu);
+      exact.wall.push(e.wall);
+      exact.cpu.push(e.cpu);
+      const truth = new Set(e.keys);
+      overlap += a.keys.filter((key) => truth.has(key)).length / Math.max(1, e.keys.length);
+    }
+    const scope = c.tags ? (await index.countDocuments({ workspaceId: 'bench', tags: c.tags })) * PER_DOC : index.stats().chunks;
+    const exactToo = scope < index.annSettings.minScope ? ' (scope under minScope: both exact)' : '';
+    console.log(`  ${(c.name + exactToo).padEnd(24)} approximate p50 ${ms(pct(approx.wall, 0.5))} (CPU ${ms(pct(approx.cpu, 0.5))}), p95 ${ms(pct(approx.wall, 0.95))}; ` +
+      `exact p50 ${ms(pct(exact.wall, 0.5))} (CPU ${ms(pct(exact.cpu, 0.5))}), p95 ${ms(pct(exact.wall, 0.95))}; ` +
+      `top-10 overlap with exact ${(overlap / qs.length).toFixed(4)} (load average ${load()})`);
   }
-  let found = 0;
-  for (let j = 0; j < qs.length; j++) {
-    const truth = new Set(best[j].key);
-    const hits = await index.search({ text: '', vector: qs[j].vector, filters: { workspaceId: 'bench' }, k, mode: 'dense' });
-    found += hits.filter((h) => truth.has(`${h.documentId}#${h.chunkIndex}`)).length;
+}
+
+/**
+ * Where the approximate index starts to pay: dense searches over scopes of random documents
+ * of the large workspace, exact and approximate in turn (minScope lowered to 0 for the run),
+ * CPU ms p50 and the approximate path's recall@10 against the exact one.
+ */
+async function crossover(index: EmbeddedSearchIndex, qs: Query[], n: number): Promise<void> {
+  const saved = index.annSettings;
+  index.configureAnn({ minScope: 0 });
+  const rand = rng(5);
+  const docs = n / PER_DOC;
+  console.log(`crossover: dense search over a scope of random documents of the large workspace (load average ${load()}):`);
+  for (const chunks of [2_000, 5_000, 10_000, 20_000, 50_000, 100_000].filter((c) => c < n)) {
+    const documentIds = new Set<string>();
+    while (documentIds.size < chunks / PER_DOC) documentIds.add(`doc-${Math.floor(rand() * docs)}`);
+    const filters = { workspaceId: 'bench', documentIds: [...documentIds] };
+    const a: number[] = [];
+    const e: number[] = [];
+    let found = 0;
+    for (const q of qs.slice(0, 60)) {
+      index.configureAnn({ searchExact: true });
+      const ex = await timed(index, { text: '', vector: q.vector, filters, k: 10, mode: 'dense' });
+      index.configureAnn({ searchExact: false });
+      const ap = await timed(index, { text: '', vector: q.vector, filters, k: 10, mode: 'dense' });
+      e.push(ex.cpu);
+      a.push(ap.cpu);
+      const truth = new Set(ex.keys);
+      found += ap.keys.filter((key) => truth.has(key)).length / Math.max(1, ex.keys.length);
+    }
+    console.log(`  scope ${String(chunks).padStart(7)} chunks: exact CPU p50 ${ms(pct(e, 0.5))}, approximate CPU p50 ${ms(pct(a, 0.5))}, recall@10 vs exact ${(found / 60).toFixed(4)}`);
   }
-  return found / (qs.length * k);
+  index.configureAnn(saved);
 }
 
 export async function benchSearch(options: BenchOptions = {}): Promise<void> {

@@ -8,6 +8,18 @@ import type { IndexedChunk } from '../../src/ports/searchIndex';
 import { searchIndexContract } from './searchIndex.contract';
 
 searchIndexContract('embedded (in memory)', async () => new EmbeddedSearchIndex(':memory:'));
+// The approximate dense index (ivfIndex.ts) on from the first chunk, every in-scope member of its
+// lists scanned: the same answers as the exact scan, so any slot its lists lose or keep shows.
+const forcedAnn = { buildAt: 0, minScope: 0, probeLists: 1e9, minProbe: 1 };
+searchIndexContract('embedded (in memory, approximate dense index forced on)', async () => new EmbeddedSearchIndex(':memory:', { ann: forcedAnn }));
+
+it('the forced setting gives the index its approximate dense index from the first chunk', async () => {
+  const index = new EmbeddedSearchIndex(':memory:', { ann: forcedAnn });
+  expect(index.stats().denseIndex).toBeUndefined();
+  await index.upsertDocument('d', [{ workspaceId: 'w', documentId: 'd', documentTitle: 't', purpose: 'KNOWLEDGE', tags: [], chunkIndex: 0, content: 'x', vector: [1, 0, 0] }]);
+  expect(index.stats().denseIndex).toMatchObject({ lists: 1, trainedAt: 1 });
+  await index.close();
+});
 
 describe('EmbeddedSearchIndex specifics', () => {
   let dir: string;

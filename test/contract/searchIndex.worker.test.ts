@@ -13,6 +13,17 @@ let files = 0;
 const freshFile = (): string => path.join(dir, `index-${++files}.sqlite`);
 
 searchIndexContract('embedded (worker thread)', async () => WorkerSearchIndex.open(freshFile()));
+// The approximate dense index forced on from the first chunk in the worker's index (its setting crosses the thread).
+searchIndexContract('embedded (worker thread, approximate dense index forced on)', async () =>
+  WorkerSearchIndex.open(freshFile(), { ann: { buildAt: 0, minScope: 0, probeLists: 1e9, minProbe: 1 } }),
+);
+
+it('the approximate dense index setting reaches the worker\'s index', async () => {
+  const index = await WorkerSearchIndex.open(freshFile(), { ann: { buildAt: 0, minScope: 0 } });
+  await index.upsertDocument('d', [{ workspaceId: 'w', documentId: 'd', documentTitle: 't', purpose: 'KNOWLEDGE', tags: [], chunkIndex: 0, content: 'x', vector: [1, 0, 0] }]);
+  expect(await index.refreshStats()).toMatchObject({ denseIndex: { lists: 1, trainedAt: 1 } });
+  await index.close();
+});
 
 // Deterministic pseudo-random numbers (mulberry32).
 function rng(seed: number): () => number {

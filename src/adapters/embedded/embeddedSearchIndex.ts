@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type Database from 'better-sqlite3';
 import {
   type ChunkVector,
@@ -19,6 +20,7 @@ import { unitVector } from '../../search/unitVector';
 import { type DocInfo, DocumentCatalog, PURPOSE_CODE, type Scope } from './documentCatalog';
 import { LexicalIndex } from './lexicalIndex';
 import { LexicalRanker } from './lexicalRanker';
+import { type AnnSettings, DEFAULT_ANN, readIvf, writeIvf } from './ivfIndex';
 import { internVectorModel, metaModel, openIndexDatabase, RowIds, SCHEMA_VERSION, storedDims, WS_SPAN } from './schema';
 import { StatementCache } from './statements';
 import { Stemmer } from './stemmer';
@@ -29,6 +31,8 @@ export { queryTerms, toMatchExpression } from '../../search/textAnalysis';
 
 export interface EmbeddedSearchIndexOptions {
   hybrid?: HybridOverrides;
+  /** The approximate dense search (ivfIndex.ts); by default above 20,000 chunks. */
+  ann?: Partial<AnnSettings>;
 }
 
 /** A chunk's id and stored vector (what the exact re-scoring reads). */
@@ -60,7 +64,10 @@ interface NumberedModel extends VectorModel {
  * Embedded SearchIndex: one SQLite file (WAL) with an FTS5 table for BM25 and a chunk
  * table holding metadata and float32 vectors; the vectors are also held in memory as
  * int8 (per-vector scale) in WebAssembly memory, scanned with SIMD for dense kNN, and
- * the top candidates are re-scored exactly from the stored float32 vectors.
+ * the top candidates are re-scored exactly from the stored float32 vectors. Above 20,000
+ * chunks an inverted-file index over the int8 vectors (ivfIndex.ts) lets a search over a
+ * large scope scan only the members of its nearest lists; it is written beside the file on a
+ * clean close (`<file>.ivf`, stamped like the lexical snapshot) and trained again otherwise.
  *
  * This class coordinates: the file's tables and row-id layout (schema.ts), the documents
  * and filter scopes (documentCatalog.ts), the int8 vectors (vectorSlab.ts), BM25 with
@@ -72,7 +79,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private readonly statements: StatementCache;
   private readonly rowIds: RowIds;
   private readonly catalog: DocumentCatalog;
-  private slab = new VectorSlab();
+  private ann: AnnSettings;
+  private slab: VectorSlab;
   /**
    * During a model change: every chunk row with its next-model vector (or none), built as the
    * vectors arrive, so the switch only swaps it in (memory: a second int8 copy meanwhile).
@@ -87,6 +95,10 @@ export class EmbeddedSearchIndex implements SearchIndex {
   /** Write transactions committed to the file so far (stamps the lexical snapshot). */
   private generation: number;
   private lexicalFrom: 'snapshot' | 'text' = 'text';
+  /** Where the approximate dense index is kept (`<file>.ivf`). */
+  private readonly ivfFile: string | undefined;
+  /** Transactions that changed stored vectors in place (putVectors, a model switch): stamps the IVF file. */
+  private vectorGeneration: number;
   /** The model of the vectors searches use (meta `model`), and the one being built beside it (`next_model`). */
   private active: NumberedModel | undefined;
   private next: NumberedModel | undefined;
@@ -95,6 +107,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   constructor(filePath: string, options: EmbeddedSearchIndexOptions = {}) {
     this.cfg = resolveHybridConfig(options.hybrid);
+    this.ann = { ...DEFAULT_ANN, ...options.ann };
+    this.slab = new VectorSlab(this.ann);
     this.db = openIndexDatabase(filePath);
     this.statements = new StatementCache(this.db);
     this.rowIds = new RowIds(this.db);
@@ -120,8 +134,11 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const dims = storedDims(this.db);
     if (dims !== undefined) this.slab.setDims(dims);
     this.generation = Number(this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'generation'").get()?.value ?? 0);
+    this.vectorGeneration = Number(this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'vector_generation'").get()?.value ?? 0);
     this.snapshotFile = filePath === ':memory:' || filePath === '' ? undefined : `${filePath}.lexical`;
+    this.ivfFile = filePath === ':memory:' || filePath === '' ? undefined : `${filePath}.ivf`;
     const fromSnapshot = this.snapshotFile !== undefined && this.lexicalIndex.readSnapshot(this.snapshotFile, this.stamp());
+    this.slab.beginBulk();
     const bound = this.load(fromSnapshot);
     if (!bound) {
       // The snapshot did not hold exactly the rows of the file: rebuild from their text.
@@ -131,6 +148,10 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.lexicalFrom = fromSnapshot && bound ? 'snapshot' : 'text';
     this.active = metaModel(this.db, 'model');
     this.next = metaModel(this.db, 'next_model');
+    // The approximate dense index: from its file when that names exactly these rows and vectors, else trained.
+    const saved = this.ivfFile !== undefined ? readIvf(this.ivfFile, this.ivfStamp()) : undefined;
+    if (saved) this.slab.restoreIndex(saved);
+    this.slab.endBulk();
     if (this.next) {
       for (const r of this.db.prepare<[], { d: string }>('SELECT DISTINCT document_id AS d FROM next_vectors').iterate()) this.nextDocs.add(r.d);
       this.nextSlab = this.buildNextSlab(this.next.dimensions);
@@ -141,6 +162,34 @@ export class EmbeddedSearchIndex implements SearchIndex {
     return { generation: this.generation, schema: SCHEMA_VERSION };
   }
 
+  private ivfStamp(): { generation: number; vectorGeneration: number; schema: string; model: string; dims: number } {
+    return {
+      generation: this.generation,
+      vectorGeneration: this.vectorGeneration,
+      schema: SCHEMA_VERSION,
+      model: this.active ? `${this.active.num}:${this.active.modelId}` : '',
+      dims: this.slab.dims,
+    };
+  }
+
+  /** Counts a transaction that changes stored vectors in place (call inside it): an IVF file of an older count is stale. */
+  private bumpVectorGeneration(): void {
+    this.vectorGeneration++;
+    this.statements.get("INSERT OR REPLACE INTO meta(key, value) VALUES ('vector_generation', ?)").run(String(this.vectorGeneration));
+  }
+
+  /** Changes the approximate dense search's settings (benchmarks and the evaluation compare them). */
+  configureAnn(ann: Partial<AnnSettings>): void {
+    this.ann = { ...this.ann, ...ann };
+    this.slab.configureAnn(this.ann);
+    this.nextSlab?.configureAnn(this.ann);
+  }
+
+  /** Current settings of the approximate dense search. */
+  get annSettings(): AnnSettings {
+    return this.ann;
+  }
+
   /** Counts a write transaction (call inside it): a lexical snapshot of an older count is stale. */
   private bumpGeneration(): void {
     this.generation++;
@@ -149,8 +198,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
 
   /** Every chunk row with its next-model vector, if it has one. */
   private buildNextSlab(dims: number): VectorSlab {
-    const slab = new VectorSlab();
+    const slab = new VectorSlab(this.ann);
     slab.setDims(dims);
+    slab.beginBulk();
     const rows = this.db
       .prepare<[], { id: number; document_id: string; vector: Buffer | null }>(
         `SELECT c.id AS id, c.document_id AS document_id, n.vector AS vector FROM chunks c
@@ -158,6 +208,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       )
       .iterate();
     for (const r of rows) slab.add(r.id, this.catalog.intern(r.document_id), r.vector ? bufferToFloats(r.vector) : null);
+    slab.endBulk();
     return slab;
   }
 
@@ -260,8 +311,10 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private reloadVectors(dims: number): void {
     this.slab.clear();
     this.slab.setDims(dims);
+    this.slab.beginBulk();
     const rows = this.db.prepare<[], { id: number; document_id: string; vector: Buffer | null }>('SELECT id, document_id, vector FROM chunks ORDER BY id').iterate();
     for (const r of rows) this.slab.add(r.id, this.catalog.intern(r.document_id), r.vector ? bufferToFloats(r.vector) : null);
+    this.slab.endBulk();
   }
 
   // ---------------------------------------------------------------- writes
@@ -494,6 +547,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     }
     const update = this.statements.get('UPDATE chunks SET vector = ?, model = ? WHERE document_id = ? AND chunk_index = ?');
     const rows = this.db.transaction(() => {
+      this.bumpVectorGeneration();
       for (const u of units) update.run(blob(u.v), target.num, documentId, u.chunkIndex);
       return this.statements.get<[string], { id: number; vector: Buffer | null }>('SELECT id, vector FROM chunks WHERE document_id = ? ORDER BY id').all(documentId);
     })();
@@ -509,6 +563,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const built = this.next?.modelId === model.modelId;
     const num = internVectorModel(this.db, model);
     this.db.transaction(() => {
+      this.bumpVectorGeneration();
       // One statement: each chunk takes its next vector, or none (BM25 only until it gets one).
       if (built) {
         this.statements.get(
@@ -578,6 +633,15 @@ export class EmbeddedSearchIndex implements SearchIndex {
     if (this.closed) return;
     this.closed = true;
     this.db.close();
+    if (this.ivfFile) {
+      try {
+        const rows = this.slab.indexRows();
+        if (rows) writeIvf(this.ivfFile, this.ivfStamp(), rows.ivf, rows);
+        else fs.rmSync(this.ivfFile, { force: true });
+      } catch {
+        // Without the file the next open trains the index again.
+      }
+    }
     if (this.snapshotFile) {
       try {
         this.lexicalIndex.writeSnapshot(this.snapshotFile, this.stamp());
@@ -730,8 +794,23 @@ export class EmbeddedSearchIndex implements SearchIndex {
   }
 
   /** Approximate in-memory footprint, and where the lexical index was loaded from, for benchmarks and tests. */
-  stats(): { chunks: number; dims: number; vectorBytes: number; postings: number; lexicalFrom: 'snapshot' | 'text' } {
-    return { chunks: this.slab.liveCount, dims: this.slab.dims, vectorBytes: this.slab.vectorBytes, postings: this.lexicalIndex.postings, lexicalFrom: this.lexicalFrom };
+  stats(): {
+    chunks: number;
+    dims: number;
+    vectorBytes: number;
+    postings: number;
+    lexicalFrom: 'snapshot' | 'text';
+    denseIndex: { lists: number; trainedAt: number; from: 'file' | 'trained' } | undefined;
+  } {
+    const ann = this.slab.annIndex;
+    return {
+      chunks: this.slab.liveCount,
+      dims: this.slab.dims,
+      vectorBytes: this.slab.vectorBytes,
+      postings: this.lexicalIndex.postings,
+      lexicalFrom: this.lexicalFrom,
+      denseIndex: ann ? { lists: ann.lists, trainedAt: ann.trainedAt, from: ann.restored ? 'file' : 'trained' } : undefined,
+    };
   }
 }
 

@@ -8,12 +8,16 @@
  * where `stride` is a multiple of 64 bytes (64 bytes per step; rows are taken in pairs that
  * share each query load, about 20 % faster than one at a time), `q` points to the query as int16 and
  * `out` to n int32 results.
+ *
+ * Exported function `gather(vec, idx, n, stride, q)`: the same dot product for the rows whose
+ * numbers are the n int32 at `idx` (row idx[r] at vec + idx[r]*stride), each result written
+ * over its row number (the approximate index scans the members of its probed lists this way).
  */
 
 const SIMD = 0xfd;
 const op = {
   block: 0x02, loop: 0x03, end: 0x0b, brIf: 0x0d, localGet: 0x20, localSet: 0x21, localTee: 0x22,
-  i32Store: 0x36, i32Const: 0x41, i32Eqz: 0x45, i32LtU: 0x49, i32Add: 0x6a, i32Shl: 0x74, void: 0x40,
+  i32Load: 0x28, i32Store: 0x36, i32Const: 0x41, i32Mul: 0x6c, i32Eqz: 0x45, i32LtU: 0x49, i32Add: 0x6a, i32Shl: 0x74, void: 0x40,
 };
 const simd = {
   load: [SIMD, 0x00], const: [SIMD, 0x0c], extractLaneI32: [SIMD, 0x1b],
@@ -132,13 +136,94 @@ const body2: number[] = [
   op.end,
 ];
 
+// gather: params 0 vec, 1 idx, 2 n, 3 stride, 4 q; locals 5 r, 6 j, 7 query pointer, 8 row pointer, 9 acc, 10 v
+const [G_IDX, G_N, G_STRIDE, G_Q, G_R, G_J, G_QP, G_P, G_ACC, G_V] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+const gather16 = (off: number): number[] => [
+  ...get(G_P), ...get(G_J), op.i32Add, ...simd.load, 0, off, ...set(G_V),
+  ...get(G_V), ...simd.extendLowS, ...get(G_QP), ...simd.load, 0, ...uleb(2 * off), ...simd.dotI16, ...simd.addI32,
+  ...get(G_V), ...simd.extendHighS, ...get(G_QP), ...simd.load, 0, ...uleb(2 * off + 16), ...simd.dotI16, ...simd.addI32,
+];
+const body3: number[] = [
+  ...vec([[4, I32], [2, V128]]),
+  op.block, op.void,
+  ...get(G_N), op.i32Eqz, op.brIf, 0,
+  op.loop, op.void,
+  ...simd.const, ...new Array<number>(16).fill(0), ...set(G_ACC),
+  ...c32(0), ...set(G_J),
+  ...get(G_Q), ...set(G_QP),
+  // row pointer = vec + idx[r] * stride
+  ...get(VEC), ...get(G_IDX), ...get(G_R), ...c32(2), op.i32Shl, op.i32Add, op.i32Load, 2, 0, ...get(G_STRIDE), op.i32Mul, op.i32Add, ...set(G_P),
+  op.loop, op.void,
+  ...get(G_ACC),
+  ...gather16(0),
+  ...gather16(16),
+  ...gather16(32),
+  ...gather16(48),
+  ...set(G_ACC),
+  ...get(G_QP), ...c32(128), op.i32Add, ...set(G_QP),
+  ...get(G_J), ...c32(64), op.i32Add, ...tee(G_J), ...get(G_STRIDE), op.i32LtU, op.brIf, 0,
+  op.end,
+  ...get(G_IDX), ...get(G_R), ...c32(2), op.i32Shl, op.i32Add, ...lanes(G_ACC), op.i32Store, 2, 0,
+  ...get(G_R), ...c32(1), op.i32Add, ...tee(G_R), ...get(G_N), op.i32LtU, op.brIf, 0,
+  op.end,
+  op.end,
+  op.end,
+];
+
+// gather2: the same over n pairs of row numbers, each query block loaded once for both rows, whose
+// loads (two independent addresses) are then in flight together.
+// locals: 5 r, 6 j, 7 query pointer, 8 row pointer 0, 9 row pointer 1, 10 acc0, 11 acc1, 12 v, 13 q low, 14 q high
+const [H_P0, H_P1, H_A0, H_A1, H_V, H_QL, H_QH] = [8, 9, 10, 11, 12, 13, 14];
+const gatherPair16 = (off: number): number[] => [
+  ...get(G_QP), ...simd.load, 0, ...uleb(2 * off), ...set(H_QL),
+  ...get(G_QP), ...simd.load, 0, ...uleb(2 * off + 16), ...set(H_QH),
+  ...get(H_P0), ...get(G_J), op.i32Add, ...simd.load, 0, off, ...set(H_V),
+  ...get(H_A0),
+  ...get(H_V), ...simd.extendLowS, ...get(H_QL), ...simd.dotI16, ...simd.addI32,
+  ...get(H_V), ...simd.extendHighS, ...get(H_QH), ...simd.dotI16, ...simd.addI32,
+  ...set(H_A0),
+  ...get(H_P1), ...get(G_J), op.i32Add, ...simd.load, 0, off, ...set(H_V),
+  ...get(H_A1),
+  ...get(H_V), ...simd.extendLowS, ...get(H_QL), ...simd.dotI16, ...simd.addI32,
+  ...get(H_V), ...simd.extendHighS, ...get(H_QH), ...simd.dotI16, ...simd.addI32,
+  ...set(H_A1),
+];
+/** Address of the pair's entry k (0 or 1) in idx: idx + 8r (+4 through the load's offset). */
+const pairEntry = (): number[] => [...get(G_IDX), ...get(G_R), ...c32(3), op.i32Shl, op.i32Add];
+const body4: number[] = [
+  ...vec([[5, I32], [5, V128]]),
+  op.block, op.void,
+  ...get(G_N), op.i32Eqz, op.brIf, 0,
+  op.loop, op.void,
+  ...simd.const, ...new Array<number>(16).fill(0), ...set(H_A0),
+  ...simd.const, ...new Array<number>(16).fill(0), ...set(H_A1),
+  ...c32(0), ...set(G_J),
+  ...get(G_Q), ...set(G_QP),
+  ...get(VEC), ...pairEntry(), op.i32Load, 2, 0, ...get(G_STRIDE), op.i32Mul, op.i32Add, ...set(H_P0),
+  ...get(VEC), ...pairEntry(), op.i32Load, 2, 4, ...get(G_STRIDE), op.i32Mul, op.i32Add, ...set(H_P1),
+  op.loop, op.void,
+  ...gatherPair16(0),
+  ...gatherPair16(16),
+  ...gatherPair16(32),
+  ...gatherPair16(48),
+  ...get(G_QP), ...c32(128), op.i32Add, ...set(G_QP),
+  ...get(G_J), ...c32(64), op.i32Add, ...tee(G_J), ...get(G_STRIDE), op.i32LtU, op.brIf, 0,
+  op.end,
+  ...pairEntry(), ...lanes(H_A0), op.i32Store, 2, 0,
+  ...pairEntry(), ...lanes(H_A1), op.i32Store, 2, 4,
+  ...get(G_R), ...c32(1), op.i32Add, ...tee(G_R), ...get(G_N), op.i32LtU, op.brIf, 0,
+  op.end,
+  op.end,
+  op.end,
+];
+
 const moduleBytes = new Uint8Array([
   0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
   ...section(1, vec([[0x60, 5, I32, I32, I32, I32, I32, 0]])),
   ...section(2, vec([[...str('env'), ...str('mem'), 0x02, 0x00, 0x01]])),
-  ...section(3, vec([[0], [0]])),
-  ...section(7, vec([[...str('scan'), 0x00, 0x00], [...str('scan2'), 0x00, 0x01]])),
-  ...section(10, vec([[...uleb(body.length), ...body], [...uleb(body2.length), ...body2]])),
+  ...section(3, vec([[0], [0], [0], [0]])),
+  ...section(7, vec([[...str('scan'), 0x00, 0x00], [...str('scan2'), 0x00, 0x01], [...str('gather'), 0x00, 0x02], [...str('gather2'), 0x00, 0x03]])),
+  ...section(10, vec([[...uleb(body.length), ...body], [...uleb(body2.length), ...body2], [...uleb(body3.length), ...body3], [...uleb(body4.length), ...body4]])),
 ]);
 
 // The project's `lib` (ES2022, no DOM) does not declare WebAssembly; this is the part used.
@@ -156,6 +241,8 @@ const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
 let compiled: object | undefined;
 
 export type ScanFn = (vecPtr: number, n: number, stride: number, qPtr: number, outPtr: number) => void;
+/** Dot products of the rows numbered by the n int32 at idxPtr, written over those numbers. */
+export type GatherFn = (vecPtr: number, idxPtr: number, n: number, stride: number, qPtr: number) => void;
 
 export const WASM_PAGE = 65536;
 
@@ -163,10 +250,26 @@ export function createMemory(pages: number): WasmMemory {
   return new wasm.Memory({ initial: pages });
 }
 
+function instantiate(memory: WasmMemory): Record<string, unknown> {
+  compiled ??= new wasm.Module(moduleBytes);
+  return new wasm.Instance(compiled, { env: { mem: memory } }).exports;
+}
+
+/** Instantiates the row-number scanner (`gather`) over the given memory. */
+export function createGatherer(memory: WasmMemory): GatherFn {
+  const exports = instantiate(memory);
+  const gather1 = exports.gather as GatherFn;
+  const gather2 = exports.gather2 as GatherFn;
+  return (vecPtr, idxPtr, n, stride, qPtr) => {
+    const pairs = n >> 1;
+    if (pairs > 0) gather2(vecPtr, idxPtr, pairs, stride, qPtr);
+    if (n & 1) gather1(vecPtr, idxPtr + (n - 1) * 4, 1, stride, qPtr);
+  };
+}
+
 /** Instantiates the scanner over the given memory. */
 export function createScanner(memory: WasmMemory): ScanFn {
-  compiled ??= new wasm.Module(moduleBytes);
-  const instance = new wasm.Instance(compiled, { env: { mem: memory } });
+  const instance = { exports: instantiate(memory) };
   const scan1 = instance.exports.scan as ScanFn;
   const scan2 = instance.exports.scan2 as ScanFn;
   return (vecPtr, n, stride, qPtr, outPtr) => {

@@ -2,10 +2,15 @@
  * The in-memory side of the embedded index: every chunk's vector as int8 (per-vector
  * scale) in one slot of WebAssembly memory, scanned with SIMD (int8Scan.ts) for dense kNN.
  * The top candidates are re-scored exactly from the stored float32 vectors (`dotBuffer`).
+ * Above `AnnSettings.buildAt` rows an inverted-file index (ivfIndex.ts) lists the slots by
+ * nearest centroid, and a search over a scope of at least `minScope` chunks scans only the
+ * nearest lists' in-scope members; smaller scopes (small workspaces, narrow filters) are
+ * scanned exactly.
  *
  * Memory layout: [query region: the query as int16][capacity × stride int8 vectors][capacity int32 scan results].
  */
-import { createMemory, createScanner, type ScanFn, type WasmMemory, WASM_PAGE as PAGE } from './int8Scan';
+import { createGatherer, createMemory, createScanner, type GatherFn, type ScanFn, type WasmMemory, WASM_PAGE as PAGE } from './int8Scan';
+import { type AnnSettings, DEFAULT_ANN, type IvfCentroids, IvfIndex, trainCentroids, ZERO } from './ivfIndex';
 
 const QUERY_REGION = 16384; // bytes reserved for the int16 query (dims <= 8192)
 
@@ -24,6 +29,10 @@ export class VectorSlab {
   private highWater = 0;
   private memory?: WasmMemory;
   private scan?: ScanFn;
+  private gather?: GatherFn;
+  private ivf?: IvfIndex;
+  /** While true (bulk loads), the approximate index is not trained or maintained: `endBulk` does it once. */
+  private bulk = false;
   private readonly free: number[] = [];
   private rowOf = new Float64Array(0);
   private docOf = new Int32Array(0);
@@ -36,6 +45,8 @@ export class VectorSlab {
   private readonly pendingWithoutVector: { id: number; doc: number }[] = [];
   private liveRows = 0;
   private writeCount = 0;
+
+  constructor(private ann: AnnSettings = DEFAULT_ANN) {}
 
   /** Vector dimensions; 0 until the first vector (or the stored setting) fixes them. */
   get dims(): number {
@@ -89,6 +100,7 @@ export class VectorSlab {
     if (!this.memory) {
       this.memory = createMemory(pages);
       this.scan = createScanner(this.memory);
+      this.gather = createGatherer(this.memory);
     } else {
       const have = this.memory.buffer.byteLength / PAGE;
       if (pages > have) this.memory.grow(pages - have);
@@ -134,6 +146,10 @@ export class VectorSlab {
     } else {
       this.invScale[slot] = 0;
     }
+    if (!this.bulk) {
+      this.ivf?.put(slot, this.invScale[slot] === 0 ? ZERO : this.ivf.nearestList(view.subarray(base, base + this.stride)), doc);
+      this.maintainIndex();
+    }
   }
 
   /** Frees a row's slot (its document's slot list is dropped with `dropDoc`). */
@@ -146,6 +162,110 @@ export class VectorSlab {
     this.liveRows--;
     this.writeCount++;
     this.free.push(slot);
+    if (!this.bulk) {
+      this.ivf?.remove(slot);
+      this.maintainIndex();
+    }
+  }
+
+  // ------------------------------------------------------------ the approximate index
+
+  /** Changes the approximate search's settings (trains or drops the index as they say). */
+  configureAnn(ann: AnnSettings): void {
+    this.ann = ann;
+    if (!this.bulk) this.maintainIndex();
+  }
+
+  /** Stops maintaining the approximate index until `endBulk` (loads add every row first). */
+  beginBulk(): void {
+    this.bulk = true;
+    this.ivf = undefined;
+  }
+
+  /** Ends a bulk load: the index is trained if the settings ask for one (unless `restoreIndex` gave it). */
+  endBulk(): void {
+    this.bulk = false;
+    this.maintainIndex();
+  }
+
+  /** The approximate index, if there is one: its lists, the rows it was trained on, whether it was read from a file. */
+  get annIndex(): { lists: number; trainedAt: number; restored: boolean } | undefined {
+    return this.ivf ? { lists: this.ivf.listCount, trainedAt: this.ivf.trainedAt, restored: this.ivf.restored } : undefined;
+  }
+
+  /** Trains the index when it is missing or the rows have doubled or fallen below a quarter since; drops it below the threshold. */
+  private maintainIndex(): void {
+    const a = this.ann;
+    if (!a.enabled || this.dimsValue === 0 || this.liveRows === 0 || this.liveRows * 2 < a.buildAt) {
+      this.ivf = undefined;
+      return;
+    }
+    if (this.ivf) {
+      const t = this.ivf.trainedAt;
+      if (this.liveRows < 2 * t && this.liveRows * 4 > t) return;
+    } else if (this.liveRows < a.buildAt) {
+      return;
+    }
+    this.train();
+  }
+
+  private train(): void {
+    const slots: number[] = [];
+    for (let s = 0; s < this.highWater; s++) if (this.live[s] !== 0 && this.invScale[s] !== 0) slots.push(s);
+    if (slots.length === 0) {
+      this.ivf = undefined;
+      return;
+    }
+    const vectors = this.vectorsView();
+    const lists = Math.max(1, Math.round(Math.sqrt(this.liveRows) * this.ann.listsPerRoot));
+    const centroids = trainCentroids(
+      { dims: this.dimsValue, stride: this.stride, queryMax: this.queryMax, vectors, slots: Int32Array.from(slots) },
+      lists,
+      this.liveRows,
+    );
+    const ivf = new IvfIndex(centroids, this.stride, this.queryMax, this.liveRows);
+    for (let s = 0; s < this.highWater; s++) {
+      if (this.live[s] === 0) continue;
+      const base = s * this.stride;
+      ivf.put(s, this.invScale[s] === 0 ? ZERO : ivf.nearestList(vectors.subarray(base, base + this.stride)), this.docOf[s]);
+    }
+    this.ivf = ivf;
+  }
+
+  /** Every live row's id and list, for the index's file (undefined without an index). */
+  indexRows(): { ivf: IvfIndex; rowIds: Float64Array; lists: Int32Array } | undefined {
+    const ivf = this.ivf;
+    if (!ivf) return undefined;
+    const rowIds = new Float64Array(this.liveRows);
+    const lists = new Int32Array(this.liveRows);
+    let i = 0;
+    for (let s = 0; s < this.highWater; s++) {
+      if (this.live[s] === 0) continue;
+      rowIds[i] = this.rowOf[s];
+      lists[i++] = ivf.listOfSlot(s);
+    }
+    return { ivf, rowIds, lists };
+  }
+
+  /**
+   * Takes the index from its file (during a bulk load, after every row was added): true when
+   * the file names exactly the rows held, each vector-less row in the vector-less list and
+   * every other in a list; else nothing is taken and `endBulk` trains one.
+   */
+  restoreIndex(saved: { centroids: IvfCentroids; rowIds: Float64Array; lists: Int32Array; trainedAt: number }): boolean {
+    if (!this.bulk || saved.rowIds.length !== this.liveRows || saved.centroids.dims !== this.dimsValue) return false;
+    const ivf = new IvfIndex(saved.centroids, this.stride, this.queryMax, saved.trainedAt);
+    for (let i = 0; i < saved.rowIds.length; i++) {
+      const slot = this.slotOfRow.get(saved.rowIds[i]);
+      if (slot === undefined || ivf.listOfSlot(slot) !== -1) return false;
+      const list = saved.lists[i];
+      if ((list === ZERO) !== (this.invScale[slot] === 0)) return false;
+      ivf.put(slot, list, this.docOf[slot]);
+    }
+    if (ivf.size !== this.liveRows) return false;
+    ivf.restored = true;
+    this.ivf = ivf;
+    return true;
   }
 
   /** Forgets a document's slot list (its rows are removed or about to be re-added). */
@@ -187,8 +307,7 @@ export class VectorSlab {
     const heapSlot = new Int32Array(m);
     let size = 0;
     const inv = this.invScale;
-    const offer = (s: number): void => {
-      const score = out[s] * inv[s];
+    const offer = (s: number, score: number): void => {
       if (size < m) {
         let i = size++;
         while (i > 0) {
@@ -216,12 +335,29 @@ export class VectorSlab {
         heapSlot[i] = s;
       }
     };
-    if (scope.chunks * 4 >= this.liveRows) {
+    const mask = scope.mask;
+    const docOf = this.docOf;
+    if (this.ivf && this.ann.enabled && !this.ann.searchExact && scope.chunks >= this.ann.minScope) {
+      // The nearest lists' in-scope members, until enough of the scope is gathered.
+      const ivf = this.ivf;
+      const want = Math.max(Math.ceil((this.ann.probeLists * scope.chunks) / ivf.listCount), this.ann.minProbe, 1);
+      const gathered = new Int32Array(this.memory.buffer, outOff, this.capacity);
+      let count = 0;
+      for (const l of ivf.rankLists(query)) {
+        const members = ivf.list(l);
+        const docs = ivf.listDocs(l);
+        for (let i = 0; i < members.length; i++) if (mask[docs[i]] === 1) gathered[count++] = members[i];
+        if (count >= want) break;
+      }
+      const slots = gathered.slice(0, count);
+      this.gather!(QUERY_REGION, outOff, count, this.stride, 0);
+      for (let i = 0; i < count; i++) offer(slots[i], gathered[i] * inv[slots[i]]);
+      const zero = ivf.zeroMembers();
+      for (let i = 0; i < zero.slots.length; i++) if (mask[zero.docs[i]] === 1) offer(zero.slots[i], 0);
+    } else if (scope.chunks * 4 >= this.liveRows) {
       this.scan(QUERY_REGION, n, this.stride, 0, outOff);
       const live = this.live;
-      const docOf = this.docOf;
-      const mask = scope.mask;
-      for (let s = 0; s < n; s++) if (live[s] !== 0 && mask[docOf[s]] !== 0) offer(s);
+      for (let s = 0; s < n; s++) if (live[s] !== 0 && mask[docOf[s]] === 1) offer(s, out[s] * inv[s]);
     } else {
       for (const d of scope.docs) {
         const slots = this.docSlots[d];
@@ -231,7 +367,7 @@ export class VectorSlab {
           while (j < slots.length && slots[j] === slots[j - 1] + 1) j++;
           const first = slots[i];
           this.scan(QUERY_REGION + first * this.stride, j - i, this.stride, 0, outOff + first * 4);
-          for (let t = i; t < j; t++) offer(slots[t]);
+          for (let t = i; t < j; t++) offer(slots[t], out[slots[t]] * inv[slots[t]]);
           i = j;
         }
       }
@@ -254,6 +390,8 @@ export class VectorSlab {
     this.capacity = 0;
     this.memory = undefined;
     this.scan = undefined;
+    this.gather = undefined;
+    this.ivf = undefined;
     this.rowOf = new Float64Array(0);
     this.docOf = new Int32Array(0);
     this.invScale = new Float32Array(0);

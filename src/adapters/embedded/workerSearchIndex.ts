@@ -107,7 +107,8 @@ export class WorkerSearchIndex implements SearchIndex {
 
   /** Starts a worker; resolves once it has opened and loaded the index. */
   private startWorker(): Promise<IndexStats> {
-    const data: SearchWorkerData = { filePath: this.filePath, options: { ...(this.options.hybrid ? { hybrid: this.options.hybrid } : {}) } };
+    const { hybrid, ann } = this.options;
+    const data: SearchWorkerData = { filePath: this.filePath, options: { ...(hybrid ? { hybrid } : {}), ...(ann ? { ann } : {}) } };
     const worker = new Worker(this.options.workerPath ?? WORKER_PATH, { workerData: data });
     this.worker = worker;
     this.alive = true;
