@@ -20,7 +20,7 @@ import { figure } from './targets';
 const load = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' ');
 
 /** CPU time (user + system, ms) a process has used so far, from /proc (Linux); undefined elsewhere. */
-function cpuMsOf(pid: number | undefined): number | undefined {
+export function cpuMsOf(pid: number | undefined): number | undefined {
   try {
     const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
@@ -30,7 +30,7 @@ function cpuMsOf(pid: number | undefined): number | undefined {
 }
 
 /** CPU time (ms) of each thread of a process by thread name (the main thread as `main`), from /proc (Linux). */
-function threadCpuMsOf(pid: number | undefined): Map<string, number> {
+export function threadCpuMsOf(pid: number | undefined): Map<string, number> {
   const byName = new Map<string, number>();
   try {
     for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
@@ -59,7 +59,7 @@ function threadShares(before: Map<string, number>, after: Map<string, number>, c
     .join(', ');
 }
 
-const tmp = (p: string) => fs.mkdtempSync(path.join(os.tmpdir(), p));
+export const tmp = (p: string) => fs.mkdtempSync(path.join(os.tmpdir(), p));
 
 function event(type: string, data: Record<string, unknown>): NewEvent {
   return {
@@ -102,9 +102,9 @@ async function benchAppends(): Promise<void> {
  * (default warn: no access log), BENCH_RATE_LIMITS=on keeps the write rate limit on,
  * BENCH_SERVER_MAIN runs another build's main.js (to compare two builds under the same load).
  */
-async function startServer(dataDir: string): Promise<{ url: string; proc: ChildProcess }> {
+export async function startServer(dataDir: string, main = process.env.BENCH_SERVER_MAIN ?? path.join(repoRoot, 'dist/src/main.js')): Promise<{ url: string; proc: ChildProcess }> {
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, process.env.BENCH_SERVER_MAIN ?? path.join(repoRoot, 'dist/src/main.js')], {
+  const proc = spawn(process.execPath, [...nodeArgs, main], {
     env: {
       ...process.env,
       PORT: '0',
@@ -145,46 +145,61 @@ async function histogram(url: string, name: string): Promise<{ sum: number; coun
   }
 }
 
+/** A user, and one workspace with one tag per client (so clients do not contend for one stream). */
+export interface TagBenchSeed {
+  accessToken: string;
+  targets: { ws: string; tag: string }[];
+}
+
+export async function seedTagBench(url: string): Promise<TagBenchSeed> {
+  await json(`${url}/v1/auth/register`, 'POST', { email: 'bench@example.com', password: 'benchmark-password', name: 'Bench' });
+  const { accessToken } = await json(`${url}/v1/auth/login`, 'POST', { email: 'bench@example.com', password: 'benchmark-password' });
+  const targets: { ws: string; tag: string }[] = [];
+  for (let i = 0; i < 16; i++) {
+    const ws = (await json(`${url}/v1/workspaces`, 'POST', { name: `bench ${i}` }, accessToken)).id;
+    const tag = (await json(`${url}/v1/workspaces/${ws}/tags`, 'POST', { name: 'tag', color: '#000000' }, accessToken)).id;
+    targets.push({ ws, tag });
+  }
+  return { accessToken, targets };
+}
+
+/** `connections` clients renaming their tags back to back for `seconds` (PUT /v1/workspaces/:id/tags/:tagId). */
+export function renameTags(url: string, seed: TagBenchSeed, connections: number, seconds: number): Promise<autocannon.Result> {
+  let seq = 0;
+  return autocannon({
+    url,
+    connections,
+    duration: seconds,
+    requests: [
+      {
+        setupRequest: (req, context) => {
+          const c = context as { slot?: number };
+          if (c.slot === undefined) c.slot = seq++ % seed.targets.length;
+          const t = seed.targets[c.slot];
+          return {
+            ...req,
+            method: 'PUT',
+            path: `/v1/workspaces/${t.ws}/tags/${t.tag}`,
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${seed.accessToken}` },
+            body: JSON.stringify({ name: `tag-${randomUUID()}` }),
+          };
+        },
+      },
+    ],
+  });
+}
+
 async function benchHttpCommands(seconds: number, clients: readonly number[]): Promise<void> {
   const dir = tmp('kb-bench-http-');
   const { url, proc } = await startServer(dir);
   try {
-    await json(`${url}/v1/auth/register`, 'POST', { email: 'bench@example.com', password: 'benchmark-password', name: 'Bench' });
-    const { accessToken } = await json(`${url}/v1/auth/login`, 'POST', { email: 'bench@example.com', password: 'benchmark-password' });
-    // One workspace and tag per client, so clients do not contend for one stream.
-    const targets: { ws: string; tag: string }[] = [];
-    for (let i = 0; i < 16; i++) {
-      const ws = (await json(`${url}/v1/workspaces`, 'POST', { name: `bench ${i}` }, accessToken)).id;
-      const tag = (await json(`${url}/v1/workspaces/${ws}/tags`, 'POST', { name: 'tag', color: '#000000' }, accessToken)).id;
-      targets.push({ ws, tag });
-    }
+    const seed = await seedTagBench(url);
     for (const connections of clients) {
-      let seq = 0;
       const commitsBefore = await histogram(url, 'kb_event_store_group_commit_appends');
       const cpuBefore = cpuMsOf(proc.pid);
       const threadsBefore = threadCpuMsOf(proc.pid);
       const benchCpuBefore = process.cpuUsage();
-      const result = await autocannon({
-        url,
-        connections,
-        duration: seconds,
-        requests: [
-          {
-            setupRequest: (req, context) => {
-              const c = context as { slot?: number };
-              if (c.slot === undefined) c.slot = seq++ % targets.length;
-              const t = targets[c.slot];
-              return {
-                ...req,
-                method: 'PUT',
-                path: `/v1/workspaces/${t.ws}/tags/${t.tag}`,
-                headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` },
-                body: JSON.stringify({ name: `tag-${randomUUID()}` }),
-              };
-            },
-          },
-        ],
-      });
+      const result = await renameTags(url, seed, connections, seconds);
       const ok = result['2xx'];
       const cpuAfter = cpuMsOf(proc.pid);
       const threadsAfter = threadCpuMsOf(proc.pid);
