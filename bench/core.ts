@@ -20,7 +20,7 @@ import { figure } from './targets';
 const load = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' ');
 
 /** CPU time (user + system, ms) a process has used so far, from /proc (Linux); undefined elsewhere. */
-function cpuMsOf(pid: number | undefined): number | undefined {
+export function cpuMsOf(pid: number | undefined): number | undefined {
   try {
     const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
@@ -29,7 +29,37 @@ function cpuMsOf(pid: number | undefined): number | undefined {
   }
 }
 
-const tmp = (p: string) => fs.mkdtempSync(path.join(os.tmpdir(), p));
+/** CPU time (ms) of each thread of a process by thread name (the main thread as `main`), from /proc (Linux). */
+export function threadCpuMsOf(pid: number | undefined): Map<string, number> {
+  const byName = new Map<string, number>();
+  try {
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = tid === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).trim();
+        const fields = stat.split(') ')[1].split(' ');
+        byName.set(name, (byName.get(name) ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1000) / 100);
+      } catch {
+        // the thread ended
+      }
+    }
+  } catch {
+    // not Linux, or the process ended
+  }
+  return byName;
+}
+
+/** `main 412, libuv-worker 40, ...` µs per command by thread between two readings. */
+function threadShares(before: Map<string, number>, after: Map<string, number>, commands: number): string {
+  return [...after]
+    .map(([name, ms]) => [name, ((ms - (before.get(name) ?? 0)) / commands) * 1000] as const)
+    .filter(([, us]) => us >= 1)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, us]) => `${name} ${Math.round(us)}`)
+    .join(', ');
+}
+
+export const tmp = (p: string) => fs.mkdtempSync(path.join(os.tmpdir(), p));
 
 function event(type: string, data: Record<string, unknown>): NewEvent {
   return {
@@ -66,9 +96,23 @@ async function benchAppends(): Promise<void> {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
-async function startServer(dataDir: string): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [path.join(repoRoot, 'dist/src/main.js')], {
-    env: { ...process.env, PORT: '0', KB_DATA_DIR: dataDir, KB_ANNOUNCE_PORT: '1', KB_RATE_LIMITS: 'off', KB_LOG_LEVEL: 'warn' },
+/**
+ * The server of the HTTP bench. BENCH_SERVER_NODE_ARGS adds node options (e.g.
+ * `--cpu-prof --cpu-prof-dir=DIR` to profile it); BENCH_SERVER_LOG_LEVEL sets its log level
+ * (default warn: no access log), BENCH_RATE_LIMITS=on keeps the write rate limit on,
+ * BENCH_SERVER_MAIN runs another build's main.js (to compare two builds under the same load).
+ */
+export async function startServer(dataDir: string, main = process.env.BENCH_SERVER_MAIN ?? path.join(repoRoot, 'dist/src/main.js')): Promise<{ url: string; proc: ChildProcess }> {
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const proc = spawn(process.execPath, [...nodeArgs, main], {
+    env: {
+      ...process.env,
+      PORT: '0',
+      KB_DATA_DIR: dataDir,
+      KB_ANNOUNCE_PORT: '1',
+      KB_RATE_LIMITS: process.env.BENCH_RATE_LIMITS === 'on' ? 'on' : 'off',
+      KB_LOG_LEVEL: process.env.BENCH_SERVER_LOG_LEVEL ?? 'warn',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const port = await new Promise<number>((resolve, reject) => {
@@ -88,50 +132,90 @@ async function json(url: string, method: string, body: unknown, token?: string):
   return res.json();
 }
 
-async function benchHttpCommands(): Promise<void> {
+/** Sum and count of a histogram of the server's /metrics (unlabelled), to tell the mean between two readings. */
+async function histogram(url: string, name: string): Promise<{ sum: number; count: number } | undefined> {
+  try {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const value = (suffix: string) => Number(new RegExp(`^${name}_${suffix} (\\S+)$`, 'm').exec(text)?.[1]);
+    const sum = value('sum');
+    const count = value('count');
+    return Number.isFinite(sum) && Number.isFinite(count) ? { sum, count } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A user, and one workspace with one tag per client (so clients do not contend for one stream). */
+export interface TagBenchSeed {
+  accessToken: string;
+  targets: { ws: string; tag: string }[];
+}
+
+export async function seedTagBench(url: string): Promise<TagBenchSeed> {
+  await json(`${url}/v1/auth/register`, 'POST', { email: 'bench@example.com', password: 'benchmark-password', name: 'Bench' });
+  const { accessToken } = await json(`${url}/v1/auth/login`, 'POST', { email: 'bench@example.com', password: 'benchmark-password' });
+  const targets: { ws: string; tag: string }[] = [];
+  for (let i = 0; i < 16; i++) {
+    const ws = (await json(`${url}/v1/workspaces`, 'POST', { name: `bench ${i}` }, accessToken)).id;
+    const tag = (await json(`${url}/v1/workspaces/${ws}/tags`, 'POST', { name: 'tag', color: '#000000' }, accessToken)).id;
+    targets.push({ ws, tag });
+  }
+  return { accessToken, targets };
+}
+
+/** `connections` clients renaming their tags back to back for `seconds` (PUT /v1/workspaces/:id/tags/:tagId). */
+export function renameTags(url: string, seed: TagBenchSeed, connections: number, seconds: number): Promise<autocannon.Result> {
+  let seq = 0;
+  return autocannon({
+    url,
+    connections,
+    duration: seconds,
+    requests: [
+      {
+        setupRequest: (req, context) => {
+          const c = context as { slot?: number };
+          if (c.slot === undefined) c.slot = seq++ % seed.targets.length;
+          const t = seed.targets[c.slot];
+          return {
+            ...req,
+            method: 'PUT',
+            path: `/v1/workspaces/${t.ws}/tags/${t.tag}`,
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${seed.accessToken}` },
+            body: JSON.stringify({ name: `tag-${randomUUID()}` }),
+          };
+        },
+      },
+    ],
+  });
+}
+
+async function benchHttpCommands(seconds: number, clients: readonly number[]): Promise<void> {
   const dir = tmp('kb-bench-http-');
   const { url, proc } = await startServer(dir);
   try {
-    await json(`${url}/v1/auth/register`, 'POST', { email: 'bench@example.com', password: 'benchmark-password', name: 'Bench' });
-    const { accessToken } = await json(`${url}/v1/auth/login`, 'POST', { email: 'bench@example.com', password: 'benchmark-password' });
-    // One workspace and tag per client, so clients do not contend for one stream.
-    const targets: { ws: string; tag: string }[] = [];
-    for (let i = 0; i < 16; i++) {
-      const ws = (await json(`${url}/v1/workspaces`, 'POST', { name: `bench ${i}` }, accessToken)).id;
-      const tag = (await json(`${url}/v1/workspaces/${ws}/tags`, 'POST', { name: 'tag', color: '#000000' }, accessToken)).id;
-      targets.push({ ws, tag });
-    }
-    for (const connections of [1, 16]) {
-      let seq = 0;
+    const seed = await seedTagBench(url);
+    for (const connections of clients) {
+      const commitsBefore = await histogram(url, 'kb_event_store_group_commit_appends');
       const cpuBefore = cpuMsOf(proc.pid);
-      const result = await autocannon({
-        url,
-        connections,
-        duration: 8,
-        requests: [
-          {
-            setupRequest: (req, context) => {
-              const c = context as { slot?: number };
-              if (c.slot === undefined) c.slot = seq++ % targets.length;
-              const t = targets[c.slot];
-              return {
-                ...req,
-                method: 'PUT',
-                path: `/v1/workspaces/${t.ws}/tags/${t.tag}`,
-                headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` },
-                body: JSON.stringify({ name: `tag-${randomUUID()}` }),
-              };
-            },
-          },
-        ],
-      });
+      const threadsBefore = threadCpuMsOf(proc.pid);
+      const benchCpuBefore = process.cpuUsage();
+      const result = await renameTags(url, seed, connections, seconds);
       const ok = result['2xx'];
       const cpuAfter = cpuMsOf(proc.pid);
+      const threadsAfter = threadCpuMsOf(proc.pid);
+      const benchCpu = process.cpuUsage(benchCpuBefore);
+      const commitsAfter = await histogram(url, 'kb_event_store_group_commit_appends');
+      const commits = commitsBefore && commitsAfter ? commitsAfter.count - commitsBefore.count : 0;
+      const perCommit = commits > 0 ? `, ${((commitsAfter!.sum - commitsBefore!.sum) / commits).toFixed(1)} appends per group commit` : '';
       // The server's own CPU per command: less sensitive than the rate to what else runs on the machine.
-      const cpuPerCommand = cpuBefore !== undefined && cpuAfter !== undefined && ok > 0 ? `, server CPU ${Math.round(((cpuAfter - cpuBefore) / ok) * 1000)} µs/command` : '';
+      const cpuPerCommand =
+        cpuBefore !== undefined && cpuAfter !== undefined && ok > 0
+          ? `, server CPU ${Math.round(((cpuAfter - cpuBefore) / ok) * 1000)} µs/command (${Math.round(((cpuAfter - cpuBefore) / 1000 / result.duration) * 100)}% of a core; client ${Math.round((benchCpu.user + benchCpu.system) / 1000 / 10 / result.duration)}%)`
+          : '';
       console.log(
-        `  HTTP durable commands (rename a tag), ${connections} client(s): ${Math.round(ok / result.duration)} commands/s, latency p50 ${result.latency.p50} ms p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}${cpuPerCommand}, load average ${load()}`,
+        `  HTTP durable commands (rename a tag), ${connections} client(s): ${Math.round(ok / result.duration)} commands/s, latency p50 ${result.latency.p50} ms p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}${cpuPerCommand}${perCommit}, load average ${load()}`,
       );
+      if (ok > 0 && threadsAfter.size > 0) console.log(`    server CPU by thread, µs/command: ${threadShares(threadsBefore, threadsAfter, ok)}`);
       if (connections === 16) figure('core', 'durable HTTP commands, 16 clients (fsync on)', ok / result.duration, 'commands/s', { kind: 'min', value: 3000 });
     }
   } finally {
@@ -173,15 +257,42 @@ export async function benchRebuild(total = 100_000): Promise<void> {
   }
 }
 
-export async function benchCore(): Promise<void> {
+const CORE_PARTS = ['appends', 'http', 'rebuild'] as const;
+type CorePart = (typeof CORE_PARTS)[number];
+
+export interface CoreOptions {
+  /** Which parts to run (`--parts http,rebuild`); all by default. */
+  parts: ReadonlySet<CorePart>;
+  /** Seconds of load per HTTP run with 16 clients (`--http-seconds N`, default 8). */
+  httpSeconds: number;
+  /** Concurrent clients of each HTTP run (`--http-clients 1,16`, the default). */
+  httpClients: number[];
+}
+
+export function coreOptions(args: string[]): CoreOptions {
+  const valueOf = (name: string): string | undefined => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const parts = (valueOf('--parts') ?? CORE_PARTS.join(',')).split(',').filter(Boolean);
+  const unknown = parts.filter((p) => !(CORE_PARTS as readonly string[]).includes(p));
+  if (unknown.length) throw new Error(`--parts: unknown part(s) ${unknown.join(', ')}; available: ${CORE_PARTS.join(', ')}`);
+  const httpSeconds = Number(valueOf('--http-seconds') ?? 8);
+  if (!Number.isFinite(httpSeconds) || httpSeconds < 1) throw new Error('--http-seconds: a number of seconds, at least 1');
+  const httpClients = (valueOf('--http-clients') ?? '1,16').split(',').map(Number);
+  if (httpClients.some((c) => !Number.isInteger(c) || c < 1 || c > 16)) throw new Error('--http-clients: numbers of clients from 1 to 16, comma-separated');
+  return { parts: new Set(parts as CorePart[]), httpSeconds, httpClients };
+}
+
+export async function benchCore(options: CoreOptions = coreOptions([])): Promise<void> {
   console.log('Event-sourced core (embedded SQLite, synchronous=FULL)');
-  await benchAppends();
-  await benchHttpCommands();
-  await benchRebuild();
+  if (options.parts.has('appends')) await benchAppends();
+  if (options.parts.has('http')) await benchHttpCommands(options.httpSeconds, options.httpClients);
+  if (options.parts.has('rebuild')) await benchRebuild();
 }
 
 if (require.main === module) {
-  benchCore().catch((err) => {
+  benchCore(coreOptions(process.argv.slice(2))).catch((err) => {
     console.error(err);
     process.exit(1);
   });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CommandContext } from '../../src/core/commandHandler';
 import { DomainError } from '../../src/domain/errors';
-import { listTags } from '../../queries/workspace/workspaceQueries';
+import { tagOf } from '../../queries/workspace/workspaceQueries';
 import { CommandPorts } from '../../src/core/executeCommand';
 import { actorOf, runWorkspaceCommand, WorkspaceDeps } from './runWorkspaceCommand';
 
@@ -17,7 +17,7 @@ export async function createTag(deps: CommandPorts, cc: CommandContext, workspac
 /** Rename or recolour a tag; returns the tag. */
 export async function updateTag(deps: WorkspaceDeps, cc: CommandContext, workspaceId: string, tagId: string, input: { name?: string; color?: string }) {
   await runWorkspaceCommand(deps, cc, workspaceId, { type: 'UpdateTag', actorId: actorOf(cc), tagId, name: input.name?.trim(), color: input.color?.toLowerCase() });
-  const tag = (await listTags(deps, workspaceId)).find((x) => x.id === tagId);
+  const tag = await tagOf(deps, workspaceId, tagId);
   if (!tag) throw new DomainError('TAG_NOT_FOUND', 'Tag not found.');
   return tag;
 }

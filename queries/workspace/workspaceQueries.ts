@@ -4,7 +4,7 @@ import { AppContext } from '../../src/app/context';
 type Deps = Pick<AppContext, 'readStore'>;
 import { DomainError } from '../../src/domain/errors';
 import { Role } from '../../src/domain/workspace/events';
-import { invitationsCollection, membersCollection, memberId, tagsCollection, workspacesCollection, WorkspaceView } from '../../projections/workspace/workspaceProjection';
+import { invitationsCollection, membersCollection, memberId, tagsCollection, tagViewId, workspacesCollection, WorkspaceView } from '../../projections/workspace/workspaceProjection';
 import { usersCollection } from '../../projections/user/userProjection';
 import { documentsCollection } from '../../projections/document/documentProjection';
 
@@ -76,6 +76,12 @@ export async function listPendingInvitations(ctx: Deps, workspaceId: string, now
 export async function listTags(ctx: Deps, workspaceId: string) {
   const tags = await tagsCollection(ctx.readStore).find({ workspaceId }, { sort: [{ field: 'name', direction: 'asc' }] });
   return tags.map((t) => ({ id: t.tagId, name: t.name, color: t.color }));
+}
+
+/** One tag of a workspace (null when the workspace has no such tag): one row, not the list. */
+export async function tagOf(ctx: Deps, workspaceId: string, tagId: string): Promise<{ id: string; name: string; color: string } | null> {
+  const t = await tagsCollection(ctx.readStore).get(tagViewId(workspaceId, tagId));
+  return t && t.workspaceId === workspaceId ? { id: t.tagId, name: t.name, color: t.color } : null;
 }
 
 /** What a search-link command needs from outside its stream: the workspace's switch and its tag ids. */

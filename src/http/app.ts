@@ -8,13 +8,15 @@ import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
 import { writeRateLimit } from './rateLimit';
 import { consoleRouter } from './console';
-import { metricsHandler, mountedAt, requestMetrics, RouteTemplateIndex, routeTemplateIndex } from './metrics';
+import { metricsHandler, mountedAt, recordRequest, RouteTemplateIndex, routeTemplateIndex } from './metrics';
 import { apiDocsRoutes, documentedRouters } from './apiDocs';
 import { documentedRoutes } from './openapi/generate';
 import { routeModules } from './routes';
+import { entered } from './routes/module';
 import './types';
 
 const JSON_LIMIT = '1mb';
+const REQUEST_ID = /^[\w.-]{1,100}$/;
 
 const CLIENT_ERROR_CODES: Partial<Record<number, ErrorCode>> = {
   400: 'VALIDATION_ERROR',
@@ -58,34 +60,32 @@ export function createApp(ctx: AppContext): express.Express {
   // /V1/... is not /v1/...: one spelling per route (every Router is case-sensitive too: routes/module.ts).
   app.set('case sensitive routing', true);
 
-  // Correlation id and an access log with secrets scrubbed (no tokens, no query text).
+  // Requests answered before their route ran are labelled by the template that would have served them (set once the routes exist).
+  const routes: { templates?: RouteTemplateIndex } = {};
+  // Every request's own bookkeeping, in one layer (each layer of express's router costs a little on every request):
+  // - a correlation id, and an access log with secrets scrubbed (no tokens, no query text);
+  // - the request's metrics (method, route template, status, duration) once answered;
+  // - headers: every answer may carry a token, a key or a tenant's data: never cached, never
+  //   sniffed, and no URL (search-link tokens are in paths) leaks through a Referer (the
+  //   console's hashed assets set their own long-lived caching);
+  // - no CORS (the service answers its own origin only): OPTIONS is refused in the envelope
+  //   rather than answered by express's automatic, unauthenticated "Allow". The tool endpoint is
+  //   the exception the spec names ("OPTIONS is accepted"): its route answers it.
   app.use((req: Request, res: Response, next: NextFunction) => {
     const incoming = req.headers['x-request-id'];
-    req.correlationId = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
+    req.correlationId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', req.correlationId);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
-      ctx.logger.info(
-        { reqId: req.correlationId, method: req.method, path: redactUrl(req.originalUrl), status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
-        'request',
-      );
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      if (ctx.logger.isLevelEnabled('info')) {
+        ctx.logger.info({ reqId: req.correlationId, method: req.method, path: redactUrl(req.originalUrl), status: res.statusCode, ms: seconds * 1000 }, 'request');
+      }
+      recordRequest(ctx, req, res, seconds, routes.templates);
     });
-    // Every answer may carry a token, a key or a tenant's data: never cached, never sniffed,
-    // and no URL (search-link tokens are in paths) leaks through a Referer.
-    // (The console's hashed assets set their own long-lived caching.)
     if (!req.path.startsWith('/app/assets/')) res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'no-referrer');
-    next();
-  });
-  // Requests answered before their route ran are labelled by the template that would have served them (set once the routes exist).
-  const routes: { templates?: RouteTemplateIndex } = {};
-  app.use(requestMetrics(ctx, () => routes.templates));
-
-  // No CORS (the service answers its own origin only): OPTIONS is refused in the envelope
-  // rather than answered by express's automatic, unauthenticated "Allow". The tool endpoint is
-  // the exception the spec names ("OPTIONS is accepted"): its route answers it.
-  app.use((req: Request, _res: Response, next: NextFunction) => {
     const refused = req.method === 'OPTIONS' && familyOf(req.path) !== 'mcp';
     next(refused ? new HttpError(405, 'METHOD_NOT_ALLOWED', 'OPTIONS is not supported: this API answers no cross-origin requests.') : undefined);
   });
@@ -121,16 +121,18 @@ export function createApp(ctx: AppContext): express.Express {
   routes.templates = routeTemplateIndex(documentedRoutes(documentedRouters(modules)));
   // The API description (generated from the codecs the routes validate with) and its reference page.
   apiDocsRoutes(app, ctx, modules);
+  // Each module's router is entered only by paths it could match (`entered`): a request to the
+  // last module would otherwise be matched against every route of the modules before it.
   for (const m of modules) {
     if (m.v1) {
-      app.use('/v1', mountedAt('/v1'), m.v1);
-      app.use('/api/v1', mountedAt('/api/v1'), m.v1);
+      app.use('/v1', mountedAt('/v1'), entered(m.v1));
+      app.use('/api/v1', mountedAt('/api/v1'), entered(m.v1));
     }
   }
-  for (const m of modules) if (m.api) app.use('/api', mountedAt('/api'), m.api);
-  for (const m of modules) if (m.root) app.use('/', mountedAt('/'), m.root);
+  for (const m of modules) if (m.api) app.use('/api', mountedAt('/api'), entered(m.api));
+  for (const m of modules) if (m.root) app.use('/', mountedAt('/'), entered(m.root));
   // A self-hosted base URL ends in /api/v1: public search, set pages and the tool endpoint answer there too.
-  for (const m of modules) if (m.root) app.use('/api/v1', mountedAt('/api/v1'), m.root);
+  for (const m of modules) if (m.root) app.use('/api/v1', mountedAt('/api/v1'), entered(m.root));
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new HttpError(404, 'NOT_FOUND', `No route for ${req.method} ${redactUrl(req.path)}.`));

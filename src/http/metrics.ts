@@ -65,16 +65,12 @@ export function routeTemplateOf(req: Request, templates?: RouteTemplateIndex): s
   return `${mount}${path}` || '/';
 }
 
-/** Records every answered request: method, route template, status, duration. `templates` is read when a request finishes. */
-export function requestMetrics(ctx: AppContext, templates: () => RouteTemplateIndex | undefined = () => undefined): RequestHandler {
-  return (req, res, next) => {
-    const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      const method = /^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$/.test(req.method) ? req.method : 'OTHER';
-      ctx.metrics.httpRequest({ method, route: routeTemplateOf(req, templates()), status: res.statusCode, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
-    });
-    next();
-  };
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/** Records an answered request: method, route template, status, duration (called once it has finished). */
+export function recordRequest(ctx: AppContext, req: Request, res: Response, seconds: number, templates?: RouteTemplateIndex): void {
+  const method = METHODS.has(req.method) ? req.method : 'OTHER';
+  ctx.metrics.httpRequest({ method, route: routeTemplateOf(req, templates), status: res.statusCode, seconds });
 }
 
 /** Constant-time check of `Authorization: Bearer <token>` against the token's SHA-256. */

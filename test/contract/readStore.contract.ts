@@ -222,6 +222,41 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
       expect((await c.get('counter'))!.n).toBe(5);
     });
 
+    it('joins a transaction started inside another (its writes roll back with it), also after earlier ones ended; one started elsewhere waits', async () => {
+      const c = store.collection<Doc>(collName());
+      // Earlier transactions, ended: the next ones must still tell nested calls from others.
+      await store.transaction(async () => c.put(docs[0]));
+      await store.transaction(async () => c.put(docs[1]));
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      let nestedDone = false;
+      const outer = store.transaction(async () => {
+        await c.put(docs[2]);
+        // Nested (same flow, after an await): joins, so it neither waits for the outer one (a deadlock) nor commits alone.
+        await store.transaction(async () => {
+          await new Promise((r) => setTimeout(r, 5));
+          await c.delete('d1');
+        });
+        nestedDone = true;
+        await gate;
+        throw new Error('boom');
+      });
+      // Started by another flow while the outer one is open: waits for it to end.
+      let besideRan = false;
+      const beside = store.transaction(async () => {
+        besideRan = true;
+        return c.get('d1');
+      });
+      await new Promise((r) => setTimeout(r, 30));
+      expect(nestedDone).toBe(true);
+      expect(besideRan).toBe(false);
+      open();
+      await expect(outer).rejects.toThrow('boom');
+      // It ran after the rollback: the nested delete is gone with the outer transaction.
+      expect(await beside).toEqual(docs[0]);
+      expect(ids(await c.find({}))).toEqual(['d1', 'd2']);
+    });
+
     it('clears the given collections only', async () => {
       const a = await seeded();
       const keepName = collName();

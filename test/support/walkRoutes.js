@@ -29,7 +29,8 @@ function registered(stack) {
     if (layer.route) {
       if (layer.route.path === '/') continue; // the redirect to the console
       for (const m of methods(layer.route)) out.add(`${m} ${layer.route.path}`);
-    } else if (layer.name === 'router' && layer.handle.stack) {
+    } else if ((layer.name === 'router' || layer.handle.router) && layer.handle.stack) {
+      // A module's router is mounted behind a check of the path (http/routes/module.ts `entered`): its own stack.
       if (prefix === undefined) throw new Error('a router mounted without mountedAt');
       if (CONSOLE.has(prefix)) {
         prefix = undefined;

@@ -22,11 +22,19 @@ export function prometheusMetrics(): Metrics {
   const chunks = new Counter({ name: 'kb_chunks_embedded_total', help: 'Chunks embedded by the document processor', registers: [registry] });
   const search = new Histogram({ name: 'kb_search_duration_seconds', help: 'Searches by mode', labelNames: ['mode'], buckets: LATENCY_BUCKETS, registers: [registry] });
   const limited = new Counter({ name: 'kb_rate_limit_rejections_total', help: 'Requests refused by a rate limit, by limiter', labelNames: ['limiter'], registers: [registry] });
+  // The labelled series of each method, route template and status, looked up once (not hashed from the labels per request).
+  const httpSeries = new Map<string, { duration: { observe(v: number): void }; count: { inc(): void } }>();
   return {
     httpRequest: (r) => {
-      const labels = { method: r.method, route: r.route, status: String(r.status) };
-      http.observe(labels, r.seconds);
-      httpCount.inc(labels);
+      const key = `${r.method} ${r.status} ${r.route}`;
+      let series = httpSeries.get(key);
+      if (!series) {
+        const labels = { method: r.method, route: r.route, status: String(r.status) };
+        series = { duration: http.labels(labels), count: httpCount.labels(labels) };
+        httpSeries.set(key, series);
+      }
+      series.duration.observe(r.seconds);
+      series.count.inc();
     },
     eventStoreAppend: (seconds) => append.observe(seconds),
     groupCommit: (appends) => batch.observe(appends),

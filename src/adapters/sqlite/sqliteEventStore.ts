@@ -101,6 +101,10 @@ export class SqliteEventStore implements EventStore {
     readStream: Database.Statement<[string, number], EventRow>;
     readAll: Database.Statement<[number, number, number], EventRow>;
     head: Database.Statement<[], { position: number | null; hash: string | null }>;
+    /** Each append of a group commit in a savepoint of its own (prepared once: no SQL compiled per append). */
+    savepoint: Database.Statement<[]>;
+    release: Database.Statement<[]>;
+    rollbackTo: Database.Statement<[]>;
   };
 
   constructor(file: string, options: SqliteEventStoreOptions = {}) {
@@ -136,6 +140,9 @@ export class SqliteEventStore implements EventStore {
       readStream: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision'),
       readAll: this.db.prepare('SELECT * FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?'),
       head: this.db.prepare('SELECT position, hash FROM events ORDER BY position DESC LIMIT 1'),
+      savepoint: this.db.prepare('SAVEPOINT append'),
+      release: this.db.prepare('RELEASE append'),
+      rollbackTo: this.db.prepare('ROLLBACK TO append'),
     };
     const head = this.stmts.head.get();
     this.lastPosition = head?.position ?? 0;
@@ -176,15 +183,15 @@ export class SqliteEventStore implements EventStore {
     let hash = this.lastHash;
     const tx = this.db.transaction(() => {
       for (const p of batch) {
-        this.db.exec('SAVEPOINT append');
+        this.stmts.savepoint.run();
         const savedPosition = position;
         const savedHash = hash;
         try {
           outcomes.push({ ok: true, result: this.appendOne(p, () => ++position, (h) => (hash = h), () => hash) });
-          this.db.exec('RELEASE append');
+          this.stmts.release.run();
         } catch (error) {
-          this.db.exec('ROLLBACK TO append');
-          this.db.exec('RELEASE append');
+          this.stmts.rollbackTo.run();
+          this.stmts.release.run();
           position = savedPosition;
           hash = savedHash;
           outcomes.push({ ok: false, error });
