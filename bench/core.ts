@@ -161,7 +161,7 @@ export async function benchRebuild(total = 100_000): Promise<void> {
     }
     await Promise.all(batch);
     const cpu = process.cpuUsage();
-    const r = await rebuildProjections(ctx.eventStore, ctx.projections, undefined, { transaction: ctx.runner.batchTransaction });
+    const r = await rebuildProjections(ctx.eventStore, ctx.projections, undefined, { transaction: ctx.runner.batchTransaction, bulkLoad: (fn) => ctx.readStore.bulkLoad(fn) });
     const used = process.cpuUsage(cpu);
     console.log(
       `  projection rebuild (all ${ctx.projections.length} projections, incl. search index and audit): ${r.events} log events in ${r.seconds.toFixed(2)} s = ${Math.round(r.events / r.seconds)} events/s (${Math.round(r.applied / r.seconds)} projection updates/s; ${((used.user + used.system) / 1e6).toFixed(2)} s CPU), load average ${load()}`,
@@ -173,15 +173,20 @@ export async function benchRebuild(total = 100_000): Promise<void> {
   }
 }
 
-export async function benchCore(): Promise<void> {
+/** `--rebuild-only`: the projection rebuild alone (`--rebuild-events N`, default 100,000). */
+export async function benchCore(args: string[] = []): Promise<void> {
+  const n = args.indexOf('--rebuild-events');
+  const events = n >= 0 ? Number(args[n + 1]) : 100_000;
+  if (!Number.isInteger(events) || events < 100) throw new Error('--rebuild-events takes a whole number of at least 100');
+  if (args.includes('--rebuild-only')) return benchRebuild(events);
   console.log('Event-sourced core (embedded SQLite, synchronous=FULL)');
   await benchAppends();
   await benchHttpCommands();
-  await benchRebuild();
+  await benchRebuild(events);
 }
 
 if (require.main === module) {
-  benchCore().catch((err) => {
+  benchCore(process.argv.slice(2)).catch((err) => {
     console.error(err);
     process.exit(1);
   });
