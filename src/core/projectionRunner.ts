@@ -235,6 +235,11 @@ export interface RebuildOptions {
    */
   transaction?: BatchTransaction;
   eventsPerTransaction?: number;
+  /**
+   * The read store's bulk load (ReadStore.bulkLoad), around the whole rebuild: the store may
+   * build secondary indexes once at the end and write each row once per transaction.
+   */
+  bulkLoad?: BatchTransaction;
 }
 
 /**
@@ -250,10 +255,14 @@ export async function rebuildProjections(
   const perTransaction = options.eventsPerTransaction ?? 20_000;
   // Read-model projections commit together, one transaction per span of `perTransaction`
   // events. A projection keeping its checkpoint elsewhere (the search index) must never write
-  // while a read-store transaction is open: it applies each span after it committed, read
+  // while a read-store transaction is open: it applies each span after it committed. When
+  // every such projection names the event types it acts on (all small events), the span's
+  // events of those types are kept for it as the span is read; otherwise the span is read
   // again from the log (holding a span of large events in memory could take gigabytes).
   const grouped = options.transaction ? projections.filter((p) => p.joinsReadStoreTransaction === true) : [];
   const alone = projections.filter((p) => !grouped.includes(p));
+  const keptTypes = alone.length > 0 && alone.every((p) => p.eventTypes !== undefined) ? new Set(alone.flatMap((p) => [...p.eventTypes!])) : null;
+  const bulkLoad = options.bulkLoad ?? (<R>(fn: () => Promise<R>) => fn());
   const started = process.hrtime.bigint();
   const head = await store.headPosition();
   for (const p of projections) await p.reset();
@@ -276,28 +285,46 @@ export async function rebuildProjections(
   if (grouped.length === 0) {
     await applyAlone(0, Number.MAX_SAFE_INTEGER, true);
   } else {
-    for (let done = false; !done; ) {
-      const spanStart = position;
-      // Batches until `perTransaction` events, in one transaction (a crash rolls back only that span).
-      await options.transaction!(async () => {
-        for (let inTransaction = 0; inTransaction < perTransaction; ) {
-          const batch = await store.readAll(position, batchSize);
-          if (batch.length === 0) {
-            done = true;
-            return;
+    await bulkLoad(async () => {
+      for (let done = false; !done; ) {
+        const spanStart = position;
+        const countAtStart = count;
+        // The span's events the projections applied after it act on, and its last event (so
+        // that their checkpoints reach the span's end).
+        let kept: RecordedEvent[] = [];
+        let last: RecordedEvent | undefined;
+        // Batches until `perTransaction` events, in one transaction (a crash rolls back only that span).
+        await options.transaction!(async () => {
+          // From the span's start, should the transaction run this function again.
+          position = spanStart;
+          count = countAtStart;
+          kept = [];
+          for (let inTransaction = 0; inTransaction < perTransaction; ) {
+            const batch = await store.readAll(position, batchSize);
+            if (batch.length === 0) {
+              done = true;
+              return;
+            }
+            for (const p of grouped) await p.apply(batch);
+            if (keptTypes) for (const e of batch) if (keptTypes.has(e.type)) kept.push(e);
+            last = batch[batch.length - 1];
+            position = last.position;
+            count += batch.length;
+            inTransaction += batch.length;
+            if (alone.length === 0) onProgress?.({ projection: label, position, head, events: count });
           }
-          for (const p of grouped) await p.apply(batch);
-          position = batch[batch.length - 1].position;
-          count += batch.length;
-          inTransaction += batch.length;
-          if (alone.length === 0) onProgress?.({ projection: label, position, head, events: count });
+        });
+        if (alone.length && position > spanStart) {
+          if (keptTypes && last) {
+            if (kept.length === 0 || kept[kept.length - 1] !== last) kept.push(last);
+            for (const p of alone) await p.apply(kept);
+          } else {
+            await applyAlone(spanStart, position, false);
+          }
+          onProgress?.({ projection: label, position, head, events: count });
         }
-      });
-      if (alone.length && position > spanStart) {
-        await applyAlone(spanStart, position, false);
-        onProgress?.({ projection: label, position, head, events: count });
       }
-    }
+    });
   }
   return { events: count, applied: count * projections.length, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
 }
