@@ -147,6 +147,30 @@ describe('ProjectionRunner: one feed for every projection', () => {
     expect(await ns('a')).toEqual([1, 2, 3]);
   });
 
+  it('a rebuild reads the log once when the projection applied after each span names its event types, and it sees those and reaches the head', async () => {
+    for (let i = 1; i <= 25; i++) await append(i);
+    await events.append(`s-${randomUUID()}`, [{ id: randomUUID(), type: 'Wanted', data: { n: 26 }, metadata: meta }], 'no_stream');
+    await append(27);
+    const seen: { n: number; inTransaction: boolean }[] = [];
+    const picky: Projection = { ...outside(store, seen), eventTypes: new Set(['Wanted']) };
+    const { store: counted, reads } = counting(events);
+    const r = await rebuildProjections(counted, [notes(store, 'a'), picky], undefined, { batchSize: 4, eventsPerTransaction: 10, transaction: (fn) => store.transaction(fn) });
+    expect(r.events).toBe(27);
+    // 27 events in batches of 4 and the empty read that ends it: nothing read twice.
+    expect(reads()).toBe(8);
+    // The Wanted event, and the last event of each span (so its checkpoint reaches each span's end).
+    expect(seen.map((x) => x.n)).toEqual([12, 24, 26, 27]);
+    expect(seen.every((x) => !x.inTransaction)).toBe(true);
+    expect(await picky.checkpoint()).toBe(27);
+    expect(await ns('a')).toEqual(Array.from({ length: 27 }, (_, i) => i + 1));
+    // Without the types it reads each span again from the log (and sees every event).
+    const everything: { n: number; inTransaction: boolean }[] = [];
+    const again = counting(events);
+    await rebuildProjections(again.store, [notes(store, 'a'), outside(store, everything)], undefined, { batchSize: 4, eventsPerTransaction: 10, transaction: (fn) => store.transaction(fn) });
+    expect(again.reads()).toBeGreaterThan(8);
+    expect(everything.map((x) => x.n)).toEqual(Array.from({ length: 27 }, (_, i) => i + 1));
+  });
+
   it('a rebuild in spans of several batches gives what applying event by event gives', async () => {
     for (let i = 1; i <= 25; i++) await append(i);
     const oneByOne = notes(store, 'single');
