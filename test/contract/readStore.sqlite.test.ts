@@ -58,6 +58,34 @@ describe('SqliteReadStore bulk load: deferred indexes', () => {
     }
   });
 
+  it('buffers at most its cap of JSON: beyond it, rows are written out inside the transaction (and roll back with it)', async () => {
+    const store = new SqliteReadStore(path.join(dir, `${randomUUID()}.db`), { bulkBufferChars: 2000 });
+    try {
+      const c = store.collection<{ id: string; text: string }>('bulk_cap');
+      const inTable = () => (store.database.prepare('SELECT COUNT(*) AS n FROM rm_bulk_cap').get() as { n: number }).n;
+      await store.bulkLoad(async () => {
+        await expect(
+          store.transaction(async () => {
+            for (let i = 0; i < 50; i++) await c.put({ id: `r${i}`, text: 'x'.repeat(100) });
+            // About 16 rows (of ~120 characters) fit under the cap: written out each time it filled.
+            expect(inTable()).toBe(34);
+            expect(inTable()).toBeLessThan(50);
+            throw new Error('roll back');
+          }),
+        ).rejects.toThrow('roll back');
+        expect(inTable()).toBe(0);
+        expect(await c.get('r49')).toBeNull();
+        await store.transaction(async () => {
+          for (let i = 0; i < 50; i++) await c.put({ id: `r${i}`, text: 'y'.repeat(100) });
+        });
+      });
+      expect(inTable()).toBe(50);
+      expect((await c.get('r49'))?.text).toBe('y'.repeat(100));
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a process that dies during a bulk load leaves a store whose next open has every index again', async () => {
     const file = path.join(dir, `${randomUUID()}.db`);
     const dying = new SqliteReadStore(file);

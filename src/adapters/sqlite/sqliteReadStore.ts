@@ -71,12 +71,18 @@ function where(filter: Filter, params: SqlValue[]): string {
 /** Rows per multi-row upsert when a bulk load writes its buffered rows. */
 const ROWS_PER_INSERT = 64;
 
+/**
+ * Characters of JSON a bulk load buffers before writing them out within the transaction: a
+ * span's documents may be large (extracted texts), and are held in memory only up to this.
+ */
+const BULK_BUFFER_CHARS = 32 * 1024 * 1024;
+
 /** What a collection asks of its store during a bulk load. */
 interface BulkHost {
   /** True while writes are buffered: inside a transaction of a bulk load. */
   buffering(): boolean;
-  /** A collection that buffered a write is flushed before its store commits. */
-  buffered(collection: SqliteCollection<ReadDoc>): void;
+  /** A collection that buffered a write (of `chars` characters) is flushed before its store commits. */
+  buffered(collection: SqliteCollection<ReadDoc>, chars: number): void;
   /** Before a query by filter: the collection's deferred indexes are built. */
   beforeQuery(collection: string): void;
 }
@@ -144,19 +150,22 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   }
 
   async put(doc: T): Promise<void> {
-    if (this.buffer()) this.pending.set(doc.id, JSON.stringify(doc));
-    else this.byId.put.run(doc.id, JSON.stringify(doc));
+    const json = JSON.stringify(doc);
+    if (this.buffering()) {
+      this.pending.set(doc.id, json);
+      this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, json.length);
+    } else this.byId.put.run(doc.id, json);
   }
 
   async delete(id: string): Promise<void> {
-    if (this.buffer()) this.pending.set(id, null);
-    else this.byId.delete.run(id);
+    if (this.buffering()) {
+      this.pending.set(id, null);
+      this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, id.length);
+    } else this.byId.delete.run(id);
   }
 
-  private buffer(): boolean {
-    if (this.unbuffered || !this.host.buffering()) return false;
-    if (this.pending.size === 0) this.host.buffered(this as unknown as SqliteCollection<ReadDoc>);
-    return true;
+  private buffering(): boolean {
+    return !this.unbuffered && this.host.buffering();
   }
 
   /** Writes the buffered rows out, each once, in id order (neighbouring keys share B-tree pages). */
@@ -259,15 +268,24 @@ export class SqliteReadStore implements ReadStore {
   private readonly deferred = new Set<string>();
   /** Collections holding buffered writes of the open transaction. */
   private readonly dirty = new Set<SqliteCollection<ReadDoc>>();
+  /** Characters buffered since the last write-out (an upper bound: a row written twice counts twice). */
+  private bufferedChars = 0;
   private readonly host: BulkHost = {
     buffering: () => this.bulk && this.inTransaction.getStore() === true,
-    buffered: (c) => void this.dirty.add(c),
+    buffered: (c, chars) => {
+      this.dirty.add(c);
+      this.bufferedChars += chars;
+      if (this.bufferedChars > this.bulkBufferChars) this.flushBuffered();
+    },
     beforeQuery: (name) => {
       if (this.deferred.has(name)) this.buildIndexes(name);
     },
   };
 
-  constructor(file: string) {
+  private readonly bulkBufferChars: number;
+
+  constructor(file: string, options: { bulkBufferChars?: number } = {}) {
+    this.bulkBufferChars = options.bulkBufferChars ?? BULK_BUFFER_CHARS;
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     // Read models are derived from the log and rebuilt from their checkpoint after a crash,
@@ -313,13 +331,13 @@ export class SqliteReadStore implements ReadStore {
       this.db.exec('BEGIN IMMEDIATE');
       try {
         const result = await this.inTransaction.run(true, fn);
-        for (const c of this.dirty) c.flush();
-        this.dirty.clear();
+        this.flushBuffered();
         this.db.exec('COMMIT');
         return result;
       } catch (err) {
         for (const c of this.dirty) c.discard();
         this.dirty.clear();
+        this.bufferedChars = 0;
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
         throw err;
       }
@@ -365,6 +383,13 @@ export class SqliteReadStore implements ReadStore {
     this.bulk = false;
     for (const name of [...this.deferred]) this.buildIndexes(name);
     return result;
+  }
+
+  /** Writes out every collection's buffered rows (inside the open transaction). */
+  private flushBuffered(): void {
+    for (const c of this.dirty) c.flush();
+    this.dirty.clear();
+    this.bufferedChars = 0;
   }
 
   /** Builds the indexes a bulk load deferred for one collection (the table is sorted once per index). */
