@@ -226,8 +226,8 @@ describe('rebuild: the read models a rebuild gives are the ones projected live',
     for (const [name, want] of expected.tables) expect([name, rebuiltInPlace.tables.get(name)]).toEqual([name, want]);
     await live.close();
 
-    // A new store, default spans.
-    const fresh = new SqliteReadStore(path.join(dir, 'fresh.db'));
+    // A new store, default spans, with buffered rows written out every few kilobytes.
+    const fresh = new SqliteReadStore(path.join(dir, 'fresh.db'), { bulkBufferChars: 4096 });
     try {
       await rebuildProjections(events, readModels(fresh), undefined, { transaction: (fn) => fresh.transaction(fn), bulkLoad: (fn) => fresh.bulkLoad(fn) });
       const rebuilt = snapshot(fresh);
