@@ -201,6 +201,30 @@ describe('ProjectionRunner: one feed for every projection', () => {
     expect(seen.every((x) => !x.inTransaction)).toBe(true);
   });
 
+  it('a catch-up in spans that fails hands over to the batch-by-batch feed: the healthy projections reach the head, the failing one is detached', async () => {
+    for (let i = 1; i <= 30; i++) await append(i, i === 17 ? { fail: true } : {});
+    let broken = true;
+    const errors: string[] = [];
+    const runner = new ProjectionRunner(events, [notes(store, 'good'), notes(store, 'bad', () => broken)], { error: (o) => errors.push(String((o as { projection?: string }).projection ?? 'catch-up')), info: () => undefined }, {
+      batchTransaction: (fn) => store.transaction(fn),
+      bulkLoad: (fn) => store.bulkLoad(fn),
+      catchUp: { minEvents: 10, batchSize: 4, eventsPerTransaction: 8 },
+    });
+    await runner.start();
+    await new Promise<void>((resolve) => {
+      const check = () => (runner.positionOf('good') >= 30 ? resolve() : setTimeout(check, 10));
+      check();
+    });
+    expect(await ns('good')).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+    // The span holding event 17 rolled back for both; the spans before it stayed.
+    expect(runner.positionOf('bad')).toBe(16);
+    expect(errors).toEqual(expect.arrayContaining(['catch-up', 'bad']));
+    broken = false;
+    expect(await runner.waitFor(30, 5000)).toBe(true);
+    await runner.stop();
+    expect(await ns('bad')).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+  });
+
   it('a start a little behind the log follows it batch by batch (no bulk load), and a stop during a catch-up ends it', async () => {
     for (let i = 1; i <= 5; i++) await append(i);
     let loads = 0;
