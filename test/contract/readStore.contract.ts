@@ -269,21 +269,6 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
       expect(await c.get('d9')).toBeNull();
     });
 
-    it('a unique index refuses a duplicate inside a bulk load too, when the write is made', async () => {
-      const c = store.collection<{ id: string; email: string }>(collName(), [{ fields: ['email'], unique: true }]);
-      await store.bulkLoad(async () => {
-        await store.transaction(async () => {
-          await c.put({ id: 'u1', email: 'a@example.com' });
-          const refused = await c.put({ id: 'u2', email: 'a@example.com' }).then(
-            () => null,
-            (err: unknown) => err,
-          );
-          expect(refused).not.toBeNull();
-        });
-      });
-      expect(ids(await c.find({}))).toEqual(['u1']);
-    });
-
     it('a bulk load whose function throws passes the error on and leaves the store usable', async () => {
       const c = store.collection<Doc>(collName(), [{ fields: ['workspaceId'] }]);
       await expect(

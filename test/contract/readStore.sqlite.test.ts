@@ -86,6 +86,26 @@ describe('SqliteReadStore bulk load: deferred indexes', () => {
     }
   });
 
+  it('a unique index refuses a duplicate inside a bulk load\'s transaction too, when the write is made (not buffered)', async () => {
+    const store = new SqliteReadStore(path.join(dir, `${randomUUID()}.db`));
+    try {
+      const c = store.collection<{ id: string; email: string }>('bulk_unique', [{ fields: ['email'], unique: true }]);
+      await store.bulkLoad(async () => {
+        await store.transaction(async () => {
+          await c.put({ id: 'u1', email: 'a@example.com' });
+          const refused = await c.put({ id: 'u2', email: 'a@example.com' }).then(
+            () => null,
+            (err: unknown) => err,
+          );
+          expect(refused).not.toBeNull();
+        });
+      });
+      expect((await c.find({})).map((d) => d.id)).toEqual(['u1']);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a process that dies during a bulk load leaves a store whose next open has every index again', async () => {
     const file = path.join(dir, `${randomUUID()}.db`);
     const dying = new SqliteReadStore(file);
