@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
- * `npm run bench -- core search`. Available: core (`--parts appends,http,rebuild`, `--http-seconds N`, `--http-clients 1,16`), search (`--sizes 1000000 --keep DIR`), extract, ingest,
+ * `npm run bench -- core search`. Available: core (`--parts appends,http,rebuild`, `--http-seconds N`, `--http-clients 1,16`, `--rebuild-only`, `--rebuild-events N`), search (`--sizes 1000000 --keep DIR`), extract, ingest,
  * analytics (`--events N`), metrics, quality, reembed, mixed (`--seconds N`, `--chunks N`, `--keep DIR`, `--search-interval MS`).
  * `--keep DIR` means a different directory to search and to mixed: run them one at a time when using it.
  */
@@ -33,7 +33,7 @@ const benches: Record<string, () => Promise<void>> = {
 };
 
 /** Options that take a value (the value is not a bench name). */
-const VALUED = new Set(['--parts', '--http-seconds', '--http-clients', '--events', '--sizes', '--seconds', '--chunks', '--keep', '--search-interval']);
+const VALUED = new Set(['--parts', '--http-seconds', '--http-clients', '--rebuild-events', '--events', '--sizes', '--seconds', '--chunks', '--keep', '--search-interval']);
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);

@@ -58,7 +58,7 @@ async function main(argv: string[]): Promise<number> {
           return 2;
         }
         const chosen = names.length ? ctx.projections.filter((p) => names.includes(p.name)) : ctx.projections;
-        const r = await rebuildProjections(ctx.eventStore, chosen, (i) => progress('rebuild', i.position, i.head), { transaction: ctx.runner.batchTransaction });
+        const r = await rebuildProjections(ctx.eventStore, chosen, (i) => progress('rebuild', i.position, i.head), { transaction: ctx.runner.batchTransaction, bulkLoad: (fn) => ctx.readStore.bulkLoad(fn) });
         const rate = r.seconds > 0 ? Math.round(r.events / r.seconds) : r.events;
         console.log(
           `rebuilt ${chosen.map((p) => p.name).join(', ')}: ${r.events} events applied in ${r.seconds.toFixed(2)} s (${rate} events/s; ${r.applied} projection updates)`,

@@ -307,7 +307,9 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   // commit per batch, not one per projection). Not on MongoDB, whose transactions are bounded
   // in time and size (a rebuild's span of 20,000 events would overrun them).
   const batchTransaction = config.readStore === 'sqlite' ? <R>(fn: () => Promise<R>) => readStore.transaction(fn) : undefined;
-  const runner = new ProjectionRunner(eventStore, projections, logger, { mode: runsProjections(config.role) ? 'subscribe' : 'poll', batchTransaction });
+  // A start far behind the log (a read model's layout changed) catches up as a rebuild does.
+  const bulkLoad = batchTransaction ? <R>(fn: () => Promise<R>) => readStore.bulkLoad(fn) : undefined;
+  const runner = new ProjectionRunner(eventStore, projections, logger, { mode: runsProjections(config.role) ? 'subscribe' : 'poll', batchTransaction, bulkLoad });
   // The context the HTTP layer and the services receive: every port resolved by its token.
   const ctx: AppContext = {
     config: di.resolve<Config>(CONFIG),

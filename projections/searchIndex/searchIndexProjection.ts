@@ -18,6 +18,23 @@ interface IndexedDocView {
 
 const INDEXED_DOCS = 'search_index_docs';
 
+/**
+ * The events `handle` acts on; it ignores every other (so this list is what it handles, by
+ * construction). Small events all: chunks and vectors are read from the document's stream.
+ */
+const SEARCH_INDEX_EVENT_TYPES: ReadonlySet<string> = new Set<EmbeddingModelEvent['type'] | WorkspaceEvent['type'] | DocumentEvent['type']>([
+  'EmbeddingModelChangeStarted',
+  'EmbeddingModelChangeCompleted',
+  'EmbeddingModelChangeCancelled',
+  'TagDeleted',
+  'WorkspaceDeleted',
+  'DocumentVerified',
+  'DocumentReembedded',
+  'DocumentProcessingFailed',
+  'DocumentMetadataUpdated',
+  'DocumentDeleted',
+]);
+
 export interface SearchIndexProjectionDeps {
   eventStore: EventStore;
   readStore: ReadStore;
@@ -149,6 +166,7 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
   }
 
   async function handle(r: RecordedEvent): Promise<void> {
+    if (!SEARCH_INDEX_EVENT_TYPES.has(r.type)) return;
     if (isEmbeddingModelEvent(r)) return handleModelEvent(r as unknown as EmbeddingModelEvent);
     if (r.type === 'TagDeleted' || r.type === 'WorkspaceDeleted') {
       const w = r as unknown as WorkspaceEvent;
@@ -201,6 +219,7 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
   }
 
   return {
+    eventTypes: SEARCH_INDEX_EVENT_TYPES,
     ...checkpointedConsumer({
       name: 'search-index',
       checkpoint: { get: () => searchIndex.getCheckpoint(), set: (position) => searchIndex.setCheckpoint(position) },

@@ -22,6 +22,14 @@ export interface Projection extends Consumer {
    * its read-store writes would commit with that transaction, and its checkpoint without.
    */
   readonly joinsReadStoreTransaction?: boolean;
+  /**
+   * The only event types this projection acts on, when it can say (it still sees every event
+   * and moves its checkpoint past the others). A rebuild keeps a span's events of these types
+   * in memory for a projection applied after the span, instead of reading the span again from
+   * the log: list only small events (large ones, such as chunks and vectors, are read from
+   * their stream when needed).
+   */
+  readonly eventTypes?: ReadonlySet<string>;
 }
 
 export interface ReadModelOptions {

@@ -24,7 +24,19 @@ export interface RunnerOptions {
    * per batch instead of one per projection. Without it each projection commits its own.
    */
   batchTransaction?: BatchTransaction;
+  /**
+   * The read store's bulk load (ReadStore.bulkLoad). With `batchTransaction`, a start that
+   * finds the projections `catchUp.minEvents` or more behind the log (a read model whose
+   * layout version changed is rebuilt from 0, say) applies the log up to the head as a
+   * rebuild does, in spans inside a bulk load, in the background, then follows the log
+   * batch by batch.
+   */
+  bulkLoad?: BatchTransaction;
+  catchUp?: { minEvents?: number; batchSize?: number; eventsPerTransaction?: number };
 }
+
+/** Events behind the head from which a start catches up in spans (RunnerOptions.bulkLoad). */
+const CATCH_UP_MIN_EVENTS = 20_000;
 
 /** A transaction that projections' own transactions join (ReadStore.transaction). */
 export type BatchTransaction = <R>(fn: () => Promise<R>) => Promise<R>;
@@ -52,6 +64,10 @@ export class ProjectionRunner {
   /** Projections fed by the shared subscription (the others failed once and follow on their own). */
   private readonly shared = new Set<Projection>();
   private stopped = false;
+  private readonly bulkLoad?: BatchTransaction;
+  private readonly catchUpOptions: { minEvents: number; batchSize?: number; eventsPerTransaction?: number };
+  /** The catch-up in spans a start began, until it hands over to the subscription. */
+  private catchingUp: Promise<void> | null = null;
 
   constructor(
     private readonly store: EventStore,
@@ -63,6 +79,8 @@ export class ProjectionRunner {
     this.pollIntervalMs = options.pollIntervalMs ?? 100;
     this.refreshIntervalMs = options.refreshIntervalMs ?? 1000;
     this.batchTransaction = options.batchTransaction;
+    this.bulkLoad = options.bulkLoad;
+    this.catchUpOptions = { minEvents: CATCH_UP_MIN_EVENTS, ...options.catchUp };
   }
 
   async start(): Promise<void> {
@@ -88,10 +106,56 @@ export class ProjectionRunner {
       this.shared.add(p);
     }
     if (this.projections.length === 0) return;
-    const from = Math.min(...this.projections.map((p) => this.positions.get(p.name) ?? 0));
+    const from = this.sharedFrom();
+    if (this.bulkLoad && this.batchTransaction && (await this.store.headPosition()) - from >= this.catchUpOptions.minEvents) {
+      this.catchingUp = this.catchUp(from).finally(() => {
+        this.catchingUp = null;
+      });
+      return;
+    }
+    this.subscribeShared(from);
+  }
+
+  private sharedFrom(): number {
+    return Math.min(...this.projections.map((p) => this.positions.get(p.name) ?? 0));
+  }
+
+  private subscribeShared(from: number): void {
     this.subscriptions.push(
       this.store.subscribe(from, (events) => this.applyShared(events), (err) => this.logger?.error({ err }, 'reading the log for the projections failed; retrying')),
     );
+  }
+
+  /**
+   * Far behind the log: apply it up to the head as a rebuild does (spans in one transaction
+   * each, inside the read store's bulk load), moving the positions after each span, then
+   * follow the log batch by batch from where every projection is. Should a span fail, it
+   * rolled back: the subscription takes over from the checkpoints (and detaches a projection
+   * that keeps failing, as it does live).
+   */
+  private async catchUp(from: number): Promise<void> {
+    const members = [...this.shared];
+    const started = Date.now();
+    try {
+      const r = await applyInSpans(this.store, members, from, {
+        transaction: this.batchTransaction,
+        bulkLoad: this.bulkLoad,
+        batchSize: this.catchUpOptions.batchSize,
+        eventsPerTransaction: this.catchUpOptions.eventsPerTransaction,
+        shouldStop: () => this.stopped,
+        afterSpan: (position) => {
+          for (const p of members) this.advance(p, position);
+          this.notify();
+        },
+      });
+      this.logger?.info({ events: r.events, position: r.position, seconds: (Date.now() - started) / 1000 }, 'projections caught up with the log in spans');
+    } catch (err) {
+      this.logger?.error({ err }, 'catching up in spans failed; following the log batch by batch');
+    }
+    if (this.stopped) return;
+    for (const p of members) this.positions.set(p.name, await p.checkpoint());
+    if (this.stopped) return;
+    this.subscribeShared(this.sharedFrom());
   }
 
   /** One batch of the shared subscription, applied by every projection still fed by it. */
@@ -220,6 +284,8 @@ export class ProjectionRunner {
     this.stopped = true;
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
     this.refreshTimer = null;
+    // A catch-up in spans ends after its current span (committed), without subscribing.
+    await this.catchingUp;
     // A detach during the stop adds a subscription: stop until none is left.
     while (this.subscriptions.length > 0) await Promise.all(this.subscriptions.splice(0).map((s) => s.stop()));
     this.shared.clear();
@@ -235,6 +301,107 @@ export interface RebuildOptions {
    */
   transaction?: BatchTransaction;
   eventsPerTransaction?: number;
+  /**
+   * The read store's bulk load (ReadStore.bulkLoad), around the whole rebuild: the store may
+   * build secondary indexes once at the end and write each row once per transaction.
+   */
+  bulkLoad?: BatchTransaction;
+}
+
+interface SpanOptions extends RebuildOptions {
+  /** Checked between spans: true ends the run early (the runner is stopping). */
+  shouldStop?: () => boolean;
+  /** After each span, once every projection has applied it. */
+  afterSpan?: (position: number) => void;
+  onProgress?: (info: { projection: string; position: number; head: number; events: number }) => void;
+  head?: number;
+}
+
+/**
+ * Applies the log after `from` to the projections, in spans: read-model projections commit
+ * together, one transaction per span of `eventsPerTransaction` events, inside the read store's
+ * bulk load. A projection keeping its checkpoint elsewhere (the search index) must never write
+ * while a read-store transaction is open: it applies each span after it committed. When every
+ * such projection names the event types it acts on (all small events), the span's events of
+ * those types are kept for it as the span is read; otherwise the span is read again from the
+ * log (holding a span of large events in memory could take gigabytes). Each projection skips
+ * what it applied before (its checkpoint), so projections may start from different positions.
+ * What a rebuild and a runner's catch-up at start both use.
+ */
+async function applyInSpans(store: EventStore, projections: Projection[], from: number, options: SpanOptions): Promise<{ events: number; position: number }> {
+  const batchSize = options.batchSize ?? 2000;
+  const perTransaction = options.eventsPerTransaction ?? 20_000;
+  const grouped = options.transaction ? projections.filter((p) => p.joinsReadStoreTransaction === true) : [];
+  const alone = projections.filter((p) => !grouped.includes(p));
+  const keptTypes = alone.length > 0 && alone.every((p) => p.eventTypes !== undefined) ? new Set(alone.flatMap((p) => [...p.eventTypes!])) : null;
+  const bulkLoad = options.bulkLoad ?? (<R>(fn: () => Promise<R>) => fn());
+  const { onProgress } = options;
+  const head = options.head ?? 0;
+  // Read (and decrypt, upcast) the log once; every projection applies each batch.
+  const label = projections.map((p) => p.name).join(', ');
+  let position = from;
+  let count = 0;
+  const applyAlone = async (after: number, to: number, report: boolean) => {
+    for (let at = after; at < to; ) {
+      const batch = (await store.readAll(at, batchSize)).filter((e) => e.position <= to);
+      if (batch.length === 0) break;
+      for (const p of alone) await p.apply(batch);
+      at = batch[batch.length - 1].position;
+      if (report) {
+        count += batch.length;
+        position = at;
+        onProgress?.({ projection: label, position: at, head, events: count });
+        options.afterSpan?.(at);
+        if (options.shouldStop?.()) break;
+      }
+    }
+  };
+  if (grouped.length === 0) {
+    await applyAlone(from, Number.MAX_SAFE_INTEGER, true);
+    return { events: count, position };
+  }
+  await bulkLoad(async () => {
+    for (let done = false; !done && !options.shouldStop?.(); ) {
+      const spanStart = position;
+      const countAtStart = count;
+      // The span's events the projections applied after it act on, and its last event (so
+      // that their checkpoints reach the span's end).
+      let kept: RecordedEvent[] = [];
+      let last: RecordedEvent | undefined;
+      // Batches until `perTransaction` events, in one transaction (a crash rolls back only that span).
+      await options.transaction!(async () => {
+        // From the span's start, should the transaction run this function again.
+        position = spanStart;
+        count = countAtStart;
+        kept = [];
+        for (let inTransaction = 0; inTransaction < perTransaction; ) {
+          const batch = await store.readAll(position, batchSize);
+          if (batch.length === 0) {
+            done = true;
+            return;
+          }
+          for (const p of grouped) await p.apply(batch);
+          if (keptTypes) for (const e of batch) if (keptTypes.has(e.type)) kept.push(e);
+          last = batch[batch.length - 1];
+          position = last.position;
+          count += batch.length;
+          inTransaction += batch.length;
+          if (alone.length === 0) onProgress?.({ projection: label, position, head, events: count });
+        }
+      });
+      if (alone.length && position > spanStart) {
+        if (keptTypes && last) {
+          if (kept.length === 0 || kept[kept.length - 1] !== last) kept.push(last);
+          for (const p of alone) await p.apply(kept);
+        } else {
+          await applyAlone(spanStart, position, false);
+        }
+        onProgress?.({ projection: label, position, head, events: count });
+      }
+      if (position > spanStart) options.afterSpan?.(position);
+    }
+  });
+  return { events: count, position };
 }
 
 /**
@@ -246,58 +413,9 @@ export async function rebuildProjections(
   onProgress?: (info: { projection: string; position: number; head: number; events: number }) => void,
   options: RebuildOptions = {},
 ): Promise<{ events: number; applied: number; seconds: number }> {
-  const batchSize = options.batchSize ?? 2000;
-  const perTransaction = options.eventsPerTransaction ?? 20_000;
-  // Read-model projections commit together, one transaction per span of `perTransaction`
-  // events. A projection keeping its checkpoint elsewhere (the search index) must never write
-  // while a read-store transaction is open: it applies each span after it committed, read
-  // again from the log (holding a span of large events in memory could take gigabytes).
-  const grouped = options.transaction ? projections.filter((p) => p.joinsReadStoreTransaction === true) : [];
-  const alone = projections.filter((p) => !grouped.includes(p));
   const started = process.hrtime.bigint();
   const head = await store.headPosition();
   for (const p of projections) await p.reset();
-  // Read (and decrypt, upcast) the log once; every projection applies each batch.
-  const label = projections.map((p) => p.name).join(', ');
-  let position = 0;
-  let count = 0;
-  const applyAlone = async (from: number, to: number, report: boolean) => {
-    for (let at = from; at < to; ) {
-      const batch = (await store.readAll(at, batchSize)).filter((e) => e.position <= to);
-      if (batch.length === 0) break;
-      for (const p of alone) await p.apply(batch);
-      at = batch[batch.length - 1].position;
-      if (report) {
-        count += batch.length;
-        onProgress?.({ projection: label, position: at, head, events: count });
-      }
-    }
-  };
-  if (grouped.length === 0) {
-    await applyAlone(0, Number.MAX_SAFE_INTEGER, true);
-  } else {
-    for (let done = false; !done; ) {
-      const spanStart = position;
-      // Batches until `perTransaction` events, in one transaction (a crash rolls back only that span).
-      await options.transaction!(async () => {
-        for (let inTransaction = 0; inTransaction < perTransaction; ) {
-          const batch = await store.readAll(position, batchSize);
-          if (batch.length === 0) {
-            done = true;
-            return;
-          }
-          for (const p of grouped) await p.apply(batch);
-          position = batch[batch.length - 1].position;
-          count += batch.length;
-          inTransaction += batch.length;
-          if (alone.length === 0) onProgress?.({ projection: label, position, head, events: count });
-        }
-      });
-      if (alone.length && position > spanStart) {
-        await applyAlone(spanStart, position, false);
-        onProgress?.({ projection: label, position, head, events: count });
-      }
-    }
-  }
-  return { events: count, applied: count * projections.length, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+  const { events } = await applyInSpans(store, projections, 0, { ...options, onProgress, head });
+  return { events, applied: events * projections.length, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
 }

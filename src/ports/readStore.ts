@@ -56,6 +56,17 @@ export interface ReadStore {
    * must survive a crash mid-way records that first (see readModelProjection's reset).
    */
   clear(collections: string[]): Promise<void>;
+  /**
+   * Runs a large load (a rebuild from the log, its collections just cleared) with the store's
+   * upkeep arranged for bulk writes. Inside, every read and query sees every write as usual,
+   * transactions commit as usual, and a write answered inside a committed transaction is
+   * kept; only the cost changes. An adapter may defer the upkeep of secondary indexes of
+   * collections that are empty when the load begins (building them once, at the end or at
+   * the first query that needs them), and may buffer a transaction's writes so that a row
+   * written many times is stored once. If the process dies inside, the store is still valid:
+   * the next open restores whatever was deferred. Nested calls join the outer load.
+   */
+  bulkLoad<R>(fn: () => Promise<R>): Promise<R>;
   close(): Promise<void>;
 }
 

@@ -257,6 +257,66 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
       expect(ids(await c.find({}))).toEqual(['d1', 'd2']);
     });
 
+    it('inside a bulk load, reads and queries see every write, a rollback keeps none, and the result is what the writes give', async () => {
+      const name = collName();
+      const c = store.collection<Doc>(name, [{ fields: ['workspaceId'] }, { fields: ['workspaceId', 'createdAt'] }]);
+      const p = `proj-${randomUUID()}`;
+      const result = await store.bulkLoad(async () => {
+        await store.transaction(async () => {
+          for (const d of docs) await c.put(d);
+          await c.put({ ...docs[0], name: 'renamed' });
+          await c.delete('d2');
+          await c.put({ ...docs[2], size: 31 });
+          await c.delete('d3');
+          await c.put({ ...docs[2], size: 32 }); // deleted, then written again
+          await store.setCheckpoint(p, 1);
+          // Reads by id, by ids and by filter see the transaction's writes.
+          expect((await c.get('d1'))?.name).toBe('renamed');
+          expect(await c.get('d2')).toBeNull();
+          expect((await c.get('d3'))?.size).toBe(32);
+          expect(ids(await c.getMany(['d1', 'd2', 'd3'])).sort()).toEqual(['d1', 'd3']);
+          expect(ids(await c.find({ workspaceId: 'w1' }, { sort: [{ field: 'createdAt', direction: 'asc' }] }))).toEqual(['d1', 'd3']);
+          await c.put({ ...docs[1], workspaceId: 'w3' });
+          expect(await c.count({ workspaceId: 'w3' })).toBe(1);
+          expect(await c.deleteMany({ workspaceId: 'w2' })).toBe(2);
+          expect(await c.get('d4')).toBeNull();
+          await c.put({ ...docs[3], name: 'back' });
+        });
+        await expect(
+          store.transaction(async () => {
+            await c.put({ ...docs[0], name: 'rolled back' });
+            await c.delete('d3');
+            await c.put({ ...docs[4], id: 'd9' });
+            await store.setCheckpoint(p, 2);
+            throw new Error('boom');
+          }),
+        ).rejects.toThrow('boom');
+        // Nested: joins the outer load.
+        return store.bulkLoad(async () => (await c.get('d1'))?.name);
+      });
+      expect(result).toBe('renamed');
+      expect(await store.getCheckpoint(p)).toBe(1);
+      expect(ids(await c.find({}))).toEqual(['d1', 'd2', 'd3', 'd4']);
+      expect((await c.get('d3'))?.size).toBe(32);
+      expect((await c.get('d4'))?.name).toBe('back');
+      expect(ids(await c.find({ workspaceId: 'w1' }, { sort: [{ field: 'createdAt', direction: 'desc' }] }))).toEqual(['d3', 'd1']);
+      expect(await c.count({ workspaceId: 'w3' })).toBe(1);
+      expect(await c.get('d9')).toBeNull();
+    });
+
+    it('a bulk load whose function throws passes the error on and leaves the store usable', async () => {
+      const c = store.collection<Doc>(collName(), [{ fields: ['workspaceId'] }]);
+      await expect(
+        store.bulkLoad(async () => {
+          await store.transaction(async () => c.put(docs[0]));
+          throw new Error('load failed');
+        }),
+      ).rejects.toThrow('load failed');
+      expect(ids(await c.find({ workspaceId: 'w1' }))).toEqual(['d1']);
+      await c.put(docs[1]);
+      expect(await c.count({ workspaceId: 'w1' })).toBe(2);
+    });
+
     it('clears the given collections only', async () => {
       const a = await seeded();
       const keepName = collName();

@@ -9,3 +9,123 @@ const dir = mkdtempSync(path.join(tmpdir(), 'kb-rs-contract-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 readStoreContract('SqliteReadStore', async () => new SqliteReadStore(path.join(dir, `${randomUUID()}.db`)));
+
+describe('SqliteReadStore bulk load: deferred indexes', () => {
+  const indexesOf = (store: SqliteReadStore, table: string): string[] =>
+    (store.database.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL ORDER BY name").all(table) as { name: string }[]).map((r) => r.name);
+
+  it('drops the non-unique indexes of empty collections only, and builds them at the end', async () => {
+    const store = new SqliteReadStore(path.join(dir, `${randomUUID()}.db`));
+    try {
+      const empty = store.collection<{ id: string; w: string; e: string }>('bulk_empty', [{ fields: ['w'] }, { fields: ['e'], unique: true }]);
+      const full = store.collection<{ id: string; w: string }>('bulk_full', [{ fields: ['w'] }]);
+      await full.put({ id: 'x', w: 'a' });
+      const before = { empty: indexesOf(store, 'rm_bulk_empty'), full: indexesOf(store, 'rm_bulk_full') };
+      expect(before.empty).toEqual(['ix_bulk_empty_e', 'ix_bulk_empty_w']);
+      await store.bulkLoad(async () => {
+        // The unique index stays (it refuses writes as they are made); the other waits.
+        expect(indexesOf(store, 'rm_bulk_empty')).toEqual(['ix_bulk_empty_e']);
+        expect(indexesOf(store, 'rm_bulk_full')).toEqual(before.full);
+        await store.transaction(async () => {
+          for (let i = 0; i < 300; i++) await empty.put({ id: `r${i}`, w: `w${i % 7}`, e: `e${i}` });
+        });
+      });
+      expect(indexesOf(store, 'rm_bulk_empty')).toEqual(before.empty);
+      expect(await empty.count({ w: 'w3' })).toBe(43);
+      // The query plan uses the rebuilt index.
+      const plan = store.database.prepare("EXPLAIN QUERY PLAN SELECT doc FROM rm_bulk_empty WHERE json_extract(doc, '$.w') = 'w3'").all() as { detail: string }[];
+      expect(plan.map((r) => r.detail).join(' ')).toMatch(/ix_bulk_empty_w/);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a query by filter during the load builds its collection\'s indexes first', async () => {
+    const store = new SqliteReadStore(path.join(dir, `${randomUUID()}.db`));
+    try {
+      const c = store.collection<{ id: string; w: string }>('bulk_q', [{ fields: ['w'] }]);
+      await store.bulkLoad(async () => {
+        expect(indexesOf(store, 'rm_bulk_q')).toEqual([]);
+        await store.transaction(async () => {
+          await c.put({ id: 'a', w: '1' });
+          expect(await c.find({ w: '1' })).toEqual([{ id: 'a', w: '1' }]);
+        });
+        expect(indexesOf(store, 'rm_bulk_q')).toEqual(['ix_bulk_q_w']);
+      });
+      expect(indexesOf(store, 'rm_bulk_q')).toEqual(['ix_bulk_q_w']);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('buffers at most its cap of JSON: beyond it, rows are written out inside the transaction (and roll back with it)', async () => {
+    const store = new SqliteReadStore(path.join(dir, `${randomUUID()}.db`), { bulkBufferChars: 2000 });
+    try {
+      const c = store.collection<{ id: string; text: string }>('bulk_cap');
+      const inTable = () => (store.database.prepare('SELECT COUNT(*) AS n FROM rm_bulk_cap').get() as { n: number }).n;
+      await store.bulkLoad(async () => {
+        await expect(
+          store.transaction(async () => {
+            for (let i = 0; i < 50; i++) await c.put({ id: `r${i}`, text: 'x'.repeat(100) });
+            // About 16 rows (of ~120 characters) fit under the cap: written out each time it filled.
+            expect(inTable()).toBe(34);
+            expect(inTable()).toBeLessThan(50);
+            throw new Error('roll back');
+          }),
+        ).rejects.toThrow('roll back');
+        expect(inTable()).toBe(0);
+        expect(await c.get('r49')).toBeNull();
+        await store.transaction(async () => {
+          for (let i = 0; i < 50; i++) await c.put({ id: `r${i}`, text: 'y'.repeat(100) });
+        });
+      });
+      expect(inTable()).toBe(50);
+      expect((await c.get('r49'))?.text).toBe('y'.repeat(100));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a unique index refuses a duplicate inside a bulk load\'s transaction too, when the write is made (not buffered)', async () => {
+    const store = new SqliteReadStore(path.join(dir, `${randomUUID()}.db`));
+    try {
+      const c = store.collection<{ id: string; email: string }>('bulk_unique', [{ fields: ['email'], unique: true }]);
+      await store.bulkLoad(async () => {
+        await store.transaction(async () => {
+          await c.put({ id: 'u1', email: 'a@example.com' });
+          const refused = await c.put({ id: 'u2', email: 'a@example.com' }).then(
+            () => null,
+            (err: unknown) => err,
+          );
+          expect(refused).not.toBeNull();
+        });
+      });
+      expect((await c.find({})).map((d) => d.id)).toEqual(['u1']);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a process that dies during a bulk load leaves a store whose next open has every index again', async () => {
+    const file = path.join(dir, `${randomUUID()}.db`);
+    const dying = new SqliteReadStore(file);
+    const c = dying.collection<{ id: string; w: string }>('bulk_crash', [{ fields: ['w'] }]);
+    await dying
+      .bulkLoad(async () => {
+        await dying.transaction(async () => c.put({ id: 'a', w: '1' }));
+        expect(indexesOf(dying, 'rm_bulk_crash')).toEqual([]);
+        // The process dies here: nothing after this runs on this connection.
+        dying.database.close();
+        throw new Error('killed');
+      })
+      .catch(() => undefined);
+    const next = new SqliteReadStore(file);
+    try {
+      const again = next.collection<{ id: string; w: string }>('bulk_crash', [{ fields: ['w'] }]);
+      expect(indexesOf(next, 'rm_bulk_crash')).toEqual(['ix_bulk_crash_w']);
+      expect(await again.find({ w: '1' })).toEqual([{ id: 'a', w: '1' }]);
+    } finally {
+      await next.close();
+    }
+  });
+});

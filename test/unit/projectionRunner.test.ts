@@ -147,6 +147,112 @@ describe('ProjectionRunner: one feed for every projection', () => {
     expect(await ns('a')).toEqual([1, 2, 3]);
   });
 
+  it('a rebuild reads the log once when the projection applied after each span names its event types, and it sees those and reaches the head', async () => {
+    for (let i = 1; i <= 25; i++) await append(i);
+    await events.append(`s-${randomUUID()}`, [{ id: randomUUID(), type: 'Wanted', data: { n: 26 }, metadata: meta }], 'no_stream');
+    await append(27);
+    const seen: { n: number; inTransaction: boolean }[] = [];
+    const picky: Projection = { ...outside(store, seen), eventTypes: new Set(['Wanted']) };
+    const { store: counted, reads } = counting(events);
+    const r = await rebuildProjections(counted, [notes(store, 'a'), picky], undefined, { batchSize: 4, eventsPerTransaction: 10, transaction: (fn) => store.transaction(fn) });
+    expect(r.events).toBe(27);
+    // 27 events in batches of 4 and the empty read that ends it: nothing read twice.
+    expect(reads()).toBe(8);
+    // The Wanted event, and the last event of each span (so its checkpoint reaches each span's end).
+    expect(seen.map((x) => x.n)).toEqual([12, 24, 26, 27]);
+    expect(seen.every((x) => !x.inTransaction)).toBe(true);
+    expect(await picky.checkpoint()).toBe(27);
+    expect(await ns('a')).toEqual(Array.from({ length: 27 }, (_, i) => i + 1));
+    // Without the types it reads each span again from the log (and sees every event).
+    const everything: { n: number; inTransaction: boolean }[] = [];
+    const again = counting(events);
+    await rebuildProjections(again.store, [notes(store, 'a'), outside(store, everything)], undefined, { batchSize: 4, eventsPerTransaction: 10, transaction: (fn) => store.transaction(fn) });
+    expect(again.reads()).toBeGreaterThan(8);
+    expect(everything.map((x) => x.n)).toEqual(Array.from({ length: 27 }, (_, i) => i + 1));
+  });
+
+  it('a start far behind the log catches up in spans inside a bulk load, then follows the log live', async () => {
+    for (let i = 1; i <= 40; i++) await append(i);
+    // One projection applied the first 15 events before (its checkpoint), the others none.
+    const ahead = notes(store, 'ahead');
+    await ahead.apply(await events.readAll(0, 15));
+    const seen: { n: number; inTransaction: boolean }[] = [];
+    let loads = 0;
+    let transactions = 0;
+    const { store: counted, reads } = counting(events);
+    const runner = new ProjectionRunner(counted, [notes(store, 'behind'), ahead, outside(store, seen)], undefined, {
+      batchTransaction: (fn) => (transactions++, store.transaction(fn)),
+      bulkLoad: (fn) => (loads++, store.bulkLoad(fn)),
+      catchUp: { minEvents: 10, batchSize: 4, eventsPerTransaction: 10 },
+    });
+    await runner.start();
+    expect(await runner.waitFor(40, 5000)).toBe(true);
+    expect(loads).toBe(1);
+    // Spans of 12 events (3 batches of 4), the last one ending on the empty read: 4 transactions.
+    expect(transactions).toBe(4);
+    expect(reads()).toBeGreaterThanOrEqual(11);
+    const last = await append(41);
+    expect(await runner.waitFor(last.position, 5000)).toBe(true);
+    await runner.stop();
+    const all = Array.from({ length: 41 }, (_, i) => i + 1);
+    expect(await ns('behind')).toEqual(all);
+    expect(await ns('ahead')).toEqual(all);
+    expect(seen.map((x) => x.n)).toEqual(all);
+    expect(seen.every((x) => !x.inTransaction)).toBe(true);
+  });
+
+  it('a catch-up in spans that fails hands over to the batch-by-batch feed: the healthy projections reach the head, the failing one is detached', async () => {
+    for (let i = 1; i <= 30; i++) await append(i, i === 17 ? { fail: true } : {});
+    let broken = true;
+    const errors: string[] = [];
+    const runner = new ProjectionRunner(events, [notes(store, 'good'), notes(store, 'bad', () => broken)], { error: (o) => errors.push(String((o as { projection?: string }).projection ?? 'catch-up')), info: () => undefined }, {
+      batchTransaction: (fn) => store.transaction(fn),
+      bulkLoad: (fn) => store.bulkLoad(fn),
+      catchUp: { minEvents: 10, batchSize: 4, eventsPerTransaction: 8 },
+    });
+    await runner.start();
+    await new Promise<void>((resolve) => {
+      const check = () => (runner.positionOf('good') >= 30 ? resolve() : setTimeout(check, 10));
+      check();
+    });
+    expect(await ns('good')).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+    // The span holding event 17 rolled back for both; the spans before it stayed.
+    expect(runner.positionOf('bad')).toBe(16);
+    expect(errors).toEqual(expect.arrayContaining(['catch-up', 'bad']));
+    broken = false;
+    expect(await runner.waitFor(30, 5000)).toBe(true);
+    await runner.stop();
+    expect(await ns('bad')).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+  });
+
+  it('a start a little behind the log follows it batch by batch (no bulk load), and a stop during a catch-up ends it', async () => {
+    for (let i = 1; i <= 5; i++) await append(i);
+    let loads = 0;
+    const runner = new ProjectionRunner(events, [notes(store, 'near')], undefined, {
+      batchTransaction: (fn) => store.transaction(fn),
+      bulkLoad: (fn) => (loads++, store.bulkLoad(fn)),
+      catchUp: { minEvents: 10 },
+    });
+    await runner.start();
+    expect(await runner.waitFor(5, 5000)).toBe(true);
+    await runner.stop();
+    expect(loads).toBe(0);
+    expect(await ns('near')).toEqual([1, 2, 3, 4, 5]);
+    for (let i = 6; i <= 60; i++) await append(i);
+    const far = new ProjectionRunner(events, [notes(store, 'far')], undefined, {
+      batchTransaction: (fn) => store.transaction(fn),
+      bulkLoad: (fn) => (loads++, store.bulkLoad(fn)),
+      catchUp: { minEvents: 10, batchSize: 2, eventsPerTransaction: 2 },
+    });
+    await far.start();
+    await far.stop();
+    expect(loads).toBe(1);
+    // Whatever it applied before the stop is a prefix of the log, checkpointed.
+    const applied = await ns('far');
+    expect(applied).toEqual(Array.from({ length: applied.length }, (_, i) => i + 1));
+    expect(await store.getCheckpoint('far')).toBe(applied.length);
+  });
+
   it('a rebuild in spans of several batches gives what applying event by event gives', async () => {
     for (let i = 1; i <= 25; i++) await append(i);
     const oneByOne = notes(store, 'single');

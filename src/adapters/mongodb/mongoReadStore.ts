@@ -203,6 +203,14 @@ export class MongoReadStore implements ReadStore {
     }
   }
 
+  /**
+   * Nothing to arrange: MongoDB maintains its indexes as it goes, and every write is sent as
+   * it is made (a rebuild here commits each projection's batch in its own transaction).
+   */
+  async bulkLoad<R>(fn: () => Promise<R>): Promise<R> {
+    return fn();
+  }
+
   async close(): Promise<void> {
     await this.queue;
     if (this.ownsClient) await this.client.close();

@@ -31,6 +31,9 @@ export interface EventRow {
   hash: string;
 }
 
+/** A row of `events` as the log's hot read returns it: position, id, stream_id, revision, type, data, metadata, hash. */
+type RawEventRow = [number, string, string, number, string, string, string, string];
+
 interface PendingAppend {
   streamId: string;
   events: NewEvent[];
@@ -90,7 +93,7 @@ export class SqliteEventStore implements EventStore {
   /** Set when an fsync failed: nothing more is accepted (the state of the WAL on disk is unknown). */
   private failed: Error | null = null;
   private closed = false;
-  private lastRead: { after: number; upTo: number; max: number; rows: EventRow[] } | null = null;
+  private lastRead: { after: number; upTo: number; max: number; rows: RawEventRow[] } | null = null;
   /** Callers of headPosition waiting for a sync to cover what was committed when they asked. */
   private headWaiters: { position: number; resolve: () => void }[] = [];
   private readonly metrics: Pick<Metrics, 'eventStoreAppend' | 'groupCommit'>;
@@ -99,7 +102,7 @@ export class SqliteEventStore implements EventStore {
     byId: Database.Statement<[string], { stream_id: string; revision: number; position: number }>;
     insert: Database.Statement<[number, string, string, number, string, string, string, string]>;
     readStream: Database.Statement<[string, number], EventRow>;
-    readAll: Database.Statement<[number, number, number], EventRow>;
+    readAll: Database.Statement<[number, number, number], RawEventRow>;
     head: Database.Statement<[], { position: number | null; hash: string | null }>;
     /** Each append of a group commit in a savepoint of its own (prepared once: no SQL compiled per append). */
     savepoint: Database.Statement<[]>;
@@ -138,7 +141,10 @@ export class SqliteEventStore implements EventStore {
         'INSERT INTO events (position, id, stream_id, revision, type, data, metadata, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       readStream: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision'),
-      readAll: this.db.prepare('SELECT * FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?'),
+      // Rows as arrays (`raw`): the log's hot read builds no row object per event.
+      readAll: this.db
+        .prepare<[number, number, number], RawEventRow>('SELECT position, id, stream_id, revision, type, data, metadata, hash FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?')
+        .raw(true),
       head: this.db.prepare('SELECT position, hash FROM events ORDER BY position DESC LIMIT 1'),
       savepoint: this.db.prepare('SAVEPOINT append'),
       release: this.db.prepare('RELEASE append'),
@@ -347,7 +353,18 @@ export class SqliteEventStore implements EventStore {
   }
 
   async readAll(afterPosition: number, maxCount: number): Promise<RecordedEvent[]> {
-    return this.rowsAfter(afterPosition, maxCount).map((r) => this.toRecorded(r));
+    return this.rowsAfter(afterPosition, maxCount).map(
+      (r): RecordedEvent => ({
+        id: r[1],
+        streamId: r[2],
+        revision: r[3],
+        position: r[0],
+        type: r[4],
+        data: JSON.parse(r[5]) as unknown,
+        metadata: JSON.parse(r[6]) as EventMetadata,
+        hash: r[7],
+      }),
+    );
   }
 
   /**
@@ -356,13 +373,13 @@ export class SqliteEventStore implements EventStore {
    * rows: the last answer is kept (the log below the synced head never changes) unless large,
    * and each caller parses its own copy of the events.
    */
-  private rowsAfter(afterPosition: number, maxCount: number): EventRow[] {
+  private rowsAfter(afterPosition: number, maxCount: number): RawEventRow[] {
     const upTo = this.durablePosition;
     const last = this.lastRead;
     if (last && last.after === afterPosition && last.upTo === upTo && last.max === maxCount) return last.rows;
     const rows = this.stmts.readAll.all(afterPosition, upTo, maxCount);
     let bytes = 0;
-    for (const r of rows) bytes += r.data.length + r.metadata.length;
+    for (const r of rows) bytes += r[5].length + r[6].length;
     this.lastRead = bytes <= READ_CACHE_BYTES ? { after: afterPosition, upTo, max: maxCount, rows } : null;
     return rows;
   }

@@ -68,8 +68,34 @@ function where(filter: Filter, params: SqlValue[]): string {
   return parts.length ? `WHERE ${parts.join(' AND ')}` : '';
 }
 
+/** Rows per multi-row upsert when a bulk load writes its buffered rows. */
+const ROWS_PER_INSERT = 64;
+
+/**
+ * Characters of JSON a bulk load buffers before writing them out within the transaction: a
+ * span's documents may be large (extracted texts), and are held in memory only up to this.
+ */
+const BULK_BUFFER_CHARS = 32 * 1024 * 1024;
+
+/** What a collection asks of its store during a bulk load. */
+interface BulkHost {
+  /** True while writes are buffered: inside a transaction of a bulk load. */
+  buffering(): boolean;
+  /** A collection that buffered a write (of `chars` characters) is flushed before its store commits. */
+  buffered(collection: SqliteCollection<ReadDoc>, chars: number): void;
+  /** Before a query by filter: the collection's deferred indexes are built. */
+  beforeQuery(collection: string): void;
+}
+
 class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   private readonly table: string;
+  /**
+   * Writes of the open transaction during a bulk load, by id: the document's JSON, or null
+   * for a delete. Reads by id look here first; a query by filter writes them out first.
+   * Written out (each id once) before the transaction commits, dropped if it rolls back.
+   */
+  private readonly pending = new Map<string, string | null>();
+  private putMany: Database.Statement<string[]> | null = null;
   private readonly statements = new Map<string, Database.Statement>();
   /** The statements of the per-row calls projections make most, prepared once. */
   private readonly byId: {
@@ -79,7 +105,10 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   };
   constructor(
     private readonly database: Database.Database,
-    name: string,
+    readonly name: string,
+    private readonly host: BulkHost,
+    /** Writes always go straight to SQLite (a unique index must refuse a write when it is made). */
+    private readonly unbuffered: boolean,
   ) {
     this.table = `rm_${name}`;
     this.byId = {
@@ -105,12 +134,15 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   }
 
   async get(id: string): Promise<T | null> {
+    const buffered = this.pending.get(id);
+    if (buffered !== undefined) return buffered === null ? null : (JSON.parse(buffered) as T);
     const row = this.byId.get.get(id);
     return row ? (JSON.parse(row.doc) as T) : null;
   }
 
   async getMany(ids: string[]): Promise<T[]> {
     if (ids.length === 0) return [];
+    this.flush();
     const rows = this.db
       .prepare(`SELECT doc FROM ${this.table} WHERE id IN (SELECT value FROM json_each(?))`)
       .all(JSON.stringify(ids)) as { doc: string }[];
@@ -118,19 +150,67 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   }
 
   async put(doc: T): Promise<void> {
-    this.byId.put.run(doc.id, JSON.stringify(doc));
+    const json = JSON.stringify(doc);
+    if (this.buffering()) {
+      this.pending.set(doc.id, json);
+      this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, json.length);
+    } else this.byId.put.run(doc.id, json);
   }
 
   async delete(id: string): Promise<void> {
-    this.byId.delete.run(id);
+    if (this.buffering()) {
+      this.pending.set(id, null);
+      this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, id.length);
+    } else this.byId.delete.run(id);
+  }
+
+  private buffering(): boolean {
+    return !this.unbuffered && this.host.buffering();
+  }
+
+  /** Writes the buffered rows out, each once, in id order (neighbouring keys share B-tree pages). */
+  flush(): void {
+    if (this.pending.size === 0) return;
+    const ids = [...this.pending.keys()].sort();
+    const puts: string[] = [];
+    const deletes: string[] = [];
+    for (const id of ids) {
+      const doc = this.pending.get(id)!;
+      if (doc === null) deletes.push(id);
+      else puts.push(id, doc);
+    }
+    this.pending.clear();
+    const whole = ROWS_PER_INSERT * 2;
+    let i = 0;
+    if (puts.length >= whole) {
+      this.putMany ??= this.database.prepare(
+        `INSERT INTO ${this.table} (id, doc) VALUES ${Array.from({ length: ROWS_PER_INSERT }, () => '(?, ?)').join(', ')} ON CONFLICT(id) DO UPDATE SET doc = excluded.doc`,
+      );
+      for (; i + whole <= puts.length; i += whole) this.putMany.run(...puts.slice(i, i + whole));
+    }
+    for (; i < puts.length; i += 2) this.byId.put.run(puts[i], puts[i + 1]);
+    for (const id of deletes) this.byId.delete.run(id);
+  }
+
+  /** Forgets the buffered writes (their transaction rolled back, or the collection was cleared). */
+  discard(): void {
+    this.pending.clear();
+  }
+
+  /** Before a query by filter: buffered writes out, deferred indexes built. */
+  private beforeQuery(): void {
+    this.flush();
+    this.host.beforeQuery(this.name);
   }
 
   async deleteMany(filter: Filter): Promise<number> {
+    this.beforeQuery();
     const params: SqlValue[] = [];
     return this.db.prepare(`DELETE FROM ${this.table} ${where(filter, params)}`).run(...params).changes;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    this.beforeQuery();
     const params: SqlValue[] = [];
     let sql = `SELECT doc FROM ${this.table} ${where(filter, params)}`;
     const sort = options.sort ?? [];
@@ -149,20 +229,33 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   }
 
   async count(filter: Filter): Promise<number> {
+    this.beforeQuery();
     const params: SqlValue[] = [];
     const row = this.db.prepare(`SELECT COUNT(*) AS n FROM ${this.table} ${where(filter, params)}`).get(...params) as { n: number };
     return row.n;
   }
 }
 
+const indexName = (collection: string, idx: IndexSpec): string => `ix_${collection}_${idx.fields.join('_')}`;
+const createIndexSql = (collection: string, idx: IndexSpec): string =>
+  `CREATE ${idx.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${indexName(collection, idx)} ON rm_${collection} (${idx.fields.map(field).join(', ')})`;
+
 /**
  * Read models in one SQLite file: a table per collection holding JSON documents,
  * with expression indexes on the fields queries use. Written only by the projector
  * (one writer), read by the API.
+ *
+ * A bulk load (a rebuild) drops the non-unique indexes of the collections that are empty
+ * when it begins and builds each once, at the end or at the first query by filter on its
+ * collection, whichever comes first; and inside its transactions every collection without
+ * a unique index buffers its writes (the latest per id), writing each row once, in id order,
+ * before the commit. A process that dies during the load leaves tables without some of
+ * their indexes: `collection()` creates missing indexes at every open.
  */
 export class SqliteReadStore implements ReadStore {
   private readonly db: Database.Database;
   private readonly collections = new Map<string, SqliteCollection<ReadDoc>>();
+  private readonly indexSpecs = new Map<string, IndexSpec[]>();
   private readonly inTransaction = new AsyncLocalStorage<true>();
   private queue: Promise<unknown> = Promise.resolve();
   /** Top-level transactions running or waiting their turn. */
@@ -171,8 +264,30 @@ export class SqliteReadStore implements ReadStore {
     get: Database.Statement<[string], { position: number }>;
     set: Database.Statement<[string, number]>;
   };
+  /** A bulk load is under way. */
+  private bulk = false;
+  /** Collections whose non-unique indexes the bulk load dropped and has not built again. */
+  private readonly deferred = new Set<string>();
+  /** Collections holding buffered writes of the open transaction. */
+  private readonly dirty = new Set<SqliteCollection<ReadDoc>>();
+  /** Characters buffered since the last write-out (an upper bound: a row written twice counts twice). */
+  private bufferedChars = 0;
+  private readonly host: BulkHost = {
+    buffering: () => this.bulk && this.inTransaction.getStore() === true,
+    buffered: (c, chars) => {
+      this.dirty.add(c);
+      this.bufferedChars += chars;
+      if (this.bufferedChars > this.bulkBufferChars) this.flushBuffered();
+    },
+    beforeQuery: (name) => {
+      if (this.deferred.has(name)) this.buildIndexes(name);
+    },
+  };
 
-  constructor(file: string) {
+  private readonly bulkBufferChars: number;
+
+  constructor(file: string, options: { bulkBufferChars?: number } = {}) {
+    this.bulkBufferChars = options.bulkBufferChars ?? BULK_BUFFER_CHARS;
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     // Read models are derived from the log and rebuilt from their checkpoint after a crash,
@@ -193,13 +308,11 @@ export class SqliteReadStore implements ReadStore {
     let c = this.collections.get(name);
     if (!c) {
       this.db.exec(`CREATE TABLE IF NOT EXISTS rm_${name} (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
-      for (const idx of indexes) {
-        const cols = idx.fields.map(field).join(', ');
-        const idxName = `ix_${name}_${idx.fields.join('_')}`;
-        this.db.exec(`CREATE ${idx.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${idxName} ON rm_${name} (${cols})`);
-      }
-      c = new SqliteCollection<ReadDoc>(this.db, name);
+      // Also what restores indexes a bulk load dropped, if its process died before it built them again.
+      for (const idx of indexes) this.db.exec(createIndexSql(name, idx));
+      c = new SqliteCollection<ReadDoc>(this.db, name, this.host, indexes.some((i) => i.unique === true));
       this.collections.set(name, c);
+      this.indexSpecs.set(name, indexes);
     }
     return c as unknown as Collection<T>;
   }
@@ -220,9 +333,13 @@ export class SqliteReadStore implements ReadStore {
       this.db.exec('BEGIN IMMEDIATE');
       try {
         const result = await this.inTransaction.run(true, fn);
+        this.flushBuffered();
         this.db.exec('COMMIT');
         return result;
       } catch (err) {
+        for (const c of this.dirty) c.discard();
+        this.dirty.clear();
+        this.bufferedChars = 0;
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
         throw err;
       }
@@ -244,9 +361,52 @@ export class SqliteReadStore implements ReadStore {
   async clear(collections: string[]): Promise<void> {
     for (const name of collections) {
       if (!FIELD.test(name)) throw new Error(`invalid collection name ${name}`);
+      this.collections.get(name)?.discard();
       this.db.exec(`CREATE TABLE IF NOT EXISTS rm_${name} (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
       this.db.exec(`DELETE FROM rm_${name}`);
     }
+  }
+
+  async bulkLoad<R>(fn: () => Promise<R>): Promise<R> {
+    if (this.bulk) return fn();
+    this.bulk = true;
+    // Indexes are dropped outside any transaction only (DDL inside one would commit with it).
+    if (!this.db.inTransaction) {
+      for (const [name, specs] of this.indexSpecs) {
+        const deferrable = specs.filter((i) => i.unique !== true);
+        if (deferrable.length === 0 || this.db.prepare(`SELECT 1 FROM rm_${name} LIMIT 1`).get() !== undefined) continue;
+        for (const idx of deferrable) this.db.exec(`DROP INDEX IF EXISTS ${indexName(name, idx)}`);
+        this.deferred.add(name);
+      }
+    }
+    let result: R;
+    try {
+      result = await fn();
+    } catch (err) {
+      this.bulk = false;
+      try {
+        for (const name of [...this.deferred]) this.buildIndexes(name);
+      } catch {
+        // The load's own error is the one to report; the next open builds what is missing.
+      }
+      throw err;
+    }
+    this.bulk = false;
+    for (const name of [...this.deferred]) this.buildIndexes(name);
+    return result;
+  }
+
+  /** Writes out every collection's buffered rows (inside the open transaction). */
+  private flushBuffered(): void {
+    for (const c of this.dirty) c.flush();
+    this.dirty.clear();
+    this.bufferedChars = 0;
+  }
+
+  /** Builds the indexes a bulk load deferred for one collection (the table is sorted once per index). */
+  private buildIndexes(name: string): void {
+    for (const idx of this.indexSpecs.get(name) ?? []) this.db.exec(createIndexSql(name, idx));
+    this.deferred.delete(name);
   }
 
   /** Raw handle for embedded-only tools. */
