@@ -169,7 +169,8 @@ export class LexicalRanker implements FeedbackStatistics {
         .slice(0, Math.max(0, Math.floor(newTerms)))
         .map((t) => ({ ...t, weight: 1 }));
       if (strongest.length > 0) for (const r of this.candidates(strongest, filters, scope, m, titleWeight)) ids.add(r.id);
-      rows = this.weightedBm25([...ids], terms, titleWeight, known)
+      // From the in-memory postings when the index holds them (same scores, no text read).
+      rows = (this.index ? this.index.scoreRows(scope.workspace, [...ids], terms, titleWeight, this.averages()) : this.weightedBm25([...ids], terms, titleWeight, known))
         .sort((a, b) => b.s - a.s || a.id - b.id)
         .slice(0, m);
     }
