@@ -34,6 +34,8 @@ export const BM25_B = 0.75;
 const TITLE_SHIFT = 13;
 const CONTENT_MASK = (1 << TITLE_SHIFT) - 1;
 const ESCAPE = 0xffff;
+/** The vocabulary is trimmed when this many terms lost their last chunk (and they are half of it). */
+const TRIM_MIN_DEAD_TERMS = 50_000;
 /** Compaction when dead chunks exceed the live ones (and this many). */
 const COMPACT_MIN_DEAD = 4096;
 
@@ -56,12 +58,18 @@ interface Postings {
 const newPostings = (lex: Int32Array, tf: Uint16Array, n: number): Postings => ({ lex, tf, n, maxTi: 0, maxCo: 0, minLen: Infinity, boundN: 0 });
 
 /**
- * Pruned ranking is used when the query's postings reach this many (below it the exhaustive
- * pass is as fast: bench/search.ts prints both).
+ * Pruned ranking is used when the query's postings reach this many. Measured on the bench's
+ * corpus (Cranfield questions, top 100, CPU per query, load 8–10): about 140,000 postings per
+ * query at 100k chunks, pruned and exhaustive within noise of each other; about 1.4 M at 1M,
+ * pruned 28 % cheaper (37.8 against 52.3 ms).
  */
-export const PRUNE_MIN_POSTINGS = 20_000;
+export const PRUNE_MIN_POSTINGS = 250_000;
 /** Relative slack of the score bounds (covers rounding: bounds are summed in another order than scores). */
 const SLACK = 1e-9;
+/** A look-up of one chunk in a posting list costs about this many postings read in order. */
+const LOOKUP_COST = 4;
+/** A threshold check (a pass over the chunks touched) is made only when the rest has this many times more postings. */
+const CHECK_RATIO = 2;
 
 /** One workspace's chunks: numbered in insertion order ("lex" numbers), postings by term. */
 class Space {
@@ -78,6 +86,10 @@ class Space {
   /** Scratch of a search: scores by lex number and the numbers touched. */
   acc = new Float64Array(0);
   touched = new Int32Array(0);
+  /** Each chunk's BM25 length norm k1·(1 − b + b·len/avg) for the average `normAvg`, over the first `normN` chunks. */
+  norm = new Float64Array(0);
+  normAvg = NaN;
+  normN = 0;
 
   ensure(n: number): void {
     if (n <= this.rowOfLex.length) return;
@@ -93,6 +105,23 @@ class Space {
     // Scratch is sized on the next search.
     this.acc = new Float64Array(0);
     this.touched = new Int32Array(0);
+    this.norm = new Float64Array(0);
+    this.normN = 0;
+  }
+
+  /** The length norms for this average (computed again when it changed, extended over new chunks). */
+  norms(avg: number): Float64Array {
+    if (this.norm.length < this.rowOfLex.length) {
+      this.norm = new Float64Array(this.rowOfLex.length);
+      this.normN = 0;
+    }
+    if (avg !== this.normAvg) this.normN = 0;
+    const { norm, lenOfLex } = this;
+    // The expression of topExhaustive, so the scores are the same bit for bit.
+    for (let l = this.normN; l < this.next; l++) norm[l] = BM25_K1 * (1 - BM25_B + (BM25_B * lenOfLex[l]) / avg);
+    this.normAvg = avg;
+    this.normN = this.next;
+    return norm;
   }
 
   get live(): number {
@@ -138,6 +167,8 @@ export class LexicalIndex {
   private readonly termOfWord = new Map<string, number>();
   private df = new Int32Array(1024);
   private terms = 0;
+  /** Terms whose last live chunk was removed since the vocabulary was last trimmed. */
+  private deadTerms = 0;
   private rowCount = 0;
   /** Chunks of the snapshot read last (checked by `complete`). */
   private snapshotRows = -1;
@@ -159,12 +190,30 @@ export class LexicalIndex {
    * cut the remaining terms off (`cutOff`), postings read in full and the query terms'
    * postings in all.
    */
-  readonly pruning = { searches: 0, cutOff: 0, postingsRead: 0, postingsTotal: 0 };
+  readonly pruning = { searches: 0, cutOff: 0, postingsRead: 0, postingsTotal: 0, candidates: 0 };
 
   constructor(
     private readonly stem: StemFn,
     private readonly compactMinDead = COMPACT_MIN_DEAD,
+    /** Terms no live chunk holds any more before the word and stem maps are trimmed. */
+    private readonly trimMinDeadTerms = TRIM_MIN_DEAD_TERMS,
   ) {}
+
+  /** Words and stems known (for memory figures and tests). */
+  get vocabulary(): { words: number; stems: number } {
+    return { words: this.termOfWord.size, stems: this.termOfStem.size };
+  }
+
+  /**
+   * Forgets the words and stems of terms no live chunk holds (document frequency 0). Their
+   * ids are not reused: a stem that comes back gets a new id, so postings of removed chunks
+   * still waiting for compaction under the old id are never read for it.
+   */
+  private trimVocabulary(): void {
+    for (const [w, t] of this.termOfWord) if (t >= 0 && this.df[t] === 0) this.termOfWord.delete(w);
+    for (const [stem, t] of this.termOfStem) if (this.df[t] === 0) this.termOfStem.delete(stem);
+    this.deadTerms = 0;
+  }
 
   /** Live rows indexed (all workspaces). */
   get rows(): number {
@@ -299,7 +348,7 @@ export class LexicalIndex {
     const lex = space?.lexOfRow.get(rowId);
     if (!space || lex === undefined) return;
     this.count(title, content);
-    for (let i = 0; i < this.tallyCount; i++) this.df[this.tallyTerms[i]]--;
+    for (let i = 0; i < this.tallyCount; i++) if (--this.df[this.tallyTerms[i]] === 0) this.deadTerms++;
     this.resetTally();
     space.lexOfRow.delete(rowId);
     space.docOfLex[lex] = -1;
@@ -307,6 +356,7 @@ export class LexicalIndex {
     space.dead++;
     if (space.dead >= this.compactMinDead && space.dead > space.live) this.compact(space);
     if (space.live === 0 && space.dead > 0) this.spaces.delete(workspace);
+    if (this.deadTerms >= this.trimMinDeadTerms && this.deadTerms * 2 > this.termOfStem.size) this.trimVocabulary();
   }
 
   /** Drops removed chunks' postings and renumbers the live ones. */
@@ -354,6 +404,7 @@ export class LexicalIndex {
     space.dead = 0;
     space.acc = new Float64Array(0);
     space.touched = new Int32Array(0);
+    space.normN = 0;
   }
 
   // ------------------------------------------------------------ snapshot
@@ -708,19 +759,22 @@ export class LexicalIndex {
   /**
    * `top` with dynamic pruning (MaxScore, term at a time). Each term's score is bounded by
    * its largest frequencies and shortest chunk (`bounds`). Terms are read best bound first
-   * into the accumulator; once the bounds of the terms left add up to less than the m-th
-   * best partial score (of a chunk in the mask), no chunk they alone hold can enter the top
-   * m, so their postings are only looked up (galloping) for the candidates that still could,
-   * which are pruned again after each term. The survivors' scores are then summed again in
-   * the query's order of terms, exactly as `topExhaustive` sums them, so the result is the
-   * same bit for bit. Worst case (no bound ever prunes): the exhaustive pass plus a few
-   * threshold checks.
+   * into the accumulator. After each, a threshold θ is known for sure: the m-th best of the
+   * complete scores of the 2m chunks with the best partial scores (their remaining terms
+   * looked up). Once the bounds of the terms left add up to less than θ, no chunk they
+   * alone hold can enter the top m: their postings are then only looked up (galloping) for
+   * the candidates whose partial score plus those bounds reaches θ, pruned again after each
+   * term; this switch is made when those look-ups cost less than reading the rest
+   * (LOOKUP_COST). The survivors' scores are then summed again in the query's order of
+   * terms, exactly as `topExhaustive` sums them, so the result is the same bit for bit.
+   * Worst case (no bound ever prunes): the exhaustive pass plus a few threshold checks.
    */
   private topPruned(space: Space, stems: string[], titleWeight: number, mask: Uint8Array, m: number, stats: Bm25Stats): LexicalMatch[] {
     this.scratch(space);
-    const { acc, touched, docOfLex, lenOfLex } = space;
+    const { acc, touched, docOfLex } = space;
     const n = stats.rows;
     const avg = stats.avgLength;
+    const norm = space.norms(avg);
     const k1p1 = BM25_K1 + 1;
     // The query's terms present in the workspace, in query order (duplicates kept, as the exhaustive pass adds them twice).
     const lists: Postings[] = [];
@@ -751,6 +805,7 @@ export class LexicalIndex {
       restUb[j] = (restUb[j + 1] + ubs[order[j]]) * (1 + SLACK);
       restPostings[j] = restPostings[j + 1] + lists[order[j]].n;
     }
+    /** Column-weighted frequency of posting `i` (0 when absent). */
     const freq = (p: Postings, esc: Map<number, [number, number]> | undefined, i: number): number => {
       const packed = p.tf[i];
       if (packed !== ESCAPE) return (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
@@ -763,48 +818,59 @@ export class LexicalIndex {
       return doc >= 0 && mask[doc] === 1;
     };
 
-    // Phase 1: terms at a time into the accumulator until the rest cannot bring new chunks.
+    /**
+     * A threshold known for sure after term order[j]: the m-th best complete score of a sample
+     * of chunks in the mask with high partial scores (at least `m`, at most 8m; their other
+     * terms looked up); -Infinity while too few chunks are touched.
+     */
+    const sampleTheta = (j: number): number => {
+      let max = 0;
+      for (let x = 0; x < nTouched; x++) if (acc[touched[x]] > max) max = acc[touched[x]];
+      const sample = new Int32Array(8 * m);
+      let ns = 0;
+      for (const share of [0.7, 0.5, 0.3, 0]) {
+        const cut = max * share;
+        ns = 0;
+        for (let x = 0; x < nTouched && ns < sample.length; x++) {
+          const l = touched[x];
+          if (acc[l] >= cut && eligible(l)) sample[ns++] = l;
+        }
+        if (ns >= m) break;
+      }
+      if (ns < m) return -Infinity;
+      const ids = sample.subarray(0, ns).sort();
+      const sums = new Float64Array(ns);
+      for (let x = 0; x < ns; x++) sums[x] = acc[ids[x]];
+      for (let r = j + 1; r < q; r++) lookUp(lists[order[r]], escs[order[r]], idfs[order[r]], titleWeight, norm, ids, sums, ns);
+      best.reset();
+      for (let x = 0; x < ns; x++) best.offer(sums[x]);
+      return best.full ? best.min * (1 - SLACK) : -Infinity;
+    };
+
+    // Phase 1: terms at a time into the accumulator until the rest is cheaper to look up.
     let nTouched = 0;
     let stop = q;
-    let theta = 0;
-    let doneUb = 0;
+    let theta = -Infinity;
     for (let j = 0; j < q; j++) {
       const i = order[j];
-      const p = lists[i];
-      const idf = idfs[i];
-      const esc = escs[i];
-      const { lex, tf } = p;
-      for (let x = 0; x < p.n; x++) {
-        const l = lex[x];
-        const packed = tf[x];
-        let f: number;
-        if (packed !== ESCAPE) f = (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
-        else {
-          const [ti, co] = esc!.get(l)!;
-          f = ti * titleWeight + co;
-        }
-        if (f <= 0) continue;
-        const add = idf * ((f * k1p1) / (f + BM25_K1 * (1 - BM25_B + (BM25_B * lenOfLex[l]) / avg)));
-        if (acc[l] === 0) touched[nTouched++] = l;
-        acc[l] += add;
+      nTouched = accumulate(lists[i], escs[i], idfs[i], titleWeight, norm, acc, touched, nTouched);
+      // A check costs a pass over the chunks touched: only when the rest is much longer.
+      if (j + 1 >= q || restPostings[j + 1] < CHECK_RATIO * nTouched) continue;
+      const rest = restUb[j + 1];
+      // Once: computed again as the rest shrinks, it cut off more searches but cost more than it saved (bench at 100k and 1M).
+      if (theta === -Infinity) theta = sampleTheta(j);
+      if (!(rest < theta)) continue;
+      // Candidates now, and whether looking the rest up for them beats reading it.
+      let c = 0;
+      for (let x = 0; x < nTouched; x++) {
+        const l = touched[x];
+        if (acc[l] + rest >= theta && eligible(l)) c++;
       }
-      doneUb += ubs[i];
-      // Worth a threshold (O(touched)) only when what is left is longer and could be cut off.
-      if (j + 1 < q && restPostings[j + 1] > nTouched && doneUb > restUb[j + 1]) {
-        best.reset();
-        for (let x = 0; x < nTouched; x++) if (eligible(touched[x])) best.offer(acc[touched[x]]);
-        if (best.full && restUb[j + 1] < best.min * (1 - SLACK)) {
-          stop = j + 1;
-          theta = best.min * (1 - SLACK);
-          break;
-        }
+      if (c * (q - j - 1) * LOOKUP_COST < restPostings[j + 1]) {
+        stop = j + 1;
+        break;
       }
     }
-
-    this.pruning.searches++;
-    if (stop < q) this.pruning.cutOff++;
-    this.pruning.postingsRead += restPostings[0] - restPostings[stop];
-    this.pruning.postingsTotal += restPostings[0];
 
     // Candidates: chunks in the mask whose partial score plus the rest's bounds can reach θ.
     let cand: Int32Array;
@@ -815,34 +881,22 @@ export class LexicalIndex {
       cand = new Int32Array(nTouched);
       for (let x = 0; x < nTouched; x++) {
         const l = touched[x];
-        if (eligible(l) && acc[l] + rest >= theta) cand[nc++] = l;
+        if (acc[l] + rest >= theta && eligible(l)) cand[nc++] = l;
       }
-      cand = cand.subarray(0, nc).sort();
+      cand = sortLex(cand.subarray(0, nc));
       candS = new Float64Array(nc);
       for (let x = 0; x < nc; x++) candS[x] = acc[cand[x]];
       for (let x = 0; x < nTouched; x++) acc[touched[x]] = 0;
       // Phase 2: the remaining terms, looked up for the candidates only; pruned after each.
       for (let j = stop; j < q && nc > 0; j++) {
-        const i = order[j];
-        const p = lists[i];
-        const idf = idfs[i];
-        const esc = escs[i];
-        let pos = 0;
-        for (let x = 0; x < nc && pos < p.n; x++) {
-          const l = cand[x];
-          pos = seek(p.lex, pos, p.n, l);
-          if (pos < p.n && p.lex[pos] === l) {
-            const f = freq(p, esc, pos);
-            if (f > 0) candS[x] += idf * ((f * k1p1) / (f + BM25_K1 * (1 - BM25_B + (BM25_B * lenOfLex[l]) / avg)));
-          }
-        }
+        lookUp(lists[order[j]], escs[order[j]], idfs[order[j]], titleWeight, norm, cand, candS, nc);
         best.reset();
         for (let x = 0; x < nc; x++) best.offer(candS[x]);
         if (best.full) theta = Math.max(theta, best.min * (1 - SLACK));
-        const rest = restUb[j + 1];
+        const restAfter = restUb[j + 1];
         let k = 0;
         for (let x = 0; x < nc; x++) {
-          if (candS[x] + rest >= theta) {
+          if (candS[x] + restAfter >= theta) {
             cand[k] = cand[x];
             candS[k] = candS[x];
             k++;
@@ -874,6 +928,11 @@ export class LexicalIndex {
         candS[nc++] = s;
       }
     }
+    this.pruning.searches++;
+    if (stop < q) this.pruning.cutOff++;
+    this.pruning.postingsRead += restPostings[0] - restPostings[stop];
+    this.pruning.postingsTotal += restPostings[0];
+    this.pruning.candidates += nc;
 
     // Exact scores, summed in the query's order of terms as topExhaustive sums them (the
     // accumulator above summed in bound order; when that is the query's order it is exact).
@@ -891,13 +950,74 @@ export class LexicalIndex {
           if (pos >= p.n || p.lex[pos] !== l) continue;
           const f = freq(p, escs[i], pos);
           if (f <= 0) continue;
-          s += idfs[i] * ((f * k1p1) / (f + BM25_K1 * (1 - BM25_B + (BM25_B * lenOfLex[l]) / avg)));
+          s += idfs[i] * ((f * k1p1) / (f + norm[l]));
         }
       }
       heap.push(s, space.rowOfLex[l]);
     }
     return heap.sorted();
   }
+}
+
+/**
+ * Adds a term's BM25 (idf, column-weighted frequencies, the chunks' length norms) over its
+ * postings into `acc`, appending chunks touched for the first time to `touched`; returns
+ * their new count. The expression is topExhaustive's, operation for operation.
+ */
+function accumulate(p: Postings, esc: Map<number, [number, number]> | undefined, idf: number, titleWeight: number, norm: Float64Array, acc: Float64Array, touched: Int32Array, nTouched: number): number {
+  const { lex, tf } = p;
+  const k1p1 = BM25_K1 + 1;
+  for (let x = 0; x < p.n; x++) {
+    const l = lex[x];
+    const packed = tf[x];
+    let f: number;
+    if (packed !== ESCAPE) f = (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
+    else {
+      const [ti, co] = esc!.get(l)!;
+      f = ti * titleWeight + co;
+    }
+    if (f <= 0) continue;
+    const add = idf * ((f * k1p1) / (f + norm[l]));
+    if (acc[l] === 0) touched[nTouched++] = l;
+    acc[l] += add;
+  }
+  return nTouched;
+}
+
+/** Adds a term's BM25 of each chunk `ids[x]` (ascending, x < count) to `sums[x]`, galloping through its postings. */
+function lookUp(p: Postings, esc: Map<number, [number, number]> | undefined, idf: number, titleWeight: number, norm: Float64Array, ids: Int32Array, sums: Float64Array, count: number): void {
+  const { lex, tf } = p;
+  const k1p1 = BM25_K1 + 1;
+  let pos = 0;
+  for (let x = 0; x < count && pos < p.n; x++) {
+    const l = ids[x];
+    pos = seek(lex, pos, p.n, l);
+    if (pos < p.n && lex[pos] === l) {
+      const packed = tf[pos];
+      let f: number;
+      if (packed !== ESCAPE) f = (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
+      else {
+        const [ti, co] = esc!.get(l)!;
+        f = ti * titleWeight + co;
+      }
+      if (f > 0) sums[x] += idf * ((f * k1p1) / (f + norm[l]));
+    }
+  }
+}
+
+/** Sorts non-negative int32s ascending, in place: radix sort (two 16-bit passes) above a few hundred. */
+function sortLex(a: Int32Array): Int32Array {
+  const n = a.length;
+  if (n < 512) return a.sort();
+  const tmp = new Int32Array(n);
+  const count = new Int32Array(65537);
+  for (const [src, dst, shift] of [[a, tmp, 0], [tmp, a, 16]] as const) {
+    count.fill(0);
+    for (let i = 0; i < n; i++) count[((src[i] >>> shift) & 0xffff) + 1]++;
+    for (let d = 0; d < 65536; d++) count[d + 1] += count[d];
+    for (let i = 0; i < n; i++) dst[count[(src[i] >>> shift) & 0xffff]++] = src[i];
+  }
+  return a;
 }
 
 /** First index i in [from, n) with lex[i] ≥ target (n if none); lex ascending. Galloping, then binary search. */
@@ -935,6 +1055,10 @@ class Threshold {
 
   get full(): boolean {
     return this.size === this.m;
+  }
+
+  get count(): number {
+    return this.size;
   }
 
   /** The m-th largest so far (when full). */

@@ -43,6 +43,9 @@ export class LexicalRanker implements FeedbackStatistics {
   /** Corpus writes when the document-frequency cache was started. */
   private dfCacheWrites = -Infinity;
 
+  /** Re-score the feedback pass from the chunks' text even when the in-memory index could (benchmarks: the way before). */
+  feedbackFromText = false;
+
   /** The scope's mask while a filtered query runs (read by the SQL function IN_SCOPE_FN). */
   private activeMask: Uint8Array | undefined;
 
@@ -170,7 +173,7 @@ export class LexicalRanker implements FeedbackStatistics {
         .map((t) => ({ ...t, weight: 1 }));
       if (strongest.length > 0) for (const r of this.candidates(strongest, filters, scope, m, titleWeight)) ids.add(r.id);
       // From the in-memory postings when the index holds them (same scores, no text read).
-      rows = (this.index ? this.index.scoreRows(scope.workspace, [...ids], terms, titleWeight, this.averages()) : this.weightedBm25([...ids], terms, titleWeight, known))
+      rows = (this.index && !this.feedbackFromText ? this.index.scoreRows(scope.workspace, [...ids], terms, titleWeight, this.averages()) : this.weightedBm25([...ids], terms, titleWeight, known))
         .sort((a, b) => b.s - a.s || a.id - b.id)
         .slice(0, m);
     }
