@@ -695,18 +695,24 @@ export class LexicalIndex {
       escs.push(t === undefined ? undefined : space.escaped.get(t));
       factor.push(term.weight * idf);
     }
-    const out: LexicalMatch[] = [];
+    // The chunks in ascending order, so each term's list is walked once (galloping).
+    const found: { id: number; l: number }[] = [];
     for (const id of rowIds) {
       const l = space.lexOfRow.get(id);
-      if (l === undefined || space.docOfLex[l] < 0) continue;
+      if (l !== undefined && space.docOfLex[l] >= 0) found.push({ id, l });
+    }
+    found.sort((a, b) => a.l - b.l);
+    const pos = new Int32Array(lists.length);
+    const out: LexicalMatch[] = [];
+    for (const { id, l } of found) {
       const norm = BM25_K1 * (1 - BM25_B + (BM25_B * space.lenOfLex[l]) / avgLength);
       let s = 0;
       for (let i = 0; i < lists.length; i++) {
         const p = lists[i];
         if (!p) continue;
-        const pos = seek(p.lex, 0, p.n, l);
-        if (pos >= p.n || p.lex[pos] !== l) continue;
-        const packed = p.tf[pos];
+        const at = (pos[i] = seek(p.lex, pos[i], p.n, l));
+        if (at >= p.n || p.lex[at] !== l) continue;
+        const packed = p.tf[at];
         let f: number;
         if (packed !== ESCAPE) f = (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
         else {
@@ -860,13 +866,15 @@ export class LexicalIndex {
       // Once: computed again as the rest shrinks, it cut off more searches but cost more than it saved (bench at 100k and 1M).
       if (theta === -Infinity) theta = sampleTheta(j);
       if (!(rest < theta)) continue;
-      // Candidates now, and whether looking the rest up for them beats reading it.
+      // Candidates now (estimated from at most 4,096 of the chunks touched), and whether
+      // looking the rest up for them beats reading it.
+      const stride = Math.max(1, Math.floor(nTouched / 4096));
       let c = 0;
-      for (let x = 0; x < nTouched; x++) {
+      for (let x = 0; x < nTouched; x += stride) {
         const l = touched[x];
         if (acc[l] + rest >= theta && eligible(l)) c++;
       }
-      if (c * (q - j - 1) * LOOKUP_COST < restPostings[j + 1]) {
+      if (c * stride * (q - j - 1) * LOOKUP_COST < restPostings[j + 1]) {
         stop = j + 1;
         break;
       }
@@ -879,14 +887,25 @@ export class LexicalIndex {
     if (stop < q) {
       const rest = restUb[stop];
       cand = new Int32Array(nTouched);
+      // One pass: collect and clear (partial scores kept in the accumulator's place, by position until sorted).
+      const partial = new Float64Array(nTouched);
       for (let x = 0; x < nTouched; x++) {
         const l = touched[x];
-        if (acc[l] + rest >= theta && eligible(l)) cand[nc++] = l;
+        const a = acc[l];
+        acc[l] = 0;
+        if (a + rest >= theta && eligible(l)) {
+          partial[nc] = a;
+          cand[nc++] = l;
+        }
       }
+      // Sorted by chunk number for the look-ups; the partial scores follow through the accumulator.
+      for (let x = 0; x < nc; x++) acc[cand[x]] = partial[x];
       cand = sortLex(cand.subarray(0, nc));
       candS = new Float64Array(nc);
-      for (let x = 0; x < nc; x++) candS[x] = acc[cand[x]];
-      for (let x = 0; x < nTouched; x++) acc[touched[x]] = 0;
+      for (let x = 0; x < nc; x++) {
+        candS[x] = acc[cand[x]];
+        acc[cand[x]] = 0;
+      }
       // Phase 2: the remaining terms, looked up for the candidates only; pruned after each.
       for (let j = stop; j < q && nc > 0; j++) {
         lookUp(lists[order[j]], escs[order[j]], idfs[order[j]], titleWeight, norm, cand, candS, nc);
