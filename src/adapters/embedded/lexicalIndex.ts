@@ -6,7 +6,9 @@
  * postings into an accumulator (term at a time, a few ns per posting) instead of FTS5's
  * bm25() on each matching row (about 1 µs per row and phrase): with natural-language
  * queries, whose common words match most of a workspace, FTS5 cost 80 ms at 100k chunks and
- * seconds at 1M.
+ * seconds at 1M. Long queries (PRUNE_MIN_POSTINGS) are ranked with exact dynamic pruning
+ * (`topPruned`, MaxScore term at a time: the same chunks and scores, bit for bit), and the
+ * feedback pass re-scores its pool from the postings (`scoreRows`).
  *
  * Scores are FTS5's: k1 = 1.2, b = 0.75, frequencies weighted by column (title weight, content
  * 1), row length = tokens of title and content, idf = ln((N − n + 0.5)/(n + 0.5)) (1e-6 when not
@@ -59,17 +61,17 @@ const newPostings = (lex: Int32Array, tf: Uint16Array, n: number): Postings => (
 
 /**
  * Pruned ranking is used when the query's postings reach this many. Measured on the bench's
- * corpus (Cranfield questions, top 100, CPU per query, load 8–10): about 140,000 postings per
- * query at 100k chunks, pruned and exhaustive within noise of each other; about 1.4 M at 1M,
- * pruned 28 % cheaper (37.8 against 52.3 ms).
+ * corpus (the Cranfield questions, top 100, CPU per query, load average 9–12): a 500-chunk
+ * workspace (~700 postings per query) 0.08 ms exhaustive against 0.14 pruned; 100k chunks
+ * (~140,000 postings) 4.5–4.9 ms against 3.0–3.3; 1M (~1.4 M) 55–65 ms against 28–36.
  */
-export const PRUNE_MIN_POSTINGS = 250_000;
+export const PRUNE_MIN_POSTINGS = 20_000;
 /** Relative slack of the score bounds (covers rounding: bounds are summed in another order than scores). */
 const SLACK = 1e-9;
 /** A look-up of one chunk in a posting list costs about this many postings read in order. */
 const LOOKUP_COST = 4;
-/** A threshold check (a pass over the chunks touched) is made only when the rest has this many times more postings. */
-const CHECK_RATIO = 2;
+/** A threshold check is made only when the rest has this many times the postings of the chunks touched (1 and 2 measured; 1 was cheaper at 1M). */
+const CHECK_RATIO = 1;
 
 /** One workspace's chunks: numbered in insertion order ("lex" numbers), postings by term. */
 class Space {
