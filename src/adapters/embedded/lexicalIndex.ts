@@ -92,6 +92,9 @@ class Space {
   norm = new Float64Array(0);
   normAvg = NaN;
   normN = 0;
+  /** Scratch of a pruned search: candidates and their partial scores. */
+  spareIds = new Int32Array(0);
+  spareScores = new Float64Array(0);
 
   ensure(n: number): void {
     if (n <= this.rowOfLex.length) return;
@@ -888,9 +891,14 @@ export class LexicalIndex {
     let nc = 0;
     if (stop < q) {
       const rest = restUb[stop];
-      cand = new Int32Array(nTouched);
+      // Scratch of the workspace's size, reused (at 1M chunks a query touches ~10^5–10^6).
+      if (space.spareIds.length < nTouched) {
+        space.spareIds = new Int32Array(space.rowOfLex.length);
+        space.spareScores = new Float64Array(space.rowOfLex.length);
+      }
+      cand = space.spareIds;
       // One pass: collect and clear (partial scores kept in the accumulator's place, by position until sorted).
-      const partial = new Float64Array(nTouched);
+      const partial = space.spareScores;
       for (let x = 0; x < nTouched; x++) {
         const l = touched[x];
         const a = acc[l];
@@ -903,7 +911,7 @@ export class LexicalIndex {
       // Sorted by chunk number for the look-ups; the partial scores follow through the accumulator.
       for (let x = 0; x < nc; x++) acc[cand[x]] = partial[x];
       cand = sortLex(cand.subarray(0, nc));
-      candS = new Float64Array(nc);
+      candS = partial.subarray(0, nc);
       for (let x = 0; x < nc; x++) {
         candS[x] = acc[cand[x]];
         acc[cand[x]] = 0;
