@@ -38,6 +38,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { EmbeddedSearchIndex } from '../src/adapters/embedded/embeddedSearchIndex';
+import { PRUNE_MIN_POSTINGS } from '../src/adapters/embedded/lexicalIndex';
 import { CachedEmbeddings } from '../src/adapters/embeddings/cachedEmbeddings';
 import { modelCacheDirs } from '../src/adapters/embeddings/factory';
 import { GloveSifEmbeddings } from '../src/adapters/embeddings/gloveSifEmbeddings';
@@ -269,6 +270,46 @@ async function benchSize(n: number, options: BenchOptions): Promise<void> {
     if (run.name === 'hybrid+prf' && n === 100_000) figure('search', `default hybrid p50 at ${label(n)}`, p50, 'ms', { kind: 'max', value: 8 });
     if (run.name === 'hybrid+prf' && n === 1_000_000) figure('search', `default hybrid p50 at ${label(n)}`, p50, 'ms', { kind: 'max', value: 50 });
   }
+  index.configure(defaults);
+
+  // The lexical leg before and after issue 13's pruning (exact MaxScore) and feedback from the
+  // postings, query by query in alternating order under the same conditions; the hits must
+  // be the same.
+  const abRuns = runs.filter((r) => r.workspaceId === 'bench' && r.mode !== 'dense').map((r) => ({ ...r, name: `lexical before/after: ${r.name}` }));
+  for (const run of abRuns) {
+    if (options.only && !options.only.test(run.name)) continue;
+    index.configure(run.prf ? defaults : noPrf);
+    const before = { pruneMinPostings: Infinity, feedbackFromText: true };
+    const after = { pruneMinPostings: PRUNE_MIN_POSTINGS, feedbackFromText: false };
+    const time: Record<'before' | 'after', { wall: number[]; cpu: number[] }> = { before: { wall: [], cpu: [] }, after: { wall: [], cpu: [] } };
+    let differ = 0;
+    const pruning0 = index.lexicalPruning;
+    for (const q of qs.slice(0, 5)) for (const how of [before, after]) {
+      index.tuneLexical(how);
+      await search(q, run.workspaceId, run.mode, run.tags);
+    }
+    const load0 = load();
+    for (let i = 0; i < qs.length; i++) {
+      const hits: Record<'before' | 'after', string> = { before: '', after: '' };
+      for (const which of i % 2 === 0 ? (['before', 'after'] as const) : (['after', 'before'] as const)) {
+        index.tuneLexical(which === 'before' ? before : after);
+        const c = process.cpuUsage();
+        const t = process.hrtime.bigint();
+        const res = (await search(qs[i], run.workspaceId, run.mode, run.tags)) as { documentId: string; chunkIndex: number; score: number }[];
+        time[which].wall.push(Number(process.hrtime.bigint() - t) / 1e6);
+        time[which].cpu.push(cpuMs(c));
+        hits[which] = JSON.stringify(res.map((h) => [h.documentId, h.chunkIndex, h.score]));
+      }
+      if (hits.before !== hits.after) differ++;
+    }
+    const pr = index.lexicalPruning;
+    const read = pr.postingsTotal > pruning0.postingsTotal ? (pr.postingsRead - pruning0.postingsRead) / (pr.postingsTotal - pruning0.postingsTotal) : 1;
+    const f = (w: { wall: number[]; cpu: number[] }): string => `p50 ${ms(pct(w.wall, 0.5))} p95 ${ms(pct(w.wall, 0.95))} (CPU p50 ${ms(pct(w.cpu, 0.5))} p95 ${ms(pct(w.cpu, 0.95))})`;
+    console.log(`${run.name}: before ${f(time.before)} | after ${f(time.after)}; ` +
+      `pruned searches cut off ${pr.cutOff - pruning0.cutOff} of ${pr.searches - pruning0.searches}, postings read in full ${(100 * read).toFixed(0)} %; ` +
+      `hits differing ${differ} of ${qs.length} queries (load average ${load0} → ${load()})`);
+  }
+  index.tuneLexical({ pruneMinPostings: PRUNE_MIN_POSTINGS, feedbackFromText: false });
   index.configure(defaults);
 
   if (global.gc) global.gc();

@@ -239,6 +239,22 @@ export class EmbeddedSearchIndex implements SearchIndex {
   }
 
   /**
+   * How the lexical leg computes (benchmarks compare both ways; the results are the same):
+   * `pruneMinPostings`, the query postings from which BM25 is ranked with pruning (Infinity:
+   * never); `feedbackFromText`, re-score the feedback pass from the chunks' text as before
+   * instead of from the postings.
+   */
+  tuneLexical(options: { pruneMinPostings?: number; feedbackFromText?: boolean }): void {
+    if (options.pruneMinPostings !== undefined) this.lexicalIndex.pruneMinPostings = options.pruneMinPostings;
+    if (options.feedbackFromText !== undefined) this.lexical.feedbackFromText = options.feedbackFromText;
+  }
+
+  /** What the pruned BM25 searches did so far (searches, those cut off, postings read of all). */
+  get lexicalPruning(): Readonly<{ searches: number; cutOff: number; postingsRead: number; postingsTotal: number }> {
+    return { ...this.lexicalIndex.pruning };
+  }
+
+  /**
    * Loads the in-memory side from the chunks table: documents, int8 vectors and, unless a
    * snapshot of the lexical index was read (`withSnapshot`: the rows are bound to it), the
    * lexical index from the chunks' text. Read in pages of rows (the lexical index stems new

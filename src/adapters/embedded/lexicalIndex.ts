@@ -6,7 +6,9 @@
  * postings into an accumulator (term at a time, a few ns per posting) instead of FTS5's
  * bm25() on each matching row (about 1 µs per row and phrase): with natural-language
  * queries, whose common words match most of a workspace, FTS5 cost 80 ms at 100k chunks and
- * seconds at 1M.
+ * seconds at 1M. Long queries (PRUNE_MIN_POSTINGS) are ranked with exact dynamic pruning
+ * (`topPruned`, MaxScore term at a time: the same chunks and scores, bit for bit), and the
+ * feedback pass re-scores its pool from the postings (`scoreRows`).
  *
  * Scores are FTS5's: k1 = 1.2, b = 0.75, frequencies weighted by column (title weight, content
  * 1), row length = tokens of title and content, idf = ln((N − n + 0.5)/(n + 0.5)) (1e-6 when not
@@ -34,14 +36,42 @@ export const BM25_B = 0.75;
 const TITLE_SHIFT = 13;
 const CONTENT_MASK = (1 << TITLE_SHIFT) - 1;
 const ESCAPE = 0xffff;
+/** The vocabulary is trimmed when this many terms lost their last chunk (and they are half of it). */
+const TRIM_MIN_DEAD_TERMS = 50_000;
 /** Compaction when dead chunks exceed the live ones (and this many). */
 const COMPACT_MIN_DEAD = 4096;
 
 interface Postings {
+  /** Chunk numbers, ascending. */
   lex: Int32Array;
   tf: Uint16Array;
   n: number;
+  /**
+   * Bounds over the first `boundN` postings (extended lazily by a pruned search, reset by
+   * compaction): the largest title and content frequency and the shortest chunk. Removed
+   * chunks' postings may be counted: the bounds stay upper bounds.
+   */
+  maxTi: number;
+  maxCo: number;
+  minLen: number;
+  boundN: number;
 }
+
+const newPostings = (lex: Int32Array, tf: Uint16Array, n: number): Postings => ({ lex, tf, n, maxTi: 0, maxCo: 0, minLen: Infinity, boundN: 0 });
+
+/**
+ * Pruned ranking is used when the query's postings reach this many. Measured on the bench's
+ * corpus (the Cranfield questions, top 100, CPU per query, load average 9–12): a 500-chunk
+ * workspace (~700 postings per query) 0.08 ms exhaustive against 0.14 pruned; 100k chunks
+ * (~140,000 postings) 4.5–4.9 ms against 3.0–3.3; 1M (~1.4 M) 55–65 ms against 28–36.
+ */
+export const PRUNE_MIN_POSTINGS = 20_000;
+/** Relative slack of the score bounds (covers rounding: bounds are summed in another order than scores). */
+const SLACK = 1e-9;
+/** A look-up of one chunk in a posting list costs about this many postings read in order. */
+const LOOKUP_COST = 4;
+/** A threshold check is made only when the rest has this many times the postings of the chunks touched (1 and 2 measured; 1 was cheaper at 1M). */
+const CHECK_RATIO = 1;
 
 /** One workspace's chunks: numbered in insertion order ("lex" numbers), postings by term. */
 class Space {
@@ -58,6 +88,13 @@ class Space {
   /** Scratch of a search: scores by lex number and the numbers touched. */
   acc = new Float64Array(0);
   touched = new Int32Array(0);
+  /** Each chunk's BM25 length norm k1·(1 − b + b·len/avg) for the average `normAvg`, over the first `normN` chunks. */
+  norm = new Float64Array(0);
+  normAvg = NaN;
+  normN = 0;
+  /** Scratch of a pruned search: candidates and their partial scores. */
+  spareIds = new Int32Array(0);
+  spareScores = new Float64Array(0);
 
   ensure(n: number): void {
     if (n <= this.rowOfLex.length) return;
@@ -73,6 +110,23 @@ class Space {
     // Scratch is sized on the next search.
     this.acc = new Float64Array(0);
     this.touched = new Int32Array(0);
+    this.norm = new Float64Array(0);
+    this.normN = 0;
+  }
+
+  /** The length norms for this average (computed again when it changed, extended over new chunks). */
+  norms(avg: number): Float64Array {
+    if (this.norm.length < this.rowOfLex.length) {
+      this.norm = new Float64Array(this.rowOfLex.length);
+      this.normN = 0;
+    }
+    if (avg !== this.normAvg) this.normN = 0;
+    const { norm, lenOfLex } = this;
+    // The expression of topExhaustive, so the scores are the same bit for bit.
+    for (let l = this.normN; l < this.next; l++) norm[l] = BM25_K1 * (1 - BM25_B + (BM25_B * lenOfLex[l]) / avg);
+    this.normAvg = avg;
+    this.normN = this.next;
+    return norm;
   }
 
   get live(): number {
@@ -118,6 +172,8 @@ export class LexicalIndex {
   private readonly termOfWord = new Map<string, number>();
   private df = new Int32Array(1024);
   private terms = 0;
+  /** Terms whose last live chunk was removed since the vocabulary was last trimmed. */
+  private deadTerms = 0;
   private rowCount = 0;
   /** Chunks of the snapshot read last (checked by `complete`). */
   private snapshotRows = -1;
@@ -129,10 +185,40 @@ export class LexicalIndex {
   private tallyContent = new Uint32Array(0);
 
   /** `compactMinDead`: removed chunks a workspace holds before compaction is considered. */
+  /**
+   * Queries with at least this many postings are ranked with dynamic pruning (`topPruned`),
+   * smaller ones exhaustively; Infinity: never pruned, 0: always. The results are the same.
+   */
+  pruneMinPostings = PRUNE_MIN_POSTINGS;
+  /**
+   * What the pruned searches did, for benchmarks and tests: searches, those where the bounds
+   * cut the remaining terms off (`cutOff`), postings read in full and the query terms'
+   * postings in all.
+   */
+  readonly pruning = { searches: 0, cutOff: 0, postingsRead: 0, postingsTotal: 0, candidates: 0 };
+
   constructor(
     private readonly stem: StemFn,
     private readonly compactMinDead = COMPACT_MIN_DEAD,
+    /** Terms no live chunk holds any more before the word and stem maps are trimmed. */
+    private readonly trimMinDeadTerms = TRIM_MIN_DEAD_TERMS,
   ) {}
+
+  /** Words and stems known (for memory figures and tests). */
+  get vocabulary(): { words: number; stems: number } {
+    return { words: this.termOfWord.size, stems: this.termOfStem.size };
+  }
+
+  /**
+   * Forgets the words and stems of terms no live chunk holds (document frequency 0). Their
+   * ids are not reused: a stem that comes back gets a new id, so postings of removed chunks
+   * still waiting for compaction under the old id are never read for it.
+   */
+  private trimVocabulary(): void {
+    for (const [w, t] of this.termOfWord) if (t >= 0 && this.df[t] === 0) this.termOfWord.delete(w);
+    for (const [stem, t] of this.termOfStem) if (this.df[t] === 0) this.termOfStem.delete(stem);
+    this.deadTerms = 0;
+  }
 
   /** Live rows indexed (all workspaces). */
   get rows(): number {
@@ -238,7 +324,7 @@ export class LexicalIndex {
       const co = this.tallyContent[t];
       this.df[t]++;
       let p = space.postings.get(t);
-      if (!p) space.postings.set(t, (p = { lex: new Int32Array(4), tf: new Uint16Array(4), n: 0 }));
+      if (!p) space.postings.set(t, (p = newPostings(new Int32Array(4), new Uint16Array(4), 0)));
       if (p.n === p.lex.length) {
         const cap = Math.ceil(p.n * 1.5) + 4;
         const lexes = new Int32Array(cap);
@@ -267,7 +353,7 @@ export class LexicalIndex {
     const lex = space?.lexOfRow.get(rowId);
     if (!space || lex === undefined) return;
     this.count(title, content);
-    for (let i = 0; i < this.tallyCount; i++) this.df[this.tallyTerms[i]]--;
+    for (let i = 0; i < this.tallyCount; i++) if (--this.df[this.tallyTerms[i]] === 0) this.deadTerms++;
     this.resetTally();
     space.lexOfRow.delete(rowId);
     space.docOfLex[lex] = -1;
@@ -275,6 +361,7 @@ export class LexicalIndex {
     space.dead++;
     if (space.dead >= this.compactMinDead && space.dead > space.live) this.compact(space);
     if (space.live === 0 && space.dead > 0) this.spaces.delete(workspace);
+    if (this.deadTerms >= this.trimMinDeadTerms && this.deadTerms * 2 > this.termOfStem.size) this.trimVocabulary();
   }
 
   /** Drops removed chunks' postings and renumbers the live ones. */
@@ -308,6 +395,10 @@ export class LexicalIndex {
         continue;
       }
       p.n = k;
+      p.maxTi = 0;
+      p.maxCo = 0;
+      p.minLen = Infinity;
+      p.boundN = 0;
       if (k * 2 < p.lex.length) {
         p.lex = p.lex.slice(0, k);
         p.tf = p.tf.slice(0, k);
@@ -318,6 +409,7 @@ export class LexicalIndex {
     space.dead = 0;
     space.acc = new Float64Array(0);
     space.touched = new Int32Array(0);
+    space.normN = 0;
   }
 
   // ------------------------------------------------------------ snapshot
@@ -427,7 +519,7 @@ export class LexicalIndex {
         const termIds = take((b, o, n) => new Int32Array(b, o, n), h.terms, 4);
         const counts = take((b, o, n) => new Int32Array(b, o, n), h.terms, 4);
         const lists: Postings[] = [];
-        for (let i = 0; i < h.terms; i++) lists.push({ lex: take((b, o, n) => new Int32Array(b, o, n), counts[i], 4), tf: new Uint16Array(0), n: counts[i] });
+        for (let i = 0; i < h.terms; i++) lists.push(newPostings(take((b, o, n) => new Int32Array(b, o, n), counts[i], 4), new Uint16Array(0), counts[i]));
         for (let i = 0; i < h.terms; i++) {
           lists[i].tf = take((b, o, n) => new Uint16Array(b, o, n), counts[i], 2);
           sp.postings.set(termIds[i], lists[i]);
@@ -479,14 +571,36 @@ export class LexicalIndex {
    * documents in `mask`: exact over every match, ordered by score then row id. `stats` are
    * FTS5's row count and average length (its averages record: a contentless-delete table
    * never subtracts deleted rows from them, so they are read from FTS5, not counted here).
+   * Long queries are ranked with dynamic pruning (`topPruned`), which returns the same
+   * chunks with the same scores, bit for bit, as the exhaustive pass (`topExhaustive`).
    */
   top(workspace: number, stems: string[], titleWeight: number, mask: Uint8Array, m: number, stats: Bm25Stats): LexicalMatch[] {
     const space = this.spaces.get(workspace);
     if (!space || m <= 0) return [];
+    if (this.pruneMinPostings !== Infinity && titleWeight >= 0 && Number.isFinite(titleWeight)) {
+      let total = 0;
+      for (const stem of stems) {
+        const t = this.termOfStem.get(stem);
+        const p = t === undefined ? undefined : space.postings.get(t);
+        if (p) total += p.n;
+      }
+      if (total >= this.pruneMinPostings && total > m) return this.topPruned(space, stems, titleWeight, mask, m, stats);
+    }
+    return this.topExhaustive(workspace, stems, titleWeight, mask, m, stats);
+  }
+
+  private scratch(space: Space): void {
     if (space.acc.length < space.next) {
       space.acc = new Float64Array(space.rowOfLex.length);
       space.touched = new Int32Array(space.rowOfLex.length);
     }
+  }
+
+  /** `top` by one pass over every posting of the query's terms (term at a time). */
+  topExhaustive(workspace: number, stems: string[], titleWeight: number, mask: Uint8Array, m: number, stats: Bm25Stats): LexicalMatch[] {
+    const space = this.spaces.get(workspace);
+    if (!space || m <= 0) return [];
+    this.scratch(space);
     const { acc, touched, docOfLex, lenOfLex } = space;
     let nTouched = 0;
     const n = stats.rows;
@@ -560,6 +674,501 @@ export class LexicalIndex {
     }
     const out: LexicalMatch[] = [];
     for (let i = 0; i < size; i++) out.push({ id: hr[i], s: hs[i] });
+    return out.sort((a, b) => b.s - a.s || a.id - b.id);
+  }
+
+  /**
+   * BM25 of the given chunks (row ids of the workspace; rows not indexed are left out) for
+   * weighted terms: Σ weight · idf · tf·(k1 + 1)/(tf + k1·(1 − b + b·len/avg)), in the
+   * terms' order, with idf = max(ln((N − n + 0.5)/(n + 0.5)), 1e-6): the feedback pass's
+   * re-scoring (LexicalRanker.weightedBm25 computes the same from the chunks' text), here
+   * from the postings (a binary search per chunk and term) instead of reading and
+   * tokenizing the text.
+   */
+  scoreRows(workspace: number, rowIds: readonly number[], terms: readonly { stem: string; weight: number }[], titleWeight: number, stats: Bm25Stats): LexicalMatch[] {
+    const space = this.spaces.get(workspace);
+    if (!space || rowIds.length === 0) return [];
+    const { rows: n, avgLength } = stats;
+    const lists: (Postings | undefined)[] = [];
+    const escs: (Map<number, [number, number]> | undefined)[] = [];
+    const factor: number[] = [];
+    for (const term of terms) {
+      const t = this.termOfStem.get(term.stem);
+      const df = t === undefined ? 0 : this.df[t];
+      const idf = Math.max(Math.log((n - df + 0.5) / (df + 0.5)), 1e-6);
+      lists.push(t === undefined ? undefined : space.postings.get(t));
+      escs.push(t === undefined ? undefined : space.escaped.get(t));
+      factor.push(term.weight * idf);
+    }
+    // The chunks in ascending order, so each term's list is walked once (galloping).
+    const found: { id: number; l: number }[] = [];
+    for (const id of rowIds) {
+      const l = space.lexOfRow.get(id);
+      if (l !== undefined && space.docOfLex[l] >= 0) found.push({ id, l });
+    }
+    found.sort((a, b) => a.l - b.l);
+    const pos = new Int32Array(lists.length);
+    const out: LexicalMatch[] = [];
+    for (const { id, l } of found) {
+      const norm = BM25_K1 * (1 - BM25_B + (BM25_B * space.lenOfLex[l]) / avgLength);
+      let s = 0;
+      for (let i = 0; i < lists.length; i++) {
+        const p = lists[i];
+        if (!p) continue;
+        const at = (pos[i] = seek(p.lex, pos[i], p.n, l));
+        if (at >= p.n || p.lex[at] !== l) continue;
+        const packed = p.tf[at];
+        let f: number;
+        if (packed !== ESCAPE) f = (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
+        else {
+          const [ti, co] = escs[i]!.get(l)!;
+          f = ti * titleWeight + co;
+        }
+        if (f > 0) s += factor[i] * ((f * (BM25_K1 + 1)) / (f + norm));
+      }
+      out.push({ id, s });
+    }
+    return out;
+  }
+
+  /** Extends the term's bounds over postings added since they were last computed. */
+  private bounds(space: Space, t: number, p: Postings): void {
+    if (p.boundN >= p.n) return;
+    const { lex, tf } = p;
+    const len = space.lenOfLex;
+    let maxTi = p.maxTi;
+    let maxCo = p.maxCo;
+    let minLen = p.minLen;
+    let escaped = false;
+    for (let i = p.boundN; i < p.n; i++) {
+      const packed = tf[i];
+      if (packed === ESCAPE) {
+        escaped = true;
+        continue;
+      }
+      const ti = packed >>> TITLE_SHIFT;
+      const co = packed & CONTENT_MASK;
+      if (ti > maxTi) maxTi = ti;
+      if (co > maxCo) maxCo = co;
+      const l = len[lex[i]];
+      if (l < minLen) minLen = l;
+    }
+    if (escaped) {
+      // Rare: exact frequencies beyond the packed range (the length of those chunks too).
+      for (const [l, [ti, co]] of space.escaped.get(t) ?? []) {
+        if (ti > maxTi) maxTi = ti;
+        if (co > maxCo) maxCo = co;
+        if (len[l] < minLen) minLen = len[l];
+      }
+    }
+    p.maxTi = maxTi;
+    p.maxCo = maxCo;
+    p.minLen = minLen;
+    p.boundN = p.n;
+  }
+
+  /**
+   * `top` with dynamic pruning (MaxScore, term at a time). Each term's score is bounded by
+   * its largest frequencies and shortest chunk (`bounds`). Terms are read best bound first
+   * into the accumulator. After each, a threshold θ is known for sure: the m-th best of the
+   * complete scores of the 2m chunks with the best partial scores (their remaining terms
+   * looked up). Once the bounds of the terms left add up to less than θ, no chunk they
+   * alone hold can enter the top m: their postings are then only looked up (galloping) for
+   * the candidates whose partial score plus those bounds reaches θ, pruned again after each
+   * term; this switch is made when those look-ups cost less than reading the rest
+   * (LOOKUP_COST). The survivors' scores are then summed again in the query's order of
+   * terms, exactly as `topExhaustive` sums them, so the result is the same bit for bit.
+   * Worst case (no bound ever prunes): the exhaustive pass plus a few threshold checks.
+   */
+  private topPruned(space: Space, stems: string[], titleWeight: number, mask: Uint8Array, m: number, stats: Bm25Stats): LexicalMatch[] {
+    this.scratch(space);
+    const { acc, touched, docOfLex } = space;
+    const n = stats.rows;
+    const avg = stats.avgLength;
+    const norm = space.norms(avg);
+    const k1p1 = BM25_K1 + 1;
+    // The query's terms present in the workspace, in query order (duplicates kept, as the exhaustive pass adds them twice).
+    const lists: Postings[] = [];
+    const idfs: number[] = [];
+    const escs: (Map<number, [number, number]> | undefined)[] = [];
+    const ubs: number[] = [];
+    for (const stem of stems) {
+      const t = this.termOfStem.get(stem);
+      const p = t === undefined ? undefined : space.postings.get(t);
+      if (t === undefined || !p) continue;
+      const nHit = this.df[t];
+      let idf = Math.log((n - nHit + 0.5) / (nHit + 0.5));
+      if (idf <= 0) idf = 1e-6;
+      this.bounds(space, t, p);
+      const fMax = p.maxTi * titleWeight + p.maxCo;
+      const ub = fMax > 0 ? idf * ((fMax * k1p1) / (fMax + BM25_K1 * (1 - BM25_B + (BM25_B * p.minLen) / avg))) * (1 + SLACK) : 0;
+      lists.push(p);
+      idfs.push(idf);
+      escs.push(space.escaped.get(t));
+      ubs.push(ub);
+    }
+    const q = lists.length;
+    // Processing order: largest bound first (rare terms: short lists), then shorter list.
+    const order = Array.from({ length: q }, (_, i) => i).sort((a, b) => ubs[b] - ubs[a] || lists[a].n - lists[b].n || a - b);
+    const restUb = new Float64Array(q + 1); // bounds of order[j..]
+    const restPostings = new Float64Array(q + 1);
+    for (let j = q - 1; j >= 0; j--) {
+      restUb[j] = (restUb[j + 1] + ubs[order[j]]) * (1 + SLACK);
+      restPostings[j] = restPostings[j + 1] + lists[order[j]].n;
+    }
+    /** Column-weighted frequency of posting `i` (0 when absent). */
+    const freq = (p: Postings, esc: Map<number, [number, number]> | undefined, i: number): number => {
+      const packed = p.tf[i];
+      if (packed !== ESCAPE) return (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
+      const [ti, co] = esc!.get(p.lex[i])!;
+      return ti * titleWeight + co;
+    };
+    const best = new Threshold(m);
+    const eligible = (l: number): boolean => {
+      const doc = docOfLex[l];
+      return doc >= 0 && mask[doc] === 1;
+    };
+
+    /**
+     * A threshold known for sure after term order[j]: the m-th best complete score of a sample
+     * of chunks in the mask with high partial scores (at least `m`, at most 8m; their other
+     * terms looked up); -Infinity while too few chunks are touched.
+     */
+    const sampleTheta = (j: number): number => {
+      let max = 0;
+      for (let x = 0; x < nTouched; x++) if (acc[touched[x]] > max) max = acc[touched[x]];
+      const sample = new Int32Array(8 * m);
+      let ns = 0;
+      for (const share of [0.7, 0.5, 0.3, 0]) {
+        const cut = max * share;
+        ns = 0;
+        for (let x = 0; x < nTouched && ns < sample.length; x++) {
+          const l = touched[x];
+          if (acc[l] >= cut && eligible(l)) sample[ns++] = l;
+        }
+        if (ns >= m) break;
+      }
+      if (ns < m) return -Infinity;
+      const ids = sample.subarray(0, ns).sort();
+      const sums = new Float64Array(ns);
+      for (let x = 0; x < ns; x++) sums[x] = acc[ids[x]];
+      for (let r = j + 1; r < q; r++) lookUp(lists[order[r]], escs[order[r]], idfs[order[r]], titleWeight, norm, ids, sums, ns);
+      best.reset();
+      for (let x = 0; x < ns; x++) best.offer(sums[x]);
+      return best.full ? best.min * (1 - SLACK) : -Infinity;
+    };
+
+    // Phase 1: terms at a time into the accumulator until the rest is cheaper to look up.
+    let nTouched = 0;
+    let stop = q;
+    let theta = -Infinity;
+    for (let j = 0; j < q; j++) {
+      const i = order[j];
+      nTouched = accumulate(lists[i], escs[i], idfs[i], titleWeight, norm, acc, touched, nTouched);
+      // A check costs a pass over the chunks touched: only when the rest is much longer.
+      if (j + 1 >= q || restPostings[j + 1] < CHECK_RATIO * nTouched) continue;
+      const rest = restUb[j + 1];
+      // Once: computed again as the rest shrinks, it cut off more searches but cost more than it saved (bench at 100k and 1M).
+      if (theta === -Infinity) theta = sampleTheta(j);
+      if (!(rest < theta)) continue;
+      // Candidates now (estimated from at most 4,096 of the chunks touched), and whether
+      // looking the rest up for them beats reading it.
+      const stride = Math.max(1, Math.floor(nTouched / 4096));
+      let c = 0;
+      for (let x = 0; x < nTouched; x += stride) {
+        const l = touched[x];
+        if (acc[l] + rest >= theta && eligible(l)) c++;
+      }
+      if (c * stride * (q - j - 1) * LOOKUP_COST < restPostings[j + 1]) {
+        stop = j + 1;
+        break;
+      }
+    }
+
+    // Candidates: chunks in the mask whose partial score plus the rest's bounds can reach θ.
+    let cand: Int32Array;
+    let candS: Float64Array;
+    let nc = 0;
+    if (stop < q) {
+      const rest = restUb[stop];
+      // Scratch of the workspace's size, reused (at 1M chunks a query touches ~10^5–10^6).
+      if (space.spareIds.length < nTouched) {
+        space.spareIds = new Int32Array(space.rowOfLex.length);
+        space.spareScores = new Float64Array(space.rowOfLex.length);
+      }
+      cand = space.spareIds;
+      // One pass: collect and clear (partial scores kept in the accumulator's place, by position until sorted).
+      const partial = space.spareScores;
+      for (let x = 0; x < nTouched; x++) {
+        const l = touched[x];
+        const a = acc[l];
+        acc[l] = 0;
+        if (a + rest >= theta && eligible(l)) {
+          partial[nc] = a;
+          cand[nc++] = l;
+        }
+      }
+      // Sorted by chunk number for the look-ups; the partial scores follow through the accumulator.
+      for (let x = 0; x < nc; x++) acc[cand[x]] = partial[x];
+      cand = sortLex(cand.subarray(0, nc));
+      candS = partial.subarray(0, nc);
+      for (let x = 0; x < nc; x++) {
+        candS[x] = acc[cand[x]];
+        acc[cand[x]] = 0;
+      }
+      // Phase 2: the remaining terms, looked up for the candidates only; pruned after each.
+      for (let j = stop; j < q && nc > 0; j++) {
+        lookUp(lists[order[j]], escs[order[j]], idfs[order[j]], titleWeight, norm, cand, candS, nc);
+        best.reset();
+        for (let x = 0; x < nc; x++) best.offer(candS[x]);
+        if (best.full) theta = Math.max(theta, best.min * (1 - SLACK));
+        const restAfter = restUb[j + 1];
+        let k = 0;
+        for (let x = 0; x < nc; x++) {
+          if (candS[x] + restAfter >= theta) {
+            cand[k] = cand[x];
+            candS[k] = candS[x];
+            k++;
+          }
+        }
+        nc = k;
+      }
+    } else {
+      // Every term was read: the candidates are those whose (complete) sum reaches the m-th best.
+      best.reset();
+      for (let x = 0; x < nTouched; x++) if (eligible(touched[x])) best.offer(acc[touched[x]]);
+      theta = best.full ? best.min * (1 - SLACK) : -Infinity;
+      cand = new Int32Array(Math.min(nTouched, 4 * m + 16));
+      candS = new Float64Array(cand.length);
+      for (let x = 0; x < nTouched; x++) {
+        const l = touched[x];
+        const s = acc[l];
+        acc[l] = 0;
+        if (s < theta || !eligible(l)) continue;
+        if (nc === cand.length) {
+          const c2 = new Int32Array(nc * 2);
+          c2.set(cand);
+          cand = c2;
+          const s2 = new Float64Array(nc * 2);
+          s2.set(candS);
+          candS = s2;
+        }
+        cand[nc] = l;
+        candS[nc++] = s;
+      }
+    }
+    this.pruning.searches++;
+    if (stop < q) this.pruning.cutOff++;
+    this.pruning.postingsRead += restPostings[0] - restPostings[stop];
+    this.pruning.postingsTotal += restPostings[0];
+    this.pruning.candidates += nc;
+
+    // Exact scores, summed in the query's order of terms as topExhaustive sums them (the
+    // accumulator above summed in bound order; when that is the query's order it is exact).
+    const inQueryOrder = order.every((i, j) => i === j);
+    const heap = new BestOf(m);
+    for (let x = 0; x < nc; x++) {
+      const l = cand[x];
+      let s: number;
+      if (inQueryOrder && stop === q) s = candS[x];
+      else {
+        s = 0;
+        for (let i = 0; i < q; i++) {
+          const p = lists[i];
+          const pos = seek(p.lex, 0, p.n, l);
+          if (pos >= p.n || p.lex[pos] !== l) continue;
+          const f = freq(p, escs[i], pos);
+          if (f <= 0) continue;
+          s += idfs[i] * ((f * k1p1) / (f + norm[l]));
+        }
+      }
+      heap.push(s, space.rowOfLex[l]);
+    }
+    return heap.sorted();
+  }
+}
+
+/**
+ * Adds a term's BM25 (idf, column-weighted frequencies, the chunks' length norms) over its
+ * postings into `acc`, appending chunks touched for the first time to `touched`; returns
+ * their new count. The expression is topExhaustive's, operation for operation.
+ */
+function accumulate(p: Postings, esc: Map<number, [number, number]> | undefined, idf: number, titleWeight: number, norm: Float64Array, acc: Float64Array, touched: Int32Array, nTouched: number): number {
+  const { lex, tf } = p;
+  const k1p1 = BM25_K1 + 1;
+  for (let x = 0; x < p.n; x++) {
+    const l = lex[x];
+    const packed = tf[x];
+    let f: number;
+    if (packed !== ESCAPE) f = (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
+    else {
+      const [ti, co] = esc!.get(l)!;
+      f = ti * titleWeight + co;
+    }
+    if (f <= 0) continue;
+    const add = idf * ((f * k1p1) / (f + norm[l]));
+    if (acc[l] === 0) touched[nTouched++] = l;
+    acc[l] += add;
+  }
+  return nTouched;
+}
+
+/** Adds a term's BM25 of each chunk `ids[x]` (ascending, x < count) to `sums[x]`, galloping through its postings. */
+function lookUp(p: Postings, esc: Map<number, [number, number]> | undefined, idf: number, titleWeight: number, norm: Float64Array, ids: Int32Array, sums: Float64Array, count: number): void {
+  const { lex, tf } = p;
+  const k1p1 = BM25_K1 + 1;
+  let pos = 0;
+  for (let x = 0; x < count && pos < p.n; x++) {
+    const l = ids[x];
+    pos = seek(lex, pos, p.n, l);
+    if (pos < p.n && lex[pos] === l) {
+      const packed = tf[pos];
+      let f: number;
+      if (packed !== ESCAPE) f = (packed >>> TITLE_SHIFT) * titleWeight + (packed & CONTENT_MASK);
+      else {
+        const [ti, co] = esc!.get(l)!;
+        f = ti * titleWeight + co;
+      }
+      if (f > 0) sums[x] += idf * ((f * k1p1) / (f + norm[l]));
+    }
+  }
+}
+
+/** Sorts non-negative int32s ascending, in place: radix sort (two 16-bit passes) above a few hundred. */
+function sortLex(a: Int32Array): Int32Array {
+  const n = a.length;
+  if (n < 512) return a.sort();
+  const tmp = new Int32Array(n);
+  const count = new Int32Array(65537);
+  for (const [src, dst, shift] of [[a, tmp, 0], [tmp, a, 16]] as const) {
+    count.fill(0);
+    for (let i = 0; i < n; i++) count[((src[i] >>> shift) & 0xffff) + 1]++;
+    for (let d = 0; d < 65536; d++) count[d + 1] += count[d];
+    for (let i = 0; i < n; i++) dst[count[(src[i] >>> shift) & 0xffff]++] = src[i];
+  }
+  return a;
+}
+
+/** First index i in [from, n) with lex[i] ≥ target (n if none); lex ascending. Galloping, then binary search. */
+function seek(lex: Int32Array, from: number, n: number, target: number): number {
+  if (from >= n || lex[from] >= target) return from;
+  let lo = from; // lex[lo] < target
+  let step = 1;
+  let hi = from + 1;
+  while (hi < n && lex[hi] < target) {
+    lo = hi;
+    step *= 2;
+    hi = lo + step;
+  }
+  if (hi > n) hi = n;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (lex[mid] < target) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
+/** The m-th largest of the values offered (a bounded min-heap of values). */
+class Threshold {
+  private readonly h: Float64Array;
+  private size = 0;
+
+  constructor(private readonly m: number) {
+    this.h = new Float64Array(m);
+  }
+
+  reset(): void {
+    this.size = 0;
+  }
+
+  get full(): boolean {
+    return this.size === this.m;
+  }
+
+  get count(): number {
+    return this.size;
+  }
+
+  /** The m-th largest so far (when full). */
+  get min(): number {
+    return this.h[0];
+  }
+
+  offer(v: number): void {
+    const h = this.h;
+    if (this.size < this.m) {
+      let i = this.size++;
+      while (i > 0) {
+        const par = (i - 1) >> 1;
+        if (h[par] <= v) break;
+        h[i] = h[par];
+        i = par;
+      }
+      h[i] = v;
+    } else if (v > h[0]) {
+      let i = 0;
+      const size = this.size;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= size) break;
+        const r = l + 1;
+        const c = r < size && h[r] < h[l] ? r : l;
+        if (h[c] >= v) break;
+        h[i] = h[c];
+        i = c;
+      }
+      h[i] = v;
+    }
+  }
+}
+
+/** The best m (score, row id) pairs: higher score first, then lower row id (topExhaustive's order). */
+class BestOf {
+  private readonly hs: Float64Array;
+  private readonly hr: Float64Array;
+  private size = 0;
+
+  constructor(private readonly m: number) {
+    this.hs = new Float64Array(m);
+    this.hr = new Float64Array(m);
+  }
+
+  push(s: number, r: number): void {
+    const { hs, hr } = this;
+    const worse = (s1: number, r1: number, s2: number, r2: number): boolean => s1 < s2 || (s1 === s2 && r1 > r2);
+    if (this.size < this.m) {
+      let i = this.size++;
+      while (i > 0) {
+        const par = (i - 1) >> 1;
+        if (!worse(s, r, hs[par], hr[par])) break;
+        hs[i] = hs[par];
+        hr[i] = hr[par];
+        i = par;
+      }
+      hs[i] = s;
+      hr[i] = r;
+    } else if (worse(hs[0], hr[0], s, r)) {
+      let i = 0;
+      const size = this.size;
+      for (;;) {
+        const l2 = 2 * i + 1;
+        if (l2 >= size) break;
+        const r2 = l2 + 1;
+        const c = r2 < size && worse(hs[r2], hr[r2], hs[l2], hr[l2]) ? r2 : l2;
+        if (!worse(hs[c], hr[c], s, r)) break;
+        hs[i] = hs[c];
+        hr[i] = hr[c];
+        i = c;
+      }
+      hs[i] = s;
+      hr[i] = r;
+    }
+  }
+
+  sorted(): LexicalMatch[] {
+    const out: LexicalMatch[] = [];
+    for (let i = 0; i < this.size; i++) out.push({ id: this.hr[i], s: this.hs[i] });
     return out.sort((a, b) => b.s - a.s || a.id - b.id);
   }
 }
