@@ -157,7 +157,9 @@ import { BROWSER_AVAILABLE, launchChromium } from './browser';
   it('transfers ownership with confirmation: the newcomer becomes owner, the owner an admin, and the audit trail says so', async () => {
     await tab(page, 'Settings');
     const row = (name: string) => page.locator('table.members tbody tr', { hasText: name });
-    expect(await row('Nadia Newcomer').getByLabel('Role of Nadia Newcomer').locator('option').allTextContents()).toEqual(['Owner', 'Admin', 'Member']);
+    const nadiaRole = row('Nadia Newcomer').getByLabel('Role of Nadia Newcomer');
+    await nadiaRole.waitFor(); // the members list loads after the tab
+    expect(await nadiaRole.locator('option').allTextContents()).toEqual(['Owner', 'Admin', 'Member']);
     await page.getByRole('button', { name: 'Transfer ownership to Nadia Newcomer' }).click();
     const dialog = page.getByRole('dialog', { name: 'Transfer ownership?' });
     await dialog.getByText('Nadia Newcomer (newcomer@example.com) becomes the owner of this workspace and you become an admin.').waitFor();
