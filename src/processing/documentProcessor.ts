@@ -13,10 +13,9 @@ import { ChunkData, DocumentEvent, documentStream, encodeVector, ExtractedSectio
 import { Subscription } from '../ports/eventStore';
 import { Job, JobConsumer, JobQueue, PoisonMessageError } from '../ports/jobQueue';
 import { PROCESS_DOCUMENT_JOB } from './processDocumentJob';
-import { chunkText, countTokens } from './chunker';
-import { ExtractionError, extractText } from './extract';
+import { Chunk } from './chunker';
+import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, extractText } from './extract';
 import { FairScheduler, SchedulerClosedError } from './fairScheduler';
-import { normalizeText } from './normalize';
 import { activeEmbedder } from '../search/vectorModels';
 
 export const PROCESSOR_CHECKPOINT = 'document-processor';
@@ -42,8 +41,9 @@ interface Run {
 /**
  * The document processor: a process manager driven by the event log. Each
  * DocumentProcessingStarted (appended together with DocumentUploaded, DocumentContentUpdated
- * or DocumentReprocessRequested) starts a run: extract (worker thread, time-out) →
- * normalise → chunk → embed in batches → DocumentVerified, or DocumentProcessingFailed.
+ * or DocumentReprocessRequested) starts a run: extract, normalise and chunk (in a worker
+ * thread, with a time-out: extract.ts) → embed in batches → DocumentVerified, or
+ * DocumentProcessingFailed.
  *
  * Fair across workspaces: runs go through a FairScheduler (KB_PROCESSING_CONCURRENCY runs
  * at once, at most KB_PROCESSING_PER_WORKSPACE of one workspace, waiting runs taken
@@ -130,6 +130,7 @@ export class DocumentProcessor {
     // none is checkpointed, so all are delivered again after the restart.
     scheduler?.close();
     for (const r of this.activeRuns.values()) r.abort.abort(new RunAbandoned('stopping'));
+    await closeIdleExtractionWorkers();
     for (const w of [...this.runFinishedWaiters]) w();
     if (!sub) return;
     await Promise.race([Promise.all([sub.stop(), scheduler?.idle()]), new Promise((r) => setTimeout(r, 3000).unref())]);
@@ -262,24 +263,25 @@ export class DocumentProcessor {
     const extractStarted = process.hrtime.bigint();
     const seconds = (since: bigint) => Number(process.hrtime.bigint() - since) / 1e9;
     let sections: ExtractedSectionData[];
+    let chunks: Chunk[];
+    let tokenCount: number;
     try {
-      sections = await this.extract(run.state, events, signal);
+      ({ sections, chunks, tokenCount } = await this.extract(run.state, events, signal));
       this.app.metrics.extraction({ kind: run.state.kind, outcome: 'ok', seconds: seconds(extractStarted) });
     } catch (err) {
       this.app.metrics.extraction({ kind: run.state.kind, outcome: 'error', seconds: seconds(extractStarted) });
       throw err;
     }
-    const text = sections.map((s) => s.text).join('\n\n');
-    const tokenCount = sections.reduce((n, s) => n + countTokens(s.text), 0);
     if (sections.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
+    // The byte size of the sections joined by blank lines (as the document's text reads), without joining them.
+    const sizeBytes = sections.reduce((n, s) => n + Buffer.byteLength(s.text, 'utf8'), 2 * (sections.length - 1));
     // Events stay under MAX_EVENT_BYTES: a large text goes in several parts (see eventParts).
     const parts = textExtractedParts(sections);
     for (let part = 0; part < parts.length; part++) {
       const partOf = parts.length > 1 ? { part, parts: parts.length } : {};
-      await this.append(run, { type: 'RecordTextExtracted', processingId, sections: parts[part], tokenCount, sizeBytes: Buffer.byteLength(text, 'utf8'), ...partOf });
+      await this.append(run, { type: 'RecordTextExtracted', processingId, sections: parts[part], tokenCount, sizeBytes, ...partOf });
     }
 
-    const chunks = chunkText(sections, { chunkTokens: this.app.config.chunkTokens, overlapTokens: this.app.config.chunkOverlap });
     if (chunks.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
     const chunkData: ChunkData[] = chunks.map((c) => ({
       index: c.index,
@@ -309,11 +311,16 @@ export class DocumentProcessor {
     await this.append(run, { type: 'MarkVerified', processingId });
   }
 
-  /** Sections of the document's current source (the uploaded file, or the last auto-saved content), normalised. */
-  private async extract(state: DocumentState, events: RecordedEvent[], signal: AbortSignal): Promise<ExtractedSectionData[]> {
+  /**
+   * Sections of the document's current source (the uploaded file, or the last auto-saved
+   * content), normalised, with their chunks and token count: all made in the extraction
+   * worker (reused only for documents of the same workspace).
+   */
+  private async extract(state: DocumentState, events: RecordedEvent[], signal: AbortSignal): Promise<{ sections: ExtractedSectionData[]; chunks: Chunk[]; tokenCount: number }> {
     const { timeoutMs: configuredTimeoutMs, ...limits } = this.app.config.extraction;
-    const opts = { timeoutMs: this.options.extractTimeoutMs ?? configuredTimeoutMs, limits, signal };
-    let raw: { sections: ExtractedSectionData[] };
+    const chunking = { chunkTokens: this.app.config.chunkTokens, overlapTokens: this.app.config.chunkOverlap };
+    const opts = { timeoutMs: this.options.extractTimeoutMs ?? configuredTimeoutMs, limits, signal, chunking, isolationKey: state.workspaceId };
+    let raw: ExtractedText;
     if (state.source === 'content') {
       const last = [...events].reverse().find((e) => e.type === 'DocumentContentUpdated') as unknown as (DocumentEvent & { type: 'DocumentContentUpdated' }) | undefined;
       if (!last) throw new ExtractionError('NO_TEXT', 'The document has no saved content.');
@@ -344,12 +351,9 @@ export class DocumentProcessor {
         }
       }
     }
-    const out: ExtractedSectionData[] = [];
-    for (const s of raw.sections) {
-      const text = normalizeText(s.text);
-      if (text) out.push({ text, ...(s.page !== undefined ? { page: s.page } : {}), ...(s.section !== undefined ? { section: s.section } : {}) });
-    }
-    return out;
+    // Each reader of the worker normalises its sections and yields none without text.
+    const sections: ExtractedSectionData[] = raw.sections.map((s) => ({ text: s.text, ...(s.page !== undefined ? { page: s.page } : {}), ...(s.section !== undefined ? { section: s.section } : {}) }));
+    return { sections, chunks: raw.chunks ?? [], tokenCount: raw.tokenCount ?? 0 };
   }
 
   /**

@@ -2,7 +2,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DocumentKind } from '../../src/processing/detectType';
-import { ExtractedText, ExtractionError, ExtractionErrorCode, extractText } from '../../src/processing/extract';
+import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, ExtractionErrorCode, extractText, idleExtractionWorkers } from '../../src/processing/extract';
+import { chunkText, countTokens } from '../../src/processing/chunker';
 import { normalizeText } from '../../src/processing/normalize';
 
 // extractText runs the compiled worker from dist/ (jest's globalSetup, or `npm run build`).
@@ -162,5 +163,57 @@ describe('extractText', () => {
 
   it('a missing file is not an extraction error', async () => {
     await expect(extractText(path.join(dir, 'nope.pdf'), 'pdf', opts)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('chunks the text in the worker as the chunker does on the sections, and counts its tokens', async () => {
+    const chunking = { chunkTokens: 40, overlapTokens: 8 };
+    for (const [name, kind] of [['sample.md', 'md'], ['sample.pdf', 'pdf'], ['sample.docx', 'docx']] as const) {
+      const r = await extractText(fixture(name), kind, { ...opts, chunking });
+      expect(r.chunks?.length).toBeGreaterThan(1);
+      expect(r.chunks).toEqual(chunkText(r.sections, chunking));
+      expect(r.tokenCount).toBe(r.sections.reduce((n, s) => n + countTokens(s.text), 0));
+    }
+    // Without `chunking`, sections only.
+    expect(await extractText(fixture('sample.md'), 'md', opts)).not.toHaveProperty('chunks');
+  });
+
+  it('reuses a worker only for the same isolation key, and only after a job that ended well', async () => {
+    await closeIdleExtractionWorkers();
+    const a = await extractText(fixture('sample.pdf'), 'pdf', { ...opts, isolationKey: 'ws-a' });
+    expect(idleExtractionWorkers()).toEqual([{ key: 'ws-a', jobs: 1 }]);
+    // The same worker serves the next job of that key, with the same result.
+    expect(await extractText(fixture('sample.pdf'), 'pdf', { ...opts, isolationKey: 'ws-a' })).toEqual(a);
+    expect(idleExtractionWorkers()).toEqual([{ key: 'ws-a', jobs: 2 }]);
+    // Another key never gets it.
+    await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-b' });
+    expect(idleExtractionWorkers()).toEqual([
+      { key: 'ws-a', jobs: 2 },
+      { key: 'ws-b', jobs: 1 },
+    ]);
+    // A job that fails ends its worker; the next job of that key starts a fresh one.
+    const corrupt = path.join(dir, 'corrupt.pdf');
+    await writeFile(corrupt, '%PDF-1.4 not really a pdf');
+    await failure(extractText(corrupt, 'pdf', { ...opts, isolationKey: 'ws-a' }));
+    expect(idleExtractionWorkers()).toEqual([{ key: 'ws-b', jobs: 1 }]);
+    await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-a' });
+    expect(idleExtractionWorkers()).toEqual([
+      { key: 'ws-b', jobs: 1 },
+      { key: 'ws-a', jobs: 1 },
+    ]);
+    // Without a key, no worker is kept.
+    await extractText(fixture('sample.md'), 'md', opts);
+    expect(idleExtractionWorkers()).toHaveLength(2);
+    await closeIdleExtractionWorkers();
+    expect(idleExtractionWorkers()).toEqual([]);
+  });
+
+  it('a reused worker is still stopped by the time-out', async () => {
+    await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-t' });
+    expect(idleExtractionWorkers()).toEqual([{ key: 'ws-t', jobs: 1 }]);
+    const err = await failure(extractText(fixture('sample.pdf'), 'pdf', { timeoutMs: 1, isolationKey: 'ws-t' }));
+    expect(err.code).toBe('TIMEOUT');
+    expect(idleExtractionWorkers()).toEqual([]);
+    await expect(extractText(fixture('sample.pdf'), 'pdf', { ...opts, isolationKey: 'ws-t' })).resolves.toMatchObject({ sections: [{ page: 1 }, { page: 2 }, { page: 3 }] });
+    await closeIdleExtractionWorkers();
   });
 });
