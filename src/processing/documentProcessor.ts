@@ -369,11 +369,15 @@ export class DocumentProcessor {
   }
 }
 
-/** A crashed embedding worker fails its batch and is replaced: try the batch again before giving up. */
+/**
+ * A crashed embedding worker fails its batch and is replaced: try the batch again before
+ * giving up. Through the provider's path for documents when it has one (GloVe-SIF: its
+ * ingest thread), else `embed` (remote providers, USE-lite's own workers).
+ */
 async function embedWithRetry(embeddings: AppContext['embeddings'], texts: string[], attempts = 3): Promise<Float32Array[]> {
   for (let i = 1; ; i++) {
     try {
-      return await embeddings.embed(texts);
+      return await (embeddings.embedDocuments ? embeddings.embedDocuments(texts) : embeddings.embed(texts));
     } catch (err) {
       if (i >= attempts) throw err;
       await new Promise((r) => setTimeout(r, 200 * i));

