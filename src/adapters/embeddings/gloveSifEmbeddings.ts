@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import type { EmbeddingProvider } from '../../ports/embeddings';
 import { compiledPath } from '../../util/paths';
-import { ensureGloveBinary, gloveVocabulary, parseGloveBinary, type GloveVectors } from './gloveVectors';
+import { ensureGloveBinary, parseGloveBinary, readGloveVocabulary, type GloveVectors } from './gloveVectors';
 import type { GloveThreadAnswer, GloveThreadData, GloveThreadRequest } from './gloveThread';
 
 export const GLOVE_SIF_MODEL_ID = 'local:glove-sif-100d';
@@ -225,10 +225,11 @@ export class GloveSifEmbeddings implements EmbeddingProvider {
         return undefined;
       }
       const { header, scales, rows } = model.vectors;
-      // The vocabulary from the file (read again: not kept on this thread; the rows are shared).
-      const vocabulary = gloveVocabulary(await fs.readFile(await ensureGloveBinary(this.options.cacheDirs, this.options.log)));
+      // The vocabulary from the file (its part only, read again: not kept on this thread; the rows are shared).
+      const vocabulary = await readGloveVocabulary(await ensureGloveBinary(this.options.cacheDirs, this.options.log));
       const data: GloveThreadData = { header, scales, rows, weight: model.weight, vocabulary, maxChars: this.maxChars, ...(model.component ? { component: model.component } : {}) };
-      const worker = new Worker(GLOVE_THREAD_PATH, { workerData: data });
+      // A small young generation: the thread allocates little (one batch's vectors) besides its map.
+      const worker = new Worker(GLOVE_THREAD_PATH, { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
       worker.unref(); // kept alive only while a batch waits (see embedDocuments)
       await new Promise<void>((resolve, reject) => {
         const onReady = (m: GloveThreadAnswer): void => {

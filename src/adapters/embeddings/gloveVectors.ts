@@ -175,6 +175,27 @@ export function gloveVocabulary(bytes: Buffer): string {
   return bytes.toString('utf8', gloveLayout(bytes).vocabOffset);
 }
 
+/** The vocabulary of a converted binary file, reading only that part of it. */
+export async function readGloveVocabulary(file: string): Promise<string> {
+  const fh = await fs.promises.open(file, 'r');
+  try {
+    const head = Buffer.alloc(12);
+    await fh.read(head, 0, 12, 0);
+    if (head.toString('latin1', 0, 8) !== MAGIC) throw new Error('not a GloVe binary');
+    const hl = head.readUInt32LE(8);
+    const headerBytes = Buffer.alloc(hl);
+    await fh.read(headerBytes, 0, hl, 12);
+    const header = JSON.parse(headerBytes.toString('utf8')) as GloveHeader;
+    const from = 12 + hl + header.count * 4 + header.count * header.dims;
+    const { size } = await fh.stat();
+    const vocab = Buffer.alloc(size - from);
+    await fh.read(vocab, 0, vocab.length, from);
+    return vocab.toString('utf8');
+  } finally {
+    await fh.close();
+  }
+}
+
 /** Word → rank from the vocabulary text. */
 export function gloveRanks(vocabulary: string, count: number): Map<string, number> {
   const words = vocabulary.split('\n');
