@@ -14,7 +14,7 @@ import { Subscription } from '../ports/eventStore';
 import { Job, JobConsumer, JobQueue, PoisonMessageError } from '../ports/jobQueue';
 import { PROCESS_DOCUMENT_JOB } from './processDocumentJob';
 import { Chunk } from './chunker';
-import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, extractText } from './extract';
+import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, extractText, keepSpareExtractionWorker } from './extract';
 import { FairScheduler, SchedulerClosedError } from './fairScheduler';
 import { activeEmbedder } from '../search/vectorModels';
 
@@ -94,6 +94,7 @@ export class DocumentProcessor {
 
   async start(): Promise<void> {
     this.stopping = false;
+    keepSpareExtractionWorker(); // a workspace's first document does not wait for a worker to start
     const queue = this.jobQueue;
     if (queue) {
       const { concurrency, perWorkspace } = this.app.config.processing;

@@ -219,6 +219,27 @@ interface PooledWorker {
 }
 
 const idleWorkers: PooledWorker[] = [];
+/** A started worker that has run no job yet (so any key may have it), kept while `keepSpare`. */
+let spare: PooledWorker | undefined;
+let keepSpare: number | undefined;
+
+/**
+ * Keeps one started worker in reserve (it has run no job, so it may go to any workspace): a
+ * workspace's first document does not wait for a thread to start. Taken, it is replaced in
+ * the background. Until `closeIdleExtractionWorkers`.
+ */
+export function keepSpareExtractionWorker(maxHeapMb = DEFAULT_EXTRACT_MAX_HEAP_MB): void {
+  keepSpare = maxHeapMb;
+  if (spare || !existsSync(EXTRACT_WORKER_PATH)) return;
+  const pooled = spawnWorker(undefined, maxHeapMb);
+  pooled.worker.unref();
+  pooled.onIdleExit = () => {
+    if (spare === pooled) spare = undefined;
+  };
+  pooled.worker.once('exit', pooled.onIdleExit);
+  pooled.jobs = 0;
+  spare = pooled;
+}
 
 function takeWorker(key: string | undefined, maxHeapMb: number): PooledWorker {
   const i = key === undefined ? -1 : idleWorkers.findIndex((w) => w.key === key && w.maxHeapMb === maxHeapMb);
@@ -231,6 +252,22 @@ function takeWorker(key: string | undefined, maxHeapMb: number): PooledWorker {
     pooled.jobs++;
     return pooled;
   }
+  if (spare && spare.maxHeapMb === maxHeapMb && spare.worker.threadId !== -1) {
+    const pooled = spare;
+    spare = undefined;
+    if (pooled.onIdleExit) pooled.worker.off('exit', pooled.onIdleExit);
+    pooled.onIdleExit = undefined;
+    pooled.worker.ref();
+    pooled.key = key;
+    pooled.jobs = 1;
+    const size = keepSpare;
+    if (size !== undefined) setImmediate(() => keepSpare === size && keepSpareExtractionWorker(size));
+    return pooled;
+  }
+  return spawnWorker(key, maxHeapMb);
+}
+
+function spawnWorker(key: string | undefined, maxHeapMb: number): PooledWorker {
   const worker = new Worker(EXTRACT_WORKER_PATH, {
     resourceLimits: { maxOldGenerationSizeMb: maxHeapMb, maxYoungGenerationSizeMb: 64 },
     stdout: true, // keep library chatter (pdf.js warnings) out of the server's output
@@ -265,14 +302,17 @@ function dropIdle(pooled: PooledWorker): void {
   clearTimeout(pooled.idleTimer);
 }
 
-/** The idle workers: their key and how many jobs each has served (for tests and diagnostics). */
+/** The idle workers: their key and how many jobs each has served (for tests and diagnostics); the spare has key undefined and 0 jobs. */
 export function idleExtractionWorkers(): { key: string | undefined; jobs: number }[] {
-  return idleWorkers.map((w) => ({ key: w.key, jobs: w.jobs }));
+  return [...idleWorkers.map((w) => ({ key: w.key, jobs: w.jobs })), ...(spare ? [{ key: undefined, jobs: 0 }] : [])];
 }
 
-/** Terminates the idle workers (at shutdown). */
+/** Terminates the idle workers and the spare, and stops keeping one (at shutdown). */
 export async function closeIdleExtractionWorkers(): Promise<void> {
+  keepSpare = undefined;
   const all = idleWorkers.splice(0);
+  if (spare) all.push(spare);
+  spare = undefined;
   await Promise.all(
     all.map((w) => {
       clearTimeout(w.idleTimer);

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DocumentKind } from '../../src/processing/detectType';
-import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, ExtractionErrorCode, extractText, idleExtractionWorkers } from '../../src/processing/extract';
+import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, ExtractionErrorCode, extractText, idleExtractionWorkers, keepSpareExtractionWorker } from '../../src/processing/extract';
 import { chunkText, countTokens } from '../../src/processing/chunker';
 import { normalizeText } from '../../src/processing/normalize';
 
@@ -214,6 +214,23 @@ describe('extractText', () => {
     expect(err.code).toBe('TIMEOUT');
     expect(idleExtractionWorkers()).toEqual([]);
     await expect(extractText(fixture('sample.pdf'), 'pdf', { ...opts, isolationKey: 'ws-t' })).resolves.toMatchObject({ sections: [{ page: 1 }, { page: 2 }, { page: 3 }] });
+    await closeIdleExtractionWorkers();
+  });
+
+  it('a spare worker (no job run yet) goes to any workspace and is replaced; none once closed', async () => {
+    keepSpareExtractionWorker();
+    expect(idleExtractionWorkers()).toEqual([{ key: undefined, jobs: 0 }]);
+    const r = await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-s' });
+    expect(r.sections.length).toBeGreaterThan(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(idleExtractionWorkers()).toEqual([
+      { key: 'ws-s', jobs: 1 },
+      { key: undefined, jobs: 0 },
+    ]);
+    await closeIdleExtractionWorkers();
+    await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-s' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(idleExtractionWorkers()).toEqual([{ key: 'ws-s', jobs: 1 }]);
     await closeIdleExtractionWorkers();
   });
 });

