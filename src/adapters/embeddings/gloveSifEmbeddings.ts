@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import type { EmbeddingProvider } from '../../ports/embeddings';
 import { compiledPath } from '../../util/paths';
-import { ensureGloveBinary, parseGloveBinary, readGloveVocabulary, type GloveVectors } from './gloveVectors';
+import { ensureGloveBinary, parseGloveBinaryAsync, readGloveVocabulary, type GloveVectors } from './gloveVectors';
 import type { GloveThreadAnswer, GloveThreadData, GloveThreadRequest } from './gloveThread';
 
 export const GLOVE_SIF_MODEL_ID = 'local:glove-sif-100d';
@@ -196,7 +196,7 @@ export class GloveSifEmbeddings implements EmbeddingProvider {
     this.model ??= (async () => {
       const file = await ensureGloveBinary(this.options.cacheDirs, this.options.log);
       const bytes = await fs.readFile(file);
-      const vectors = parseGloveBinary(bytes, { shared: this.options.ingestThread === true });
+      const vectors = await parseGloveBinaryAsync(bytes, { shared: this.options.ingestThread === true });
       const a = this.options.a ?? DEFAULT_A;
       // The component takes ~1 s of CPU to compute: kept beside the vectors, per `a`.
       const componentFile = `${file}.sif-component-a${a}.json`;

@@ -152,15 +152,29 @@ export function convertGloveJson(jsonPath: string = sourcePath()): Buffer {
  * that a worker thread can use them without a copy (see GloveSifEmbeddings' ingest thread).
  */
 export function parseGloveBinary(bytes: Buffer, options: { shared?: boolean } = {}): GloveVectors {
+  const { header, scales, rows, vocabulary } = gloveArrays(bytes, options.shared === true);
+  return { header, rank: gloveRanks(vocabulary, header.count), scales, rows };
+}
+
+/**
+ * As parseGloveBinary, yielding to the event loop while the vocabulary's map is built (about
+ * 0.2 s of work in one piece otherwise, at start-up, when the first requests arrive).
+ */
+export async function parseGloveBinaryAsync(bytes: Buffer, options: { shared?: boolean } = {}): Promise<GloveVectors> {
+  const { header, scales, rows, vocabulary } = gloveArrays(bytes, options.shared === true);
+  return { header, rank: await gloveRanksAsync(vocabulary, header.count), scales, rows };
+}
+
+function gloveArrays(bytes: Buffer, shared: boolean): { header: GloveHeader; scales: Float32Array; rows: Int8Array; vocabulary: string } {
   const { header, vocabOffset } = gloveLayout(bytes);
   let off = 12 + bytes.readUInt32LE(8);
-  const memory = (n: number): ArrayBuffer | SharedArrayBuffer => (options.shared ? new SharedArrayBuffer(n) : new ArrayBuffer(n));
+  const memory = (n: number): ArrayBuffer | SharedArrayBuffer => (shared ? new SharedArrayBuffer(n) : new ArrayBuffer(n));
   const scales = new Float32Array(memory(header.count * 4));
   new Uint8Array(scales.buffer).set(bytes.subarray(off, off + header.count * 4)); // little-endian hosts (x86, arm64)
   off += header.count * 4;
   const rows = new Int8Array(memory(header.count * header.dims));
   rows.set(new Int8Array(bytes.buffer, bytes.byteOffset + off, header.count * header.dims));
-  return { header, rank: gloveRanks(bytes.toString('utf8', vocabOffset), header.count), scales, rows };
+  return { header, scales, rows, vocabulary: bytes.toString('utf8', vocabOffset) };
 }
 
 function gloveLayout(bytes: Buffer): { header: GloveHeader; vocabOffset: number } {
@@ -168,11 +182,6 @@ function gloveLayout(bytes: Buffer): { header: GloveHeader; vocabOffset: number 
   const hl = bytes.readUInt32LE(8);
   const header = JSON.parse(bytes.toString('utf8', 12, 12 + hl)) as GloveHeader;
   return { header, vocabOffset: 12 + hl + header.count * 4 + header.count * header.dims };
-}
-
-/** The vocabulary of a converted binary ('\n'-separated words, rank order). */
-export function gloveVocabulary(bytes: Buffer): string {
-  return bytes.toString('utf8', gloveLayout(bytes).vocabOffset);
 }
 
 /** The vocabulary of a converted binary file, reading only that part of it. */
@@ -198,12 +207,33 @@ export async function readGloveVocabulary(file: string): Promise<string> {
 
 /** Word → rank from the vocabulary text. */
 export function gloveRanks(vocabulary: string, count: number): Map<string, number> {
+  const words = vocabularyWords(vocabulary, count);
+  const rank = new Map<string, number>();
+  addRanks(rank, words, 0, words.length);
+  return rank;
+}
+
+/** As gloveRanks, in slices of 20,000 words with the event loop's turn between them. */
+export async function gloveRanksAsync(vocabulary: string, count: number): Promise<Map<string, number>> {
+  const words = vocabularyWords(vocabulary, count);
+  const rank = new Map<string, number>();
+  const SLICE = 20_000;
+  for (let from = 0; from < words.length; from += SLICE) {
+    if (from > 0) await new Promise((r) => setImmediate(r));
+    addRanks(rank, words, from, Math.min(words.length, from + SLICE));
+  }
+  return rank;
+}
+
+function vocabularyWords(vocabulary: string, count: number): string[] {
   const words = vocabulary.split('\n');
   if (words.length !== count) throw new Error(`GloVe binary: ${words.length} words for ${count} rows`);
-  const rank = new Map<string, number>();
+  return words;
+}
+
+function addRanks(rank: Map<string, number>, words: string[], from: number, to: number): void {
   // First occurrence wins (the most frequent spelling).
-  for (let r = 0; r < words.length; r++) if (!rank.has(words[r])) rank.set(words[r], r);
-  return rank;
+  for (let r = from; r < to; r++) if (!rank.has(words[r])) rank.set(words[r], r);
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
