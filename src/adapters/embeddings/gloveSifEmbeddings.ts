@@ -213,8 +213,13 @@ export class GloveSifEmbeddings implements EmbeddingProvider {
     return this.model;
   }
 
+  /** Loads the model. The ingest thread starts with the first documents' batch (they do not wait for it), not here: its start-up work would compete with the first requests. */
   async warmup(): Promise<void> {
     await this.load();
+  }
+
+  /** Starts the ingest thread (if configured) and waits until it is ready. */
+  async startIngestThread(): Promise<void> {
     if (this.options.ingestThread) await this.ingestWorker();
   }
 

@@ -46,7 +46,7 @@ parentPort.on('message', (m) => {
  * The file is read and written on a thread of its own (one request at a time, in order), so
  * the syncs of a new document's key never hold the event loop; a key is answered once it is
  * on disk, as before. The table is made on the calling thread at construction, so a data dir
- * that cannot hold it fails at start.
+ * that cannot hold it fails at start; the thread starts then too.
  */
 export class SqliteKeyStore implements KeyStore {
   private readonly cache = new Map<string, Buffer | null>();
@@ -70,6 +70,8 @@ export class SqliteKeyStore implements KeyStore {
     } finally {
       db.close();
     }
+    // Started now (unref'd): the first new document's key does not wait for the thread to boot.
+    this.thread();
   }
 
   private thread(): Worker {
