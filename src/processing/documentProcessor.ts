@@ -8,12 +8,12 @@ import { CommandContext, fold, handleCommand, systemContext } from '../core/comm
 import { RecordedEvent } from '../domain/event';
 import { DomainError } from '../domain/errors';
 import { DocumentCommand, documentDecider, DocumentState } from '../domain/document/decider';
-import { chunkBatches, textExtractedParts, vectorBatches } from '../domain/document/eventParts';
+import { vectorBatches } from '../domain/document/eventParts';
+import { EVENT_PAYLOAD_BUDGET } from '../domain/eventSize';
 import { ChunkData, DocumentEvent, documentStream, encodeVector, ExtractedSectionData, ProcessingFailureCode } from '../domain/document/events';
 import { Subscription } from '../ports/eventStore';
 import { Job, JobConsumer, JobQueue, PoisonMessageError } from '../ports/jobQueue';
 import { PROCESS_DOCUMENT_JOB } from './processDocumentJob';
-import { Chunk } from './chunker';
 import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, extractText, keepSpareExtractionWorker } from './extract';
 import { FairScheduler, SchedulerClosedError } from './fairScheduler';
 import { activeEmbedder } from '../search/vectorModels';
@@ -31,6 +31,14 @@ const MAX_WAITING_RUNS = 1000;
 
 /** How a call of `process` ended. */
 export type ProcessOutcome = 'finished' | 'skipped' | 'resumed' | 'superseded' | 'interrupted';
+
+/** A document's text and chunks as the payloads of their events (from the extraction worker). */
+interface EventReadyText {
+  textParts: ExtractedSectionData[][];
+  chunkBatches: ChunkData[][];
+  tokenCount: number;
+  sizeBytes: number;
+}
 
 interface Run {
   documentId: string;
@@ -263,35 +271,26 @@ export class DocumentProcessor {
   private async pipeline(run: Run, processingId: string, events: RecordedEvent[], signal: AbortSignal): Promise<void> {
     const extractStarted = process.hrtime.bigint();
     const seconds = (since: bigint) => Number(process.hrtime.bigint() - since) / 1e9;
-    let sections: ExtractedSectionData[];
-    let chunks: Chunk[];
-    let tokenCount: number;
+    let extracted: EventReadyText;
     try {
-      ({ sections, chunks, tokenCount } = await this.extract(run.state, events, signal));
+      extracted = await this.extract(run.state, events, signal);
       this.app.metrics.extraction({ kind: run.state.kind, outcome: 'ok', seconds: seconds(extractStarted) });
     } catch (err) {
       this.app.metrics.extraction({ kind: run.state.kind, outcome: 'error', seconds: seconds(extractStarted) });
       throw err;
     }
-    if (sections.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
-    // The byte size of the sections joined by blank lines (as the document's text reads), without joining them.
-    const sizeBytes = sections.reduce((n, s) => n + Buffer.byteLength(s.text, 'utf8'), 2 * (sections.length - 1));
-    // Events stay under MAX_EVENT_BYTES: a large text goes in several parts (see eventParts).
-    const parts = textExtractedParts(sections);
+    // Events stay under MAX_EVENT_BYTES: a large text goes in several parts, chunks in
+    // batches (see eventParts), cut so by the extraction worker as it read the text.
+    const { textParts: parts, chunkBatches: batches, tokenCount, sizeBytes } = extracted;
+    if (parts.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
     for (let part = 0; part < parts.length; part++) {
       const partOf = parts.length > 1 ? { part, parts: parts.length } : {};
       await this.append(run, { type: 'RecordTextExtracted', processingId, sections: parts[part], tokenCount, sizeBytes, ...partOf });
     }
 
-    if (chunks.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
-    const chunkData: ChunkData[] = chunks.map((c) => ({
-      index: c.index,
-      content: c.content,
-      tokenCount: c.tokenCount,
-      ...(c.page !== undefined ? { page: c.page } : {}),
-      ...(c.section !== undefined ? { section: c.section } : {}),
-    }));
-    for (const batch of chunkBatches(chunkData, CHUNK_EVENT_BATCH)) await this.append(run, { type: 'RecordChunks', processingId, chunks: batch });
+    if (batches.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
+    for (const batch of batches) await this.append(run, { type: 'RecordChunks', processingId, chunks: batch });
+    const chunks = batches.flat();
 
     // The model searches use now (the old one while a model change is under way: the
     // re-embedder gives the document the new one's vectors), fixed for the whole run.
@@ -313,14 +312,16 @@ export class DocumentProcessor {
   }
 
   /**
-   * Sections of the document's current source (the uploaded file, or the last auto-saved
-   * content), normalised, with their chunks and token count: all made in the extraction
-   * worker (reused only for documents of the same workspace).
+   * The text of the document's current source (the uploaded file, or the last auto-saved
+   * content), normalised, and its chunks, cut into the payloads of their events, with the
+   * token count and size: all made in the extraction worker (reused only for documents of
+   * the same workspace).
    */
-  private async extract(state: DocumentState, events: RecordedEvent[], signal: AbortSignal): Promise<{ sections: ExtractedSectionData[]; chunks: Chunk[]; tokenCount: number }> {
+  private async extract(state: DocumentState, events: RecordedEvent[], signal: AbortSignal): Promise<EventReadyText> {
     const { timeoutMs: configuredTimeoutMs, ...limits } = this.app.config.extraction;
     const chunking = { chunkTokens: this.app.config.chunkTokens, overlapTokens: this.app.config.chunkOverlap };
-    const opts = { timeoutMs: this.options.extractTimeoutMs ?? configuredTimeoutMs, limits, signal, chunking, isolationKey: state.workspaceId };
+    const eventParts = { budget: EVENT_PAYLOAD_BUDGET, maxChunks: CHUNK_EVENT_BATCH };
+    const opts = { timeoutMs: this.options.extractTimeoutMs ?? configuredTimeoutMs, limits, signal, chunking, eventParts, isolationKey: state.workspaceId };
     let raw: ExtractedText;
     if (state.source === 'content') {
       const last = [...events].reverse().find((e) => e.type === 'DocumentContentUpdated') as unknown as (DocumentEvent & { type: 'DocumentContentUpdated' }) | undefined;
@@ -352,9 +353,7 @@ export class DocumentProcessor {
         }
       }
     }
-    // Each reader of the worker normalises its sections and yields none without text.
-    const sections: ExtractedSectionData[] = raw.sections.map((s) => ({ text: s.text, ...(s.page !== undefined ? { page: s.page } : {}), ...(s.section !== undefined ? { section: s.section } : {}) }));
-    return { sections, chunks: raw.chunks ?? [], tokenCount: raw.tokenCount ?? 0 };
+    return { textParts: raw.textParts ?? [], chunkBatches: raw.chunkBatches ?? [], tokenCount: raw.tokenCount ?? 0, sizeBytes: raw.sizeBytes ?? 0 };
   }
 
   /**

@@ -32,10 +32,30 @@ export interface ExtractedSection {
 }
 
 export interface ExtractedText {
+  /** Empty with `eventParts` (the text is in `textParts` then). */
   sections: ExtractedSection[];
-  /** With `chunking`: the chunks of the sections, in order, and the tokens of their text. */
+  /** With `chunking`: the chunks of the sections, in order (in `chunkBatches` with `eventParts`), and the tokens of their text. */
   chunks?: Chunk[];
   tokenCount?: number;
+  /** With `eventParts`: the sections as the DocumentTextExtracted events' parts (`textExtractedParts`). */
+  textParts?: ExtractedPiece[][];
+  /** With `eventParts`: the chunks as the DocumentChunked events' batches (`chunkBatches`). */
+  chunkBatches?: Chunk[][];
+  /** With `eventParts`: UTF-8 bytes of the sections joined by blank lines. */
+  sizeBytes?: number;
+}
+
+/** A piece of a section (`continued` after the first piece of a long section). */
+export interface ExtractedPiece extends ExtractedSection {
+  continued?: boolean;
+}
+
+/** How the worker cuts the text and chunks into events' payloads (see eventParts.ts). */
+export interface EventPartsOptions {
+  /** Bytes of JSON per event's payload (EVENT_PAYLOAD_BUDGET). */
+  budget: number;
+  /** Chunks per DocumentChunked event at most. */
+  maxChunks: number;
 }
 
 /** EXTRACTION_LIMIT_EXCEEDED: the file passed one of the ExtractionLimits (its message names the setting). */
@@ -86,6 +106,8 @@ export interface ExtractOptions {
   signal?: AbortSignal;
   /** The worker also chunks the text (see chunker.ts) and counts its tokens. */
   chunking?: ChunkOptions;
+  /** With `chunking`: the worker hands the text and chunks over already cut into events' payloads. */
+  eventParts?: EventPartsOptions;
   /** Workers may be reused for calls with the same key (a workspace id); none when absent. */
   isolationKey?: string;
 }
@@ -99,6 +121,7 @@ export interface ExtractJob {
   kind: DocumentKind;
   limits: ExtractionLimits;
   chunking?: ChunkOptions;
+  eventParts?: EventPartsOptions;
 }
 
 /** Messages to the worker: one job at a time, the next only after `done`. */
@@ -108,7 +131,9 @@ export type ExtractWorkerRequest = { type: 'job'; job: ExtractJob };
 export type ExtractWorkerMessage =
   | { type: 'sections'; sections: ExtractedSection[] }
   | { type: 'chunks'; chunks: Chunk[] }
-  | { type: 'done'; tokenCount?: number }
+  | { type: 'textPart'; part: ExtractedPiece[] }
+  | { type: 'chunkBatch'; chunks: Chunk[] }
+  | { type: 'done'; tokenCount?: number; sizeBytes?: number }
   | { type: 'error'; code: ExtractionErrorCode; message: string };
 
 export const EXTRACT_WORKER_PATH: string = compiledPath('src/processing/extractWorker');
@@ -129,7 +154,7 @@ export async function extractText(filePath: string, kind: DocumentKind, opts: Ex
     throw new Error(`extraction worker not built (${EXTRACT_WORKER_PATH}); run \`npm run build\``);
   }
   const limits: ExtractionLimits = { ...DEFAULT_EXTRACTION_LIMITS, ...opts.limits };
-  const job: ExtractJob = { filePath, kind, limits, ...(opts.chunking ? { chunking: opts.chunking } : {}) };
+  const job: ExtractJob = { filePath, kind, limits, ...(opts.chunking ? { chunking: opts.chunking, ...(opts.eventParts ? { eventParts: opts.eventParts } : {}) } : {}) };
   const maxHeapMb = opts.maxHeapMb ?? DEFAULT_EXTRACT_MAX_HEAP_MB;
   const { signal } = opts;
   signal?.throwIfAborted();
@@ -137,12 +162,14 @@ export async function extractText(filePath: string, kind: DocumentKind, opts: Ex
   return new Promise<ExtractedText>((resolve, reject) => {
     const sections: ExtractedSection[] = [];
     const chunks: Chunk[] = [];
+    const textParts: ExtractedPiece[][] = [];
+    const chunkBatches: Chunk[][] = [];
     let textBytes = 0;
     let settled = false;
     const pooled = takeWorker(opts.isolationKey, maxHeapMb);
     const { worker } = pooled;
 
-    const finish = (err: Error | undefined, tokenCount?: number): void => {
+    const finish = (err: Error | undefined, done?: { tokenCount?: number; sizeBytes?: number }): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -156,7 +183,9 @@ export async function extractText(filePath: string, kind: DocumentKind, opts: Ex
         return;
       }
       releaseWorker(pooled);
-      resolve(job.chunking ? { sections, chunks, tokenCount: tokenCount ?? 0 } : { sections });
+      const tokenCount = done?.tokenCount ?? 0;
+      if (job.eventParts) resolve({ sections, textParts, chunkBatches, tokenCount, sizeBytes: done?.sizeBytes ?? 0 });
+      else resolve(job.chunking ? { sections, chunks, tokenCount } : { sections });
     };
     const timer = setTimeout(() => {
       finish(new ExtractionError('TIMEOUT', `extraction of the ${kind} file did not finish within ${opts.timeoutMs} ms and was stopped`));
@@ -166,19 +195,23 @@ export async function extractText(filePath: string, kind: DocumentKind, opts: Ex
 
     const onMessage = (msg: ExtractWorkerMessage): void => {
       if (settled) return;
-      if (msg.type === 'sections') {
-        for (const s of msg.sections) {
+      if (msg.type === 'sections' || msg.type === 'textPart') {
+        const received = msg.type === 'sections' ? msg.sections : msg.part;
+        for (const s of received) {
           // The worker bounds its text too; this side does not trust it to.
           textBytes += Buffer.byteLength(s.text, 'utf8');
           if (textBytes > limits.maxExtractedBytes) {
             finish(textLimitError(kind, limits.maxExtractedBytes));
             return;
           }
-          sections.push(s);
         }
+        if (msg.type === 'sections') for (const s of msg.sections) sections.push(s);
+        else textParts.push(msg.part);
       } else if (msg.type === 'chunks') {
         for (const c of msg.chunks) chunks.push(c);
-      } else if (msg.type === 'done') finish(undefined, msg.tokenCount);
+      } else if (msg.type === 'chunkBatch') {
+        chunkBatches.push(msg.chunks);
+      } else if (msg.type === 'done') finish(undefined, msg);
       else finish(new ExtractionError(msg.code, msg.message));
     };
     const onError = (err: Error & { code?: string }): void => {

@@ -12,7 +12,9 @@ import type * as PdfParse from 'pdf-parse';
 import type WordExtractorClass from 'word-extractor';
 import { Chunk, Chunker, countTokens } from './chunker';
 import type { DocumentKind } from './detectType';
-import { DEFAULT_EXTRACTION_LIMITS, ExtractedSection, ExtractionError, ExtractionLimits, ExtractJob, ExtractWorkerMessage, ExtractWorkerRequest, textLimitError } from './extract';
+import { DEFAULT_EXTRACTION_LIMITS, ExtractedPiece, ExtractedSection, ExtractionError, ExtractionLimits, ExtractJob, ExtractWorkerMessage, ExtractWorkerRequest, textLimitError } from './extract';
+import { ByteBatcher } from '../domain/eventSize';
+import { sectionPieces } from '../domain/document/eventParts';
 import { normalizeInline, normalizeText } from './normalize';
 import { openBoundedZip, ZipPackageError } from './zipPackage';
 
@@ -335,11 +337,17 @@ async function run(job: ExtractJob): Promise<void> {
     let batchChars = 0;
     let anyText = false;
     let textBytes = 0;
-    // Chunks and the token count of the text, when the parent asks.
+    // Chunks and the token count of the text, when the parent asks; with `eventParts`, the
+    // text and the chunks cut into events' payloads as they come (the parent appends them as they are).
     const chunker = job.chunking ? new Chunker(job.chunking) : undefined;
+    const parts = job.eventParts;
+    const pieceBatcher = parts ? new ByteBatcher<ExtractedPiece>(parts.budget) : undefined;
+    const chunkBatcher = parts ? new ByteBatcher<Chunk>(parts.budget, parts.maxChunks) : undefined;
     let chunks: Chunk[] = [];
     let chunkChars = 0;
     let tokenCount = 0;
+    let sizeBytes = 0;
+    let sectionCount = 0;
     const sendChunks = (): void => {
       if (chunks.length > 0) send({ type: 'chunks', chunks });
       chunks = [];
@@ -347,6 +355,11 @@ async function run(job: ExtractJob): Promise<void> {
     };
     const addChunks = (more: Chunk[]): void => {
       for (const c of more) {
+        if (chunkBatcher) {
+          const full = chunkBatcher.push(c);
+          if (full) send({ type: 'chunkBatch', chunks: full });
+          continue;
+        }
         chunks.push(c);
         chunkChars += c.content.length;
       }
@@ -361,12 +374,21 @@ async function run(job: ExtractJob): Promise<void> {
       if (!text) continue;
       const section: ExtractedSection = { ...read, text };
       anyText = true;
-      batch.push(section);
-      batchChars += section.text.length;
-      if (batchChars >= BATCH_CHARS) {
-        send({ type: 'sections', sections: batch });
-        batch = [];
-        batchChars = 0;
+      if (pieceBatcher && parts) {
+        sizeBytes += Buffer.byteLength(text, 'utf8') + (sectionCount > 0 ? 2 : 0); // joined by blank lines
+        sectionCount++;
+        for (const piece of sectionPieces(section, parts.budget)) {
+          const full = pieceBatcher.push(piece);
+          if (full) send({ type: 'textPart', part: full });
+        }
+      } else {
+        batch.push(section);
+        batchChars += section.text.length;
+        if (batchChars >= BATCH_CHARS) {
+          send({ type: 'sections', sections: batch });
+          batch = [];
+          batchChars = 0;
+        }
       }
       if (chunker) {
         tokenCount += countTokens(section.text);
@@ -382,10 +404,14 @@ async function run(job: ExtractJob): Promise<void> {
       );
     }
     if (batch.length > 0) send({ type: 'sections', sections: batch });
+    const lastPart = pieceBatcher?.flush();
+    if (lastPart) send({ type: 'textPart', part: lastPart });
     if (chunker) {
       addChunks(chunker.flush());
       sendChunks();
-      send({ type: 'done', tokenCount });
+      const lastChunks = chunkBatcher?.flush();
+      if (lastChunks) send({ type: 'chunkBatch', chunks: lastChunks });
+      send({ type: 'done', tokenCount, ...(parts ? { sizeBytes } : {}) });
     } else send({ type: 'done' });
   } catch (err) {
     if (err instanceof ExtractionError) send({ type: 'error', code: err.code, message: err.message });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { DocumentKind } from '../../src/processing/detectType';
 import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, ExtractionErrorCode, extractText, idleExtractionWorkers, keepSpareExtractionWorker } from '../../src/processing/extract';
 import { chunkText, countTokens } from '../../src/processing/chunker';
+import { chunkBatches, textExtractedParts } from '../../src/domain/document/eventParts';
 import { normalizeText } from '../../src/processing/normalize';
 
 // extractText runs the compiled worker from dist/ (jest's globalSetup, or `npm run build`).
@@ -232,5 +233,32 @@ describe('extractText', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(idleExtractionWorkers()).toEqual([{ key: 'ws-s', jobs: 1 }]);
     await closeIdleExtractionWorkers();
+  });
+
+  it('with eventParts, the worker hands over the text and chunks as the payloads of the events the processor made of them before', async () => {
+    const chunking = { chunkTokens: 60, overlapTokens: 10 };
+    const long = path.join(dir, 'long.txt');
+    // Several pieces per section (a long paragraph), several parts and chunk batches.
+    await writeFile(long, Array.from({ length: 3000 }, (_, i) => `Sentence ${i} about l\u00e9gumes and wings.`).join(' ') + '\n\n' + 'Short tail.\n');
+    const cases = [
+      [fixture('sample.md'), 'md', 2048, 3],
+      [fixture('sample.pdf'), 'pdf', 4096, 5],
+      [fixture('sample.docx'), 'docx', 1024, 2],
+      [long, 'txt', 16 * 1024, 40],
+    ] as const;
+    for (const [file, kind, budget, maxChunks] of cases) {
+      const plain = await extractText(file, kind, { ...opts, chunking });
+      const ready = await extractText(file, kind, { ...opts, chunking, eventParts: { budget, maxChunks } });
+      expect(ready.sections).toEqual([]);
+      expect(ready.textParts).toEqual(textExtractedParts(plain.sections, budget));
+      expect(ready.chunkBatches).toEqual(chunkBatches(plain.chunks ?? [], maxChunks, budget));
+      expect(ready.tokenCount).toBe(plain.tokenCount);
+      expect(ready.sizeBytes).toBe(Buffer.byteLength(plain.sections.map((s) => s.text).join('\n\n'), 'utf8'));
+      if (kind === 'txt') {
+        expect(ready.textParts?.length).toBeGreaterThan(2);
+        expect(ready.textParts?.flat().some((p) => p.continued)).toBe(true);
+        expect(ready.chunkBatches?.length).toBeGreaterThan(2);
+      }
+    }
   });
 });
