@@ -27,6 +27,9 @@ export function open(key: Buffer, sealed: string, aad: string): string {
   return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
 }
 
+/** Decryption done in one go before reads let the event loop take a turn. */
+const OPEN_SLICE_MS = 8;
+
 /** The plaintext kept of recently sealed or opened events (UTF-16 characters). */
 export const PLAINTEXT_CACHE_CHARS = 8 * 1024 * 1024;
 
@@ -124,11 +127,8 @@ export class EncryptingEventStore implements EventStore {
     return { event: { ...e, data }, documentId, values };
   }
 
-  private async openEvent(e: RecordedEvent): Promise<RecordedEvent> {
-    const paths = encryptedPathsOf(e.type);
-    const documentId = paths.length ? documentIdOf(e.data) : null;
-    if (!documentId) return upcast(e);
-    const key = await this.keys.get(documentId);
+  /** The event with its sealed fields opened with `key` (null: the key was destroyed, the text reads as erased). */
+  private openWithKey(e: RecordedEvent, paths: readonly (readonly string[])[], documentId: string, key: Buffer | null): RecordedEvent {
     // Read only while the key exists: an erased document's text is never served from memory.
     const cached = key ? this.plaintext.get(e.id) : undefined;
     const values: string[] = [];
@@ -156,15 +156,34 @@ export class EncryptingEventStore implements EventStore {
     return upcast({ ...e, data });
   }
 
+  /**
+   * Most events seal nothing: upcast those in place. The others' keys are fetched together,
+   * then the events are opened in order, with the event loop's turn every OPEN_SLICE_MS of
+   * decryption (a large document read whole, as the search index does at DocumentVerified,
+   * would otherwise hold the loop for its whole text at once).
+   */
   private async openAll(events: RecordedEvent[]): Promise<RecordedEvent[]> {
-    // Most events seal nothing: upcast those in place, and wait only for the others' keys.
     const out = new Array<RecordedEvent>(events.length);
-    const sealed: Promise<void>[] = [];
+    const sealed: { i: number; paths: readonly (readonly string[])[]; documentId: string }[] = [];
     events.forEach((e, i) => {
-      if (encryptedPathsOf(e.type).length === 0) out[i] = upcast(e);
-      else sealed.push(this.openEvent(e).then((opened) => void (out[i] = opened)));
+      const paths = encryptedPathsOf(e.type);
+      const documentId = paths.length ? documentIdOf(e.data) : null;
+      if (!documentId) out[i] = upcast(e);
+      else sealed.push({ i, paths, documentId });
     });
-    if (sealed.length > 0) await Promise.all(sealed);
+    if (sealed.length === 0) return out;
+    const ids = [...new Set(sealed.map((s) => s.documentId))];
+    const fetchKeys = async (): Promise<Map<string, Buffer | null>> => new Map(await Promise.all(ids.map(async (id) => [id, await this.keys.get(id)] as const)));
+    let keys = await fetchKeys();
+    let sliceStart = performance.now();
+    for (const s of sealed) {
+      out[s.i] = this.openWithKey(events[s.i], s.paths, s.documentId, keys.get(s.documentId) ?? null);
+      if (performance.now() - sliceStart > OPEN_SLICE_MS) {
+        await new Promise((resolve) => setImmediate(resolve));
+        keys = await fetchKeys(); // a key destroyed meanwhile is seen by the rest of the batch
+        sliceStart = performance.now();
+      }
+    }
     return out;
   }
 
