@@ -3,8 +3,7 @@ import fs from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import type { EmbeddingProvider } from '../../ports/embeddings';
 import { compiledPath } from '../../util/paths';
-import { ensureGloveBinary, parseGloveBinaryAsync, readGloveVocabulary, type GloveVectors } from './gloveVectors';
-import type { GloveThreadAnswer, GloveThreadData, GloveThreadRequest } from './gloveThread';
+import { ensureGloveBinary, parseGloveBinaryAsync, readGloveVocabulary, type GloveHeader, type GloveVectors } from './gloveVectors';
 
 export const GLOVE_SIF_MODEL_ID = 'local:glove-sif-100d';
 
@@ -27,6 +26,22 @@ export interface GloveSifOptions {
 }
 
 export const GLOVE_THREAD_PATH: string = compiledPath('src/adapters/embeddings/gloveThread');
+
+/** What the ingest thread (gloveThread.ts) is started with. */
+export interface GloveThreadData {
+  header: GloveHeader;
+  scales: Float32Array;
+  rows: Int8Array;
+  weight: Float32Array;
+  component?: Float32Array;
+  vocabulary: string;
+  maxChars: number;
+}
+
+/** To the thread: texts to embed. From it: `ready` once, then each request's vectors, `dims` floats per text, one buffer. */
+export type GloveThreadRequest = { id: number; texts: string[] };
+export type GloveThreadAnswer = { type: 'ready' } | { type: 'vectors'; id: number; vectors: Float32Array } | { type: 'error'; id: number; message: string };
+
 
 const DEFAULT_A = 1e-4;
 /** Sentence length of the random text the common component is computed for. */

@@ -4,23 +4,8 @@
  * main thread's own (SharedArrayBuffers): only the vocabulary's map is built here.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { GloveHeader } from './gloveVectors';
 import { gloveRanks } from './gloveVectors';
-import { SifModel, sifEmbed } from './gloveSifEmbeddings';
-
-export interface GloveThreadData {
-  header: GloveHeader;
-  scales: Float32Array;
-  rows: Int8Array;
-  weight: Float32Array;
-  component?: Float32Array;
-  vocabulary: string;
-  maxChars: number;
-}
-
-/** To the thread: texts to embed. From it: `ready` once, then each request's vectors, `dims` floats per text, one buffer. */
-export type GloveThreadRequest = { id: number; texts: string[] };
-export type GloveThreadAnswer = { type: 'ready' } | { type: 'vectors'; id: number; vectors: Float32Array } | { type: 'error'; id: number; message: string };
+import { GloveThreadAnswer, GloveThreadData, GloveThreadRequest, SifModel, sifEmbed } from './gloveSifEmbeddings';
 
 function start(data: GloveThreadData): void {
   const port = parentPort;
