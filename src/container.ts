@@ -187,7 +187,8 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     storedEventStore = new SqliteEventStore(path.join(config.dataDir, 'events.db'), { synchronous: config.durability, metrics });
   }
   opened.push(() => storedEventStore.close());
-  const eventStore: EventStore = new EncryptingEventStore(storedEventStore, keyStore);
+  const encrypting = new EncryptingEventStore(storedEventStore, keyStore);
+  const eventStore: EventStore = encrypting;
 
   let readStore: ReadStore;
   let blobStore: BlobStore;
@@ -274,7 +275,8 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
 
   di.register(STORED_EVENT_STORE, { useValue: storedEventStore });
   di.register(EVENT_STORE, { useValue: eventStore });
-  di.register(KEY_STORE, { useValue: keyStore });
+  // Through the event store: destroying a key also drops the plaintext it keeps in memory.
+  di.register(KEY_STORE, { useValue: encrypting.keyStore });
   di.register(READ_STORE, { useValue: readStore });
   di.register(SEARCH_INDEX, { useValue: searchIndex });
   di.register(BLOB_STORE, { useValue: blobStore });

@@ -31,6 +31,7 @@ const Env = t.partial({
   KB_EMBEDDINGS: t.keyof({ local: null, use: null, glove: null, 'use+glove': null, openai: null }),
   KB_MODEL_CACHE_DIR: t.string,
   KB_EMBEDDING_THREADS: IntFromString,
+  KB_EMBEDDING_INGEST_THREAD: t.keyof({ worker: null, main: null }),
   KB_CHUNK_TOKENS: IntFromString,
   KB_CHUNK_OVERLAP: IntFromString,
   KB_OPENAI_API_KEY: t.string,
@@ -118,6 +119,8 @@ export interface Config {
   /** Where converted local model files are cached (default `<repo>/.cache/models`, then `KB_DATA_DIR/models`). */
   modelCacheDir?: string;
   embeddingThreads: number;
+  /** GloVe-SIF: documents' chunks embedded on a thread of their own (`worker`, default) or on the event loop's (`main`); queries always on the event loop's. */
+  embeddingIngestThread: boolean;
   chunkTokens: number;
   chunkOverlap: number;
   openai: { apiKey?: string; baseUrl?: string; model: string; dimensions?: number };
@@ -243,6 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddings: e.KB_EMBEDDINGS ?? 'local',
     modelCacheDir: e.KB_MODEL_CACHE_DIR,
     embeddingThreads: e.KB_EMBEDDING_THREADS ?? 1,
+    embeddingIngestThread: (e.KB_EMBEDDING_INGEST_THREAD ?? 'worker') === 'worker',
     chunkTokens: e.KB_CHUNK_TOKENS ?? 200,
     chunkOverlap: e.KB_CHUNK_OVERLAP ?? 40,
     openai: { apiKey: e.KB_OPENAI_API_KEY, baseUrl: e.KB_OPENAI_BASE_URL, model: e.KB_OPENAI_MODEL ?? 'text-embedding-3-small', dimensions: e.KB_OPENAI_DIMENSIONS },

@@ -25,19 +25,45 @@ export const eventBytes = (e: { type: string; data: unknown; metadata?: unknown 
  * larger) at most `budget` bytes of JSON; the order is kept.
  */
 export function batchesByBytes<T>(items: readonly T[], budget: number, maxItems = Number.MAX_SAFE_INTEGER): T[][] {
+  const batcher = new ByteBatcher<T>(budget, maxItems);
   const out: T[][] = [];
-  let current: T[] = [];
-  let bytes = 2;
   for (const item of items) {
-    const size = jsonBytes(item) + 1;
-    if (current.length > 0 && (bytes + size > budget || current.length >= maxItems)) {
-      out.push(current);
-      current = [];
-      bytes = 2;
-    }
-    current.push(item);
-    bytes += size;
+    const full = batcher.push(item);
+    if (full) out.push(full);
   }
-  if (current.length > 0) out.push(current);
+  const last = batcher.flush();
+  if (last) out.push(last);
   return out;
+}
+
+/** `batchesByBytes` one item at a time: `push` returns a batch when the item starts the next one, `flush` the last. */
+export class ByteBatcher<T> {
+  private current: T[] = [];
+  private bytes = 2;
+
+  constructor(
+    private readonly budget: number,
+    private readonly maxItems = Number.MAX_SAFE_INTEGER,
+  ) {}
+
+  push(item: T): T[] | undefined {
+    const size = jsonBytes(item) + 1;
+    let full: T[] | undefined;
+    if (this.current.length > 0 && (this.bytes + size > this.budget || this.current.length >= this.maxItems)) {
+      full = this.current;
+      this.current = [];
+      this.bytes = 2;
+    }
+    this.current.push(item);
+    this.bytes += size;
+    return full;
+  }
+
+  flush(): T[] | undefined {
+    if (this.current.length === 0) return undefined;
+    const last = this.current;
+    this.current = [];
+    this.bytes = 2;
+    return last;
+  }
 }

@@ -4,6 +4,11 @@ export interface EmbeddingProvider {
   readonly modelId: string;
   readonly dimensions: number;
   embed(texts: string[]): Promise<Float32Array[]>;
+  /**
+   * Texts of documents to index (optional): the same vectors as `embed`, possibly made off
+   * the event loop and without the query cache. Callers fall back to `embed` when absent.
+   */
+  embedDocuments?(texts: string[]): Promise<Float32Array[]>;
   /** Loads the model ahead of the first call (optional: remote providers have nothing to load). */
   warmup?(): Promise<void>;
   close(): Promise<void>;

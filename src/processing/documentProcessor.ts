@@ -8,15 +8,14 @@ import { CommandContext, fold, handleCommand, systemContext } from '../core/comm
 import { RecordedEvent } from '../domain/event';
 import { DomainError } from '../domain/errors';
 import { DocumentCommand, documentDecider, DocumentState } from '../domain/document/decider';
-import { chunkBatches, textExtractedParts, vectorBatches } from '../domain/document/eventParts';
+import { vectorBatches } from '../domain/document/eventParts';
+import { EVENT_PAYLOAD_BUDGET } from '../domain/eventSize';
 import { ChunkData, DocumentEvent, documentStream, encodeVector, ExtractedSectionData, ProcessingFailureCode } from '../domain/document/events';
 import { Subscription } from '../ports/eventStore';
 import { Job, JobConsumer, JobQueue, PoisonMessageError } from '../ports/jobQueue';
 import { PROCESS_DOCUMENT_JOB } from './processDocumentJob';
-import { chunkText, countTokens } from './chunker';
-import { ExtractionError, extractText } from './extract';
+import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, extractText, keepSpareExtractionWorker } from './extract';
 import { FairScheduler, SchedulerClosedError } from './fairScheduler';
-import { normalizeText } from './normalize';
 import { activeEmbedder } from '../search/vectorModels';
 
 export const PROCESSOR_CHECKPOINT = 'document-processor';
@@ -33,6 +32,14 @@ const MAX_WAITING_RUNS = 1000;
 /** How a call of `process` ended. */
 export type ProcessOutcome = 'finished' | 'skipped' | 'resumed' | 'superseded' | 'interrupted';
 
+/** A document's text and chunks as the payloads of their events (from the extraction worker). */
+interface EventReadyText {
+  textParts: ExtractedSectionData[][];
+  chunkBatches: ChunkData[][];
+  tokenCount: number;
+  sizeBytes: number;
+}
+
 interface Run {
   documentId: string;
   state: DocumentState;
@@ -42,8 +49,9 @@ interface Run {
 /**
  * The document processor: a process manager driven by the event log. Each
  * DocumentProcessingStarted (appended together with DocumentUploaded, DocumentContentUpdated
- * or DocumentReprocessRequested) starts a run: extract (worker thread, time-out) →
- * normalise → chunk → embed in batches → DocumentVerified, or DocumentProcessingFailed.
+ * or DocumentReprocessRequested) starts a run: extract, normalise and chunk (in a worker
+ * thread, with a time-out: extract.ts) → embed in batches → DocumentVerified, or
+ * DocumentProcessingFailed.
  *
  * Fair across workspaces: runs go through a FairScheduler (KB_PROCESSING_CONCURRENCY runs
  * at once, at most KB_PROCESSING_PER_WORKSPACE of one workspace, waiting runs taken
@@ -94,6 +102,7 @@ export class DocumentProcessor {
 
   async start(): Promise<void> {
     this.stopping = false;
+    keepSpareExtractionWorker(); // a workspace's first document does not wait for a worker to start
     const queue = this.jobQueue;
     if (queue) {
       const { concurrency, perWorkspace } = this.app.config.processing;
@@ -130,6 +139,7 @@ export class DocumentProcessor {
     // none is checkpointed, so all are delivered again after the restart.
     scheduler?.close();
     for (const r of this.activeRuns.values()) r.abort.abort(new RunAbandoned('stopping'));
+    await closeIdleExtractionWorkers();
     for (const w of [...this.runFinishedWaiters]) w();
     if (!sub) return;
     await Promise.race([Promise.all([sub.stop(), scheduler?.idle()]), new Promise((r) => setTimeout(r, 3000).unref())]);
@@ -261,34 +271,26 @@ export class DocumentProcessor {
   private async pipeline(run: Run, processingId: string, events: RecordedEvent[], signal: AbortSignal): Promise<void> {
     const extractStarted = process.hrtime.bigint();
     const seconds = (since: bigint) => Number(process.hrtime.bigint() - since) / 1e9;
-    let sections: ExtractedSectionData[];
+    let extracted: EventReadyText;
     try {
-      sections = await this.extract(run.state, events, signal);
+      extracted = await this.extract(run.state, events, signal);
       this.app.metrics.extraction({ kind: run.state.kind, outcome: 'ok', seconds: seconds(extractStarted) });
     } catch (err) {
       this.app.metrics.extraction({ kind: run.state.kind, outcome: 'error', seconds: seconds(extractStarted) });
       throw err;
     }
-    const text = sections.map((s) => s.text).join('\n\n');
-    const tokenCount = sections.reduce((n, s) => n + countTokens(s.text), 0);
-    if (sections.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
-    // Events stay under MAX_EVENT_BYTES: a large text goes in several parts (see eventParts).
-    const parts = textExtractedParts(sections);
+    // Events stay under MAX_EVENT_BYTES: a large text goes in several parts, chunks in
+    // batches (see eventParts), cut so by the extraction worker as it read the text.
+    const { textParts: parts, chunkBatches: batches, tokenCount, sizeBytes } = extracted;
+    if (parts.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
     for (let part = 0; part < parts.length; part++) {
       const partOf = parts.length > 1 ? { part, parts: parts.length } : {};
-      await this.append(run, { type: 'RecordTextExtracted', processingId, sections: parts[part], tokenCount, sizeBytes: Buffer.byteLength(text, 'utf8'), ...partOf });
+      await this.append(run, { type: 'RecordTextExtracted', processingId, sections: parts[part], tokenCount, sizeBytes, ...partOf });
     }
 
-    const chunks = chunkText(sections, { chunkTokens: this.app.config.chunkTokens, overlapTokens: this.app.config.chunkOverlap });
-    if (chunks.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
-    const chunkData: ChunkData[] = chunks.map((c) => ({
-      index: c.index,
-      content: c.content,
-      tokenCount: c.tokenCount,
-      ...(c.page !== undefined ? { page: c.page } : {}),
-      ...(c.section !== undefined ? { section: c.section } : {}),
-    }));
-    for (const batch of chunkBatches(chunkData, CHUNK_EVENT_BATCH)) await this.append(run, { type: 'RecordChunks', processingId, chunks: batch });
+    if (batches.length === 0) throw new ExtractionError('NO_TEXT', 'The document contains no extractable text.');
+    for (const batch of batches) await this.append(run, { type: 'RecordChunks', processingId, chunks: batch });
+    const chunks = batches.flat();
 
     // The model searches use now (the old one while a model change is under way: the
     // re-embedder gives the document the new one's vectors), fixed for the whole run.
@@ -309,11 +311,18 @@ export class DocumentProcessor {
     await this.append(run, { type: 'MarkVerified', processingId });
   }
 
-  /** Sections of the document's current source (the uploaded file, or the last auto-saved content), normalised. */
-  private async extract(state: DocumentState, events: RecordedEvent[], signal: AbortSignal): Promise<ExtractedSectionData[]> {
+  /**
+   * The text of the document's current source (the uploaded file, or the last auto-saved
+   * content), normalised, and its chunks, cut into the payloads of their events, with the
+   * token count and size: all made in the extraction worker (reused only for documents of
+   * the same workspace).
+   */
+  private async extract(state: DocumentState, events: RecordedEvent[], signal: AbortSignal): Promise<EventReadyText> {
     const { timeoutMs: configuredTimeoutMs, ...limits } = this.app.config.extraction;
-    const opts = { timeoutMs: this.options.extractTimeoutMs ?? configuredTimeoutMs, limits, signal };
-    let raw: { sections: ExtractedSectionData[] };
+    const chunking = { chunkTokens: this.app.config.chunkTokens, overlapTokens: this.app.config.chunkOverlap };
+    const eventParts = { budget: EVENT_PAYLOAD_BUDGET, maxChunks: CHUNK_EVENT_BATCH };
+    const opts = { timeoutMs: this.options.extractTimeoutMs ?? configuredTimeoutMs, limits, signal, chunking, eventParts, isolationKey: state.workspaceId };
+    let raw: ExtractedText;
     if (state.source === 'content') {
       const last = [...events].reverse().find((e) => e.type === 'DocumentContentUpdated') as unknown as (DocumentEvent & { type: 'DocumentContentUpdated' }) | undefined;
       if (!last) throw new ExtractionError('NO_TEXT', 'The document has no saved content.');
@@ -344,12 +353,7 @@ export class DocumentProcessor {
         }
       }
     }
-    const out: ExtractedSectionData[] = [];
-    for (const s of raw.sections) {
-      const text = normalizeText(s.text);
-      if (text) out.push({ text, ...(s.page !== undefined ? { page: s.page } : {}), ...(s.section !== undefined ? { section: s.section } : {}) });
-    }
-    return out;
+    return { textParts: raw.textParts ?? [], chunkBatches: raw.chunkBatches ?? [], tokenCount: raw.tokenCount ?? 0, sizeBytes: raw.sizeBytes ?? 0 };
   }
 
   /**
@@ -365,11 +369,15 @@ export class DocumentProcessor {
   }
 }
 
-/** A crashed embedding worker fails its batch and is replaced: try the batch again before giving up. */
+/**
+ * A crashed embedding worker fails its batch and is replaced: try the batch again before
+ * giving up. Through the provider's path for documents when it has one (GloVe-SIF: its
+ * ingest thread), else `embed` (remote providers, USE-lite's own workers).
+ */
 async function embedWithRetry(embeddings: AppContext['embeddings'], texts: string[], attempts = 3): Promise<Float32Array[]> {
   for (let i = 1; ; i++) {
     try {
-      return await embeddings.embed(texts);
+      return await (embeddings.embedDocuments ? embeddings.embedDocuments(texts) : embeddings.embed(texts));
     } catch (err) {
       if (i >= attempts) throw err;
       await new Promise((r) => setTimeout(r, 200 * i));

@@ -2,14 +2,25 @@ import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import { compiledPath } from '../util/paths';
+import type { Chunk, ChunkOptions } from './chunker';
 import type { DocumentKind } from './detectType';
 
 /**
- * Text extraction, run off the main event loop: each call starts a worker thread
- * (compiled JS at `compiledPath('src/processing/extractWorker')`) that extracts the file
- * and streams sections back; a time-out terminates the worker, and a crash or runaway
- * memory inside it (hostile or corrupt file) becomes a typed ExtractionError, never a
- * crash or hang of the server.
+ * Text extraction, run off the main event loop in a worker thread (compiled JS at
+ * `compiledPath('src/processing/extractWorker')`) that extracts the file and streams
+ * sections back; a time-out terminates the worker, and a crash or runaway memory inside it
+ * (hostile or corrupt file) becomes a typed ExtractionError, never a crash or hang of the
+ * server. Asked to (`chunking`), the worker also cuts the text into chunks and counts its
+ * tokens, so that work stays off the event loop too.
+ *
+ * Workers are reused only within one `isolationKey` (the processor passes the workspace),
+ * and only after a job that ended well: a worker that timed out, was aborted, failed or
+ * crashed is terminated. Starting a worker and warming pdf.js up in it cost more than
+ * parsing a 20-page PDF (about 0.7 s of CPU against 0.2 s when warm), so a warm worker of the
+ * same workspace is kept for the next document (at most MAX_IDLE_WORKERS idle, each for
+ * IDLE_WORKER_MS, at most JOBS_PER_WORKER jobs). Without an `isolationKey` every call has a
+ * worker of its own, as before. One workspace's file never runs in a worker another
+ * workspace's file ran in.
  */
 
 export interface ExtractedSection {
@@ -21,7 +32,30 @@ export interface ExtractedSection {
 }
 
 export interface ExtractedText {
+  /** Empty with `eventParts` (the text is in `textParts` then). */
   sections: ExtractedSection[];
+  /** With `chunking`: the chunks of the sections, in order (in `chunkBatches` with `eventParts`), and the tokens of their text. */
+  chunks?: Chunk[];
+  tokenCount?: number;
+  /** With `eventParts`: the sections as the DocumentTextExtracted events' parts (`textExtractedParts`). */
+  textParts?: ExtractedPiece[][];
+  /** With `eventParts`: the chunks as the DocumentChunked events' batches (`chunkBatches`). */
+  chunkBatches?: Chunk[][];
+  /** With `eventParts`: UTF-8 bytes of the sections joined by blank lines. */
+  sizeBytes?: number;
+}
+
+/** A piece of a section (`continued` after the first piece of a long section). */
+export interface ExtractedPiece extends ExtractedSection {
+  continued?: boolean;
+}
+
+/** How the worker cuts the text and chunks into events' payloads (see eventParts.ts). */
+export interface EventPartsOptions {
+  /** Bytes of JSON per event's payload (EVENT_PAYLOAD_BUDGET). */
+  budget: number;
+  /** Chunks per DocumentChunked event at most. */
+  maxChunks: number;
 }
 
 /** EXTRACTION_LIMIT_EXCEEDED: the file passed one of the ExtractionLimits (its message names the setting). */
@@ -70,6 +104,12 @@ export interface ExtractOptions {
   limits?: Partial<ExtractionLimits>;
   /** Aborting terminates the worker; the call rejects with the signal's reason. */
   signal?: AbortSignal;
+  /** The worker also chunks the text (see chunker.ts) and counts its tokens. */
+  chunking?: ChunkOptions;
+  /** With `chunking`: the worker hands the text and chunks over already cut into events' payloads. */
+  eventParts?: EventPartsOptions;
+  /** Workers may be reused for calls with the same key (a workspace id); none when absent. */
+  isolationKey?: string;
 }
 
 export const DEFAULT_EXTRACT_TIMEOUT_MS = 120_000;
@@ -80,12 +120,20 @@ export interface ExtractJob {
   filePath: string;
   kind: DocumentKind;
   limits: ExtractionLimits;
+  chunking?: ChunkOptions;
+  eventParts?: EventPartsOptions;
 }
+
+/** Messages to the worker: one job at a time, the next only after `done`. */
+export type ExtractWorkerRequest = { type: 'job'; job: ExtractJob };
 
 /** Messages from the worker. */
 export type ExtractWorkerMessage =
   | { type: 'sections'; sections: ExtractedSection[] }
-  | { type: 'done' }
+  | { type: 'chunks'; chunks: Chunk[] }
+  | { type: 'textPart'; part: ExtractedPiece[] }
+  | { type: 'chunkBatch'; chunks: Chunk[] }
+  | { type: 'done'; tokenCount?: number; sizeBytes?: number }
   | { type: 'error'; code: ExtractionErrorCode; message: string };
 
 export const EXTRACT_WORKER_PATH: string = compiledPath('src/processing/extractWorker');
@@ -106,32 +154,38 @@ export async function extractText(filePath: string, kind: DocumentKind, opts: Ex
     throw new Error(`extraction worker not built (${EXTRACT_WORKER_PATH}); run \`npm run build\``);
   }
   const limits: ExtractionLimits = { ...DEFAULT_EXTRACTION_LIMITS, ...opts.limits };
-  const job: ExtractJob = { filePath, kind, limits };
+  const job: ExtractJob = { filePath, kind, limits, ...(opts.chunking ? { chunking: opts.chunking, ...(opts.eventParts ? { eventParts: opts.eventParts } : {}) } : {}) };
   const maxHeapMb = opts.maxHeapMb ?? DEFAULT_EXTRACT_MAX_HEAP_MB;
   const { signal } = opts;
   signal?.throwIfAborted();
 
   return new Promise<ExtractedText>((resolve, reject) => {
     const sections: ExtractedSection[] = [];
+    const chunks: Chunk[] = [];
+    const textParts: ExtractedPiece[][] = [];
+    const chunkBatches: Chunk[][] = [];
     let textBytes = 0;
     let settled = false;
-    const worker = new Worker(EXTRACT_WORKER_PATH, {
-      workerData: job,
-      resourceLimits: { maxOldGenerationSizeMb: maxHeapMb, maxYoungGenerationSizeMb: 64 },
-      stdout: true, // keep library chatter (pdf.js warnings) out of the server's output
-      stderr: true,
-    });
-    worker.stdout.resume();
-    worker.stderr.resume();
+    const pooled = takeWorker(opts.isolationKey, maxHeapMb);
+    const { worker } = pooled;
 
-    const finish = (err: Error | undefined): void => {
+    const finish = (err: Error | undefined, done?: { tokenCount?: number; sizeBytes?: number }): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      void worker.terminate();
-      if (err) reject(err);
-      else resolve({ sections });
+      worker.off('message', onMessage);
+      worker.off('error', onError);
+      worker.off('exit', onExit);
+      if (err) {
+        void worker.terminate();
+        reject(err);
+        return;
+      }
+      releaseWorker(pooled);
+      const tokenCount = done?.tokenCount ?? 0;
+      if (job.eventParts) resolve({ sections, textParts, chunkBatches, tokenCount, sizeBytes: done?.sizeBytes ?? 0 });
+      else resolve(job.chunking ? { sections, chunks, tokenCount } : { sections });
     };
     const timer = setTimeout(() => {
       finish(new ExtractionError('TIMEOUT', `extraction of the ${kind} file did not finish within ${opts.timeoutMs} ms and was stopped`));
@@ -139,22 +193,28 @@ export async function extractText(filePath: string, kind: DocumentKind, opts: Ex
     const onAbort = (): void => finish(signal?.reason instanceof Error ? signal.reason : new Error('extraction aborted'));
     signal?.addEventListener('abort', onAbort, { once: true });
 
-    worker.on('message', (msg: ExtractWorkerMessage) => {
+    const onMessage = (msg: ExtractWorkerMessage): void => {
       if (settled) return;
-      if (msg.type === 'sections') {
-        for (const s of msg.sections) {
+      if (msg.type === 'sections' || msg.type === 'textPart') {
+        const received = msg.type === 'sections' ? msg.sections : msg.part;
+        for (const s of received) {
           // The worker bounds its text too; this side does not trust it to.
           textBytes += Buffer.byteLength(s.text, 'utf8');
           if (textBytes > limits.maxExtractedBytes) {
             finish(textLimitError(kind, limits.maxExtractedBytes));
             return;
           }
-          sections.push(s);
         }
-      } else if (msg.type === 'done') finish(undefined);
+        if (msg.type === 'sections') for (const s of msg.sections) sections.push(s);
+        else textParts.push(msg.part);
+      } else if (msg.type === 'chunks') {
+        for (const c of msg.chunks) chunks.push(c);
+      } else if (msg.type === 'chunkBatch') {
+        chunkBatches.push(msg.chunks);
+      } else if (msg.type === 'done') finish(undefined, msg);
       else finish(new ExtractionError(msg.code, msg.message));
-    });
-    worker.on('error', (err: Error & { code?: string }) => {
+    };
+    const onError = (err: Error & { code?: string }): void => {
       finish(
         new ExtractionError(
           'CORRUPT',
@@ -163,11 +223,135 @@ export async function extractText(filePath: string, kind: DocumentKind, opts: Ex
             : `the ${kind} file could not be read: ${err.message}`,
         ),
       );
-    });
-    worker.on('exit', (code) => {
+    };
+    const onExit = (code: number): void => {
       finish(new ExtractionError('CORRUPT', `extraction of the ${kind} file stopped unexpectedly (exit code ${code})`));
-    });
+    };
+    worker.on('message', onMessage);
+    worker.on('error', onError);
+    worker.on('exit', onExit);
+    worker.postMessage({ type: 'job', job } satisfies ExtractWorkerRequest);
   });
+}
+
+// ---- the workers --------------------------------------------------------------------------------
+
+/** Idle workers kept for reuse (all keys together), how long, and how many jobs one may serve. */
+export const MAX_IDLE_WORKERS = 2;
+const IDLE_WORKER_MS = 30_000;
+const JOBS_PER_WORKER = 100;
+
+interface PooledWorker {
+  worker: Worker;
+  key: string | undefined;
+  maxHeapMb: number;
+  jobs: number;
+  idleTimer?: NodeJS.Timeout;
+  /** While idle: drops it from the pool if it dies. */
+  onIdleExit?: () => void;
+}
+
+const idleWorkers: PooledWorker[] = [];
+/** A started worker that has run no job yet (so any key may have it), kept while `keepSpare`. */
+let spare: PooledWorker | undefined;
+let keepSpare: number | undefined;
+
+/**
+ * Keeps one started worker in reserve (it has run no job, so it may go to any workspace): a
+ * workspace's first document does not wait for a thread to start. Taken, it is replaced in
+ * the background. Until `closeIdleExtractionWorkers`.
+ */
+export function keepSpareExtractionWorker(maxHeapMb = DEFAULT_EXTRACT_MAX_HEAP_MB): void {
+  keepSpare = maxHeapMb;
+  if (spare || !existsSync(EXTRACT_WORKER_PATH)) return;
+  const pooled = spawnWorker(undefined, maxHeapMb);
+  pooled.worker.unref();
+  pooled.onIdleExit = () => {
+    if (spare === pooled) spare = undefined;
+  };
+  pooled.worker.once('exit', pooled.onIdleExit);
+  pooled.jobs = 0;
+  spare = pooled;
+}
+
+function takeWorker(key: string | undefined, maxHeapMb: number): PooledWorker {
+  const i = key === undefined ? -1 : idleWorkers.findIndex((w) => w.key === key && w.maxHeapMb === maxHeapMb);
+  if (i >= 0) {
+    const [pooled] = idleWorkers.splice(i, 1);
+    clearTimeout(pooled.idleTimer);
+    if (pooled.onIdleExit) pooled.worker.off('exit', pooled.onIdleExit);
+    pooled.onIdleExit = undefined;
+    pooled.worker.ref();
+    pooled.jobs++;
+    return pooled;
+  }
+  if (spare && spare.maxHeapMb === maxHeapMb && spare.worker.threadId !== -1) {
+    const pooled = spare;
+    spare = undefined;
+    if (pooled.onIdleExit) pooled.worker.off('exit', pooled.onIdleExit);
+    pooled.onIdleExit = undefined;
+    pooled.worker.ref();
+    pooled.key = key;
+    pooled.jobs = 1;
+    const size = keepSpare;
+    if (size !== undefined) setImmediate(() => keepSpare === size && keepSpareExtractionWorker(size));
+    return pooled;
+  }
+  return spawnWorker(key, maxHeapMb);
+}
+
+function spawnWorker(key: string | undefined, maxHeapMb: number): PooledWorker {
+  const worker = new Worker(EXTRACT_WORKER_PATH, {
+    resourceLimits: { maxOldGenerationSizeMb: maxHeapMb, maxYoungGenerationSizeMb: 64 },
+    stdout: true, // keep library chatter (pdf.js warnings) out of the server's output
+    stderr: true,
+  });
+  worker.stdout.resume();
+  worker.stderr.resume();
+  return { worker, key, maxHeapMb, jobs: 1 };
+}
+
+/** After a job that ended well: kept for the next job of the same key, or terminated. */
+function releaseWorker(pooled: PooledWorker): void {
+  if (pooled.key === undefined || pooled.jobs >= JOBS_PER_WORKER) {
+    void pooled.worker.terminate();
+    return;
+  }
+  if (idleWorkers.length >= MAX_IDLE_WORKERS) void (idleWorkers.shift() as PooledWorker).worker.terminate(); // the oldest idle one
+  pooled.worker.unref(); // an idle worker never keeps the process alive
+  pooled.onIdleExit = () => dropIdle(pooled);
+  pooled.worker.once('exit', pooled.onIdleExit);
+  pooled.idleTimer = setTimeout(() => {
+    dropIdle(pooled);
+    void pooled.worker.terminate();
+  }, IDLE_WORKER_MS);
+  pooled.idleTimer.unref();
+  idleWorkers.push(pooled);
+}
+
+function dropIdle(pooled: PooledWorker): void {
+  const i = idleWorkers.indexOf(pooled);
+  if (i >= 0) idleWorkers.splice(i, 1);
+  clearTimeout(pooled.idleTimer);
+}
+
+/** The idle workers: their key and how many jobs each has served (for tests and diagnostics); the spare has key undefined and 0 jobs. */
+export function idleExtractionWorkers(): { key: string | undefined; jobs: number }[] {
+  return [...idleWorkers.map((w) => ({ key: w.key, jobs: w.jobs })), ...(spare ? [{ key: undefined, jobs: 0 }] : [])];
+}
+
+/** Terminates the idle workers and the spare, and stops keeping one (at shutdown). */
+export async function closeIdleExtractionWorkers(): Promise<void> {
+  keepSpare = undefined;
+  const all = idleWorkers.splice(0);
+  if (spare) all.push(spare);
+  spare = undefined;
+  await Promise.all(
+    all.map((w) => {
+      clearTimeout(w.idleTimer);
+      return w.worker.terminate();
+    }),
+  );
 }
 
 /** The error for extracted text over KB_MAX_EXTRACTED_BYTES (worker and parent use the same words). */

@@ -1,16 +1,20 @@
 /**
  * Worker-thread side of `extractText` (see extract.ts). Loaded as compiled JS from dist/.
- * Streams sections to the parent in batches, so neither side holds more than a batch plus
- * what the parent accumulates.
+ * Takes one job at a time from its parent (a reused worker gets the next after `done`).
+ * Streams sections (and, asked to, chunks) to the parent in batches, so neither side holds
+ * more than a batch plus what the parent accumulates.
  */
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort } from 'node:worker_threads';
 import type Mammoth from 'mammoth';
 import type * as PdfParse from 'pdf-parse';
 import type WordExtractorClass from 'word-extractor';
+import { Chunk, Chunker, countTokens } from './chunker';
 import type { DocumentKind } from './detectType';
-import { DEFAULT_EXTRACTION_LIMITS, ExtractedSection, ExtractionError, ExtractionLimits, ExtractJob, ExtractWorkerMessage, textLimitError } from './extract';
+import { DEFAULT_EXTRACTION_LIMITS, ExtractedPiece, ExtractedSection, ExtractionError, ExtractionLimits, ExtractJob, ExtractWorkerMessage, ExtractWorkerRequest, textLimitError } from './extract';
+import { ByteBatcher } from '../domain/eventSize';
+import { sectionPieces } from '../domain/document/eventParts';
 import { normalizeInline, normalizeText } from './normalize';
 import { openBoundedZip, ZipPackageError } from './zipPackage';
 
@@ -333,16 +337,62 @@ async function run(job: ExtractJob): Promise<void> {
     let batchChars = 0;
     let anyText = false;
     let textBytes = 0;
-    for await (const section of extractSections(job.filePath, job.kind, job.limits)) {
-      textBytes += Buffer.byteLength(section.text, 'utf8');
+    // Chunks and the token count of the text, when the parent asks; with `eventParts`, the
+    // text and the chunks cut into events' payloads as they come (the parent appends them as they are).
+    const chunker = job.chunking ? new Chunker(job.chunking) : undefined;
+    const parts = job.eventParts;
+    const pieceBatcher = parts ? new ByteBatcher<ExtractedPiece>(parts.budget) : undefined;
+    const chunkBatcher = parts ? new ByteBatcher<Chunk>(parts.budget, parts.maxChunks) : undefined;
+    let chunks: Chunk[] = [];
+    let chunkChars = 0;
+    let tokenCount = 0;
+    let sizeBytes = 0;
+    let sectionCount = 0;
+    const sendChunks = (): void => {
+      if (chunks.length > 0) send({ type: 'chunks', chunks });
+      chunks = [];
+      chunkChars = 0;
+    };
+    const addChunks = (more: Chunk[]): void => {
+      for (const c of more) {
+        if (chunkBatcher) {
+          const full = chunkBatcher.push(c);
+          if (full) send({ type: 'chunkBatch', chunks: full });
+          continue;
+        }
+        chunks.push(c);
+        chunkChars += c.content.length;
+      }
+      if (chunkChars >= BATCH_CHARS) sendChunks();
+    };
+    for await (const read of extractSections(job.filePath, job.kind, job.limits)) {
+      textBytes += Buffer.byteLength(read.text, 'utf8');
       if (textBytes > job.limits.maxExtractedBytes) throw textLimitError(job.kind, job.limits.maxExtractedBytes);
+      // Normalised once more, as the processor did on its side before (not quite idempotent:
+      // a combining mark next to a removed invisible character composes on the second pass).
+      const text = normalizeText(read.text);
+      if (!text) continue;
+      const section: ExtractedSection = { ...read, text };
       anyText = true;
-      batch.push(section);
-      batchChars += section.text.length;
-      if (batchChars >= BATCH_CHARS) {
-        send({ type: 'sections', sections: batch });
-        batch = [];
-        batchChars = 0;
+      if (pieceBatcher && parts) {
+        sizeBytes += Buffer.byteLength(text, 'utf8') + (sectionCount > 0 ? 2 : 0); // joined by blank lines
+        sectionCount++;
+        for (const piece of sectionPieces(section, parts.budget)) {
+          const full = pieceBatcher.push(piece);
+          if (full) send({ type: 'textPart', part: full });
+        }
+      } else {
+        batch.push(section);
+        batchChars += section.text.length;
+        if (batchChars >= BATCH_CHARS) {
+          send({ type: 'sections', sections: batch });
+          batch = [];
+          batchChars = 0;
+        }
+      }
+      if (chunker) {
+        tokenCount += countTokens(section.text);
+        addChunks(chunker.push(section));
       }
     }
     if (!anyText) {
@@ -354,13 +404,23 @@ async function run(job: ExtractJob): Promise<void> {
       );
     }
     if (batch.length > 0) send({ type: 'sections', sections: batch });
-    send({ type: 'done' });
+    const lastPart = pieceBatcher?.flush();
+    if (lastPart) send({ type: 'textPart', part: lastPart });
+    if (chunker) {
+      addChunks(chunker.flush());
+      sendChunks();
+      const lastChunks = chunkBatcher?.flush();
+      if (lastChunks) send({ type: 'chunkBatch', chunks: lastChunks });
+      send({ type: 'done', tokenCount, ...(parts ? { sizeBytes } : {}) });
+    } else send({ type: 'done' });
   } catch (err) {
     if (err instanceof ExtractionError) send({ type: 'error', code: err.code, message: err.message });
     else send({ type: 'error', code: 'CORRUPT', message: `the ${job.kind} file could not be read (${describe(err)})` });
   }
 }
 
-if (!isMainThread && parentPort && workerData && typeof (workerData as ExtractJob).filePath === 'string') {
-  void run(workerData as ExtractJob);
+if (!isMainThread && parentPort) {
+  parentPort.on('message', (msg: ExtractWorkerRequest) => {
+    if (msg?.type === 'job') void run(msg.job);
+  });
 }

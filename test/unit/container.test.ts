@@ -43,7 +43,7 @@ describe('composition root', () => {
       expect(ctx.eventStore).toBeInstanceOf(EncryptingEventStore);
       const enc = ctx.eventStore as EncryptingEventStore;
       expect(enc.wrapped).toBeInstanceOf(SqliteEventStore);
-      expect(enc.keyStore).toBeInstanceOf(SqliteKeyStore);
+      expect(enc.wrappedKeyStore).toBeInstanceOf(SqliteKeyStore);
       expect(di.resolve(KEY_STORE)).toBe(enc.keyStore);
       expect(ctx.readStore).toBeInstanceOf(SqliteReadStore);
       // The embedded index runs in its own thread by default.

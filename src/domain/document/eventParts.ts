@@ -43,12 +43,14 @@ function lastWhitespace(text: string, end: number, lowest: number): number {
  */
 export function textExtractedParts(sections: readonly ExtractedSectionData[], budget = EVENT_PAYLOAD_BUDGET): ExtractedSectionData[][] {
   const pieces: ExtractedSectionData[] = [];
-  const pieceBytes = Math.min(SECTION_PIECE_BYTES, Math.floor(budget / 2));
-  for (const s of sections) {
-    const texts = splitText(s.text, pieceBytes);
-    texts.forEach((text, i) => pieces.push({ ...s, text, ...(i > 0 ? { continued: true } : {}) }));
-  }
+  for (const s of sections) pieces.push(...sectionPieces(s, budget));
   return batchesByBytes(pieces, budget);
+}
+
+/** One section as the pieces `textExtractedParts` cuts it into (each after the first `continued: true`). */
+export function sectionPieces(s: ExtractedSectionData, budget = EVENT_PAYLOAD_BUDGET): ExtractedSectionData[] {
+  const pieceBytes = Math.min(SECTION_PIECE_BYTES, Math.floor(budget / 2));
+  return splitText(s.text, pieceBytes).map((text, i) => ({ ...s, text, ...(i > 0 ? { continued: true } : {}) }));
 }
 
 /** The document's text from its sections (of one or more events, in order): sections joined by a blank line, pieces joined as they were cut. */
