@@ -17,6 +17,7 @@ import { ByteBatcher } from '../domain/eventSize';
 import { sectionPieces } from '../domain/document/eventParts';
 import { normalizeInline, normalizeText } from './normalize';
 import { openBoundedZip, ZipPackageError } from './zipPackage';
+import { lowerThisThreadPriority } from '../util/threadPriority';
 
 // The parsers load on first use: a worker extracting a .txt or .md file (most uploads)
 // starts in a few milliseconds instead of ~300 ms spent loading pdf.js and mammoth.
@@ -420,6 +421,8 @@ async function run(job: ExtractJob): Promise<void> {
 }
 
 if (!isMainThread && parentPort) {
+  // Background work: the event loop gets the cores first when both want them.
+  lowerThisThreadPriority();
   parentPort.on('message', (msg: ExtractWorkerRequest) => {
     if (msg?.type === 'job') void run(msg.job);
   });

@@ -5,11 +5,14 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { gloveRanks } from './gloveVectors';
+import { lowerThisThreadPriority } from '../../util/threadPriority';
 import { GloveThreadAnswer, GloveThreadData, GloveThreadRequest, SifModel, sifEmbed } from './gloveSifEmbeddings';
 
 function start(data: GloveThreadData): void {
   const port = parentPort;
   if (!port) return;
+  // Background work: the event loop gets the cores first when both want them.
+  lowerThisThreadPriority();
   const model: SifModel = {
     vectors: { header: data.header, rank: gloveRanks(data.vocabulary, data.header.count), scales: data.scales, rows: data.rows },
     weight: data.weight,
