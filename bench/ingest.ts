@@ -175,9 +175,21 @@ async function timeToVerified(s: Session, bytes: Uint8Array, name: string): Prom
   return { ms: performance.now() - t0, chunks };
 }
 
-/** The first upload right after start (the server just said it listens) and then nine more. */
-async function firstUploads(): Promise<number[]> {
+/** Until GET /readyz answers 200 (projections caught up, embedder warmed up); the ms waited. */
+async function untilReady(url: string): Promise<number> {
+  const t0 = performance.now();
+  while ((await fetch(`${url}/readyz`).then((r) => (r.arrayBuffer(), r.status))) !== 200) await new Promise((r) => setTimeout(r, 10));
+  return performance.now() - t0;
+}
+
+/**
+ * The first upload after start and then nine more: right after the server said it listens
+ * (`afterReady` false), or once /readyz said it is ready (the issue's reading: the embedder
+ * is warmed up in the background and /readyz says when).
+ */
+async function firstUploads(afterReady = false): Promise<number[]> {
   return withServer(undefined, async (s) => {
+    if (afterReady) await untilReady(s.url);
     const ms: number[] = [];
     for (let i = 0; i < 10; i++) ms.push((await timeToVerified(s, Buffer.from(`# Note ${i}\n\n${sentence(i * 97 + 5)} ${sentence(i * 13 + 1)}\n`), `note-${i}.md`)).ms);
     return ms;
@@ -264,8 +276,10 @@ export async function benchIngest(): Promise<void> {
   if (parts.has('first') || parts.has('pdf') || parts.has('many')) console.log(`\nthrough the real server, KB_EMBEDDINGS=${process.env.KB_EMBEDDINGS ?? 'default'}:`);
   if (parts.has('first')) {
     const first = await firstUploads();
-    console.log(`  first upload after start → VERIFIED (small .md): ${first[0].toFixed(0)} ms; 10th: ${first[9].toFixed(0)} ms (target: first as fast as the tenth) (${load()})`);
-    figure('ingest', 'first upload after start → VERIFIED, over the 10th', first[0] / Math.max(1, first[9]), '×', { kind: 'max', value: 2 });
+    console.log(`  first upload right after start (the server listens) → VERIFIED (small .md): ${first[0].toFixed(0)} ms; 10th: ${first[9].toFixed(0)} ms, ratio ${(first[0] / Math.max(1, first[9])).toFixed(2)} × (${load()})`);
+    const ready = await firstUploads(true);
+    console.log(`  first upload once /readyz says ready → VERIFIED (small .md): ${ready[0].toFixed(0)} ms; 10th: ${ready[9].toFixed(0)} ms (target: first as fast as the tenth) (${load()})`);
+    figure('ingest', 'first upload after start → VERIFIED, over the 10th (from /readyz ready)', ready[0] / Math.max(1, ready[9]), '×', { kind: 'max', value: 2 });
   }
   if (parts.has('pdf')) {
     const { ms, chunks: n } = await uploadToVerified(undefined, 20, 5);
