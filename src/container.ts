@@ -106,8 +106,9 @@ const serviceFactories: ((di: DependencyContainer, ctx: AppContext) => AppContex
 
 async function openEmbeddedIndex(config: Config, logger: Logger): Promise<EmbeddedSearchIndex | WorkerSearchIndex> {
   const file = path.join(config.dataDir, 'search.db');
-  if (config.searchThread === 'main') return new EmbeddedSearchIndex(file);
-  return WorkerSearchIndex.open(file, { onCrash: (err) => logger.error({ err }, 'search index worker stopped; starting a new one') });
+  const ann = { enabled: config.denseIndex === 'approximate' };
+  if (config.searchThread === 'main') return new EmbeddedSearchIndex(file, { ann });
+  return WorkerSearchIndex.open(file, { ann, onCrash: (err) => logger.error({ err }, 'search index worker stopped; starting a new one') });
 }
 
 export interface BuildOptions {

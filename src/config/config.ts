@@ -27,6 +27,7 @@ const Env = t.partial({
   KB_READ_STORE: t.keyof({ sqlite: null, mongodb: null }),
   KB_SEARCH_INDEX: t.keyof({ embedded: null, elasticsearch: null }),
   KB_SEARCH_THREAD: t.keyof({ worker: null, main: null }),
+  KB_DENSE_INDEX: t.keyof({ approximate: null, exact: null }),
   KB_FEED: t.keyof({ none: null, kafka: null }),
   KB_EMBEDDINGS: t.keyof({ local: null, use: null, glove: null, 'use+glove': null, openai: null }),
   KB_MODEL_CACHE_DIR: t.string,
@@ -114,6 +115,8 @@ export interface Config {
   searchIndex: 'embedded' | 'elasticsearch';
   /** Where the embedded index runs: `worker` (its own thread; default) or `main` (the event loop's thread). */
   searchThread: 'worker' | 'main';
+  /** Dense kNN of the embedded index: `approximate` (an inverted file for scopes of 20,000+ chunks; default) or `exact` (always a full scan). */
+  denseIndex: 'approximate' | 'exact';
   feed: 'none' | 'kafka';
   embeddings: 'local' | 'use' | 'glove' | 'use+glove' | 'openai';
   /** Where converted local model files are cached (default `<repo>/.cache/models`, then `KB_DATA_DIR/models`). */
@@ -242,6 +245,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readStore: e.KB_READ_STORE ?? 'sqlite',
     searchIndex: e.KB_SEARCH_INDEX ?? 'embedded',
     searchThread: e.KB_SEARCH_THREAD ?? 'worker',
+    denseIndex: e.KB_DENSE_INDEX ?? 'approximate',
     feed: e.KB_FEED ?? 'none',
     embeddings: e.KB_EMBEDDINGS ?? 'local',
     modelCacheDir: e.KB_MODEL_CACHE_DIR,

@@ -37,6 +37,18 @@ describe('composition root', () => {
     }
   });
 
+  it('KB_DENSE_INDEX: the approximate dense index by default, an exact scan always with `exact`', async () => {
+    for (const [value, enabled] of [[undefined, true], ['exact', false], ['approximate', true]] as const) {
+      const { ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir, KB_SEARCH_THREAD: 'main', ...(value ? { KB_DENSE_INDEX: value } : {}) }), logger);
+      try {
+        expect([value, (ctx.searchIndex as EmbeddedSearchIndex).annSettings.enabled]).toEqual([value, enabled]);
+      } finally {
+        await closeContainer(di);
+      }
+    }
+    expect(() => loadConfig({ KB_DATA_DIR: dir, KB_DENSE_INDEX: 'hnsw' })).toThrow(/KB_DENSE_INDEX/);
+  });
+
   it('wires the embedded adapters by default, the encryption decorator around the event store', async () => {
     const { ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir }), logger);
     try {
