@@ -36,6 +36,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../src/util/paths';
 import { figure } from './targets';
+import { mulberry32 as rng } from '../src/util/random';
 
 const BENCH = 'mixed';
 const SEARCH_CLIENTS = 16;
@@ -66,16 +67,6 @@ interface CranfieldDoc {
   id: number;
   title: string;
   body: string;
-}
-
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const cranfieldDir = (): string => path.resolve(repoRoot, '../shared/eval/cranfield');

@@ -30,6 +30,7 @@ import { Reembedder } from '../src/processing/reembedder';
 import { searchWorkspace } from '../queries/search/searchService';
 import { EmbeddedSearchIndex } from '../src/adapters/embedded/embeddedSearchIndex';
 import type { IndexedChunk } from '../src/ports/searchIndex';
+import { mulberry32 as rng } from '../src/util/random';
 
 const WORDS = 'wing lift drag flow shock wave boundary layer heat transfer nozzle jet mach pressure laminar turbulent rudder flap engine thrust fuel blade turbine compressor'.split(' ');
 const OWNER = '00000000-0000-4000-8000-0000000000aa';
@@ -37,16 +38,6 @@ const OWNER = '00000000-0000-4000-8000-0000000000aa';
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A cheap deterministic "old" model: word hashes into 100 dimensions. */

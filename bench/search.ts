@@ -45,6 +45,7 @@ import { GloveSifEmbeddings } from '../src/adapters/embeddings/gloveSifEmbedding
 import type { IndexedChunk } from '../src/ports/searchIndex';
 import { repoRoot } from '../src/util/paths';
 import { figure } from './targets';
+import { mulberry32 as rng } from '../src/util/random';
 
 const PER_DOC = 4;
 const WORDS = 120;
@@ -54,16 +55,6 @@ const BATCH_DOCS = 256;
 /** Queries whose first search (embedding included) is measured; the rest are the mode runs'. */
 const NEW_QUERIES = 75;
 const RECALL_QUERIES = 50;
-
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);

@@ -6,6 +6,7 @@ import { EmbeddedSearchIndex } from '../../src/adapters/embedded/embeddedSearchI
 import { createMemory, createScanner } from '../../src/adapters/embedded/int8Scan';
 import type { IndexedChunk } from '../../src/ports/searchIndex';
 import { searchIndexContract } from './searchIndex.contract';
+import { mulberry32 as rng } from '../../src/util/random';
 
 searchIndexContract('embedded (in memory)', async () => new EmbeddedSearchIndex(':memory:'));
 // The approximate dense index (ivfIndex.ts) on from the first chunk, every in-scope member of its
@@ -28,16 +29,6 @@ describe('EmbeddedSearchIndex specifics', () => {
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  // Deterministic pseudo-random numbers (mulberry32).
-  function rng(seed: number): () => number {
-    let a = seed;
-    return () => {
-      a = (a + 0x6d2b79f5) | 0;
-      let t = Math.imul(a ^ (a >>> 15), 1 | a);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
   function unit(rand: () => number, dims: number): Float32Array {
     const v = new Float32Array(dims);
     let s = 0;

@@ -6,6 +6,7 @@ import { CallQueue, type WorkerMethod } from '../../src/adapters/embedded/search
 import { WorkerSearchIndex } from '../../src/adapters/embedded/workerSearchIndex';
 import type { IndexedChunk, SearchIndex, SearchRequest } from '../../src/ports/searchIndex';
 import { searchIndexContract } from './searchIndex.contract';
+import { mulberry32 as rng } from '../../src/util/random';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-index-worker-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -24,17 +25,6 @@ it('the approximate dense index setting reaches the worker\'s index', async () =
   expect(await index.refreshStats()).toMatchObject({ denseIndex: { lists: 1, trainedAt: 1 } });
   await index.close();
 });
-
-// Deterministic pseudo-random numbers (mulberry32).
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const DIMS = 24;
 const WORDS = (

@@ -7,16 +7,8 @@ import { createGatherer, createMemory } from '../../src/adapters/embedded/int8Sc
 import { type AnnSettings, DEFAULT_ANN } from '../../src/adapters/embedded/ivfIndex';
 import { type SlabScope, VectorSlab } from '../../src/adapters/embedded/vectorSlab';
 import type { IndexedChunk } from '../../src/ports/searchIndex';
+import { mulberry32 as rng } from '../../src/util/random';
 
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 function normalise(v: Float32Array): Float32Array {
   let n = 0;
   for (const x of v) n += x * x;

@@ -4,16 +4,7 @@ import { decodeAverages } from '../../src/adapters/embedded/lexicalRanker';
 import { openIndexDatabase, WS_SPAN } from '../../src/adapters/embedded/schema';
 import { StatementCache } from '../../src/adapters/embedded/statements';
 import { Stemmer } from '../../src/adapters/embedded/stemmer';
-
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 as rng } from '../../src/util/random';
 
 const WORDS = 'shock wave waves boundary layer flow flows heat transfer wing nozzle jet mach pressure the of a in laminar turbulent Über café'.split(' ');
 

@@ -4,6 +4,7 @@ import { openIndexDatabase, WS_SPAN } from '../../src/adapters/embedded/schema';
 import { StatementCache } from '../../src/adapters/embedded/statements';
 import { Stemmer } from '../../src/adapters/embedded/stemmer';
 import type { WeightedTerm } from '../../src/search/textAnalysis';
+import { mulberry32 as rng } from '../../src/util/random';
 
 /**
  * The pruned ranking (MaxScore) against the exhaustive pass over every posting: the same
@@ -11,16 +12,6 @@ import type { WeightedTerm } from '../../src/search/textAnalysis';
  * some terms hold most chunks and others a few), random queries, masks (tag- and
  * document-like filters), deletions with and without compaction, and title weights.
  */
-
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const VOCAB = Array.from({ length: 400 }, (_, i) => `w${i.toString(36)}x`);
 

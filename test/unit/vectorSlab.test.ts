@@ -1,14 +1,6 @@
 import { bufferToFloats, dotBuffer, type SlabScope, VectorSlab } from '../../src/adapters/embedded/vectorSlab';
+import { mulberry32 as rng } from '../../src/util/random';
 
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 function unit(rand: () => number, dims: number): Float32Array {
   const v = Float32Array.from({ length: dims }, () => rand() * 2 - 1);
   const n = Math.hypot(...v);

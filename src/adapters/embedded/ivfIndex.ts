@@ -27,6 +27,7 @@
  */
 import fs from 'node:fs';
 import { createMemory, createScanner, type ScanFn, type WasmMemory, WASM_PAGE } from './int8Scan';
+import { mulberry32 as rng } from '../../util/random';
 
 const QUERY_REGION = 16384;
 
@@ -64,17 +65,6 @@ export const DEFAULT_ANN: AnnSettings = {
 
 /** Lists whose members hold no vector (scored 0). */
 export const ZERO = -2;
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Centroids as unit float vectors, in the int8 memory the kernel scans. */
 class CentroidTable {

@@ -1,0 +1,14 @@
+/**
+ * Deterministic pseudo-random numbers in [0, 1) from a 32-bit seed (mulberry32): the same
+ * seed gives the same sequence, so k-means samples, generated corpora and property tests can
+ * be replayed. Not for anything secret (use node:crypto).
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
