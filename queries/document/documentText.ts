@@ -36,14 +36,15 @@ export async function documentTextIn(ctx: AppContext, workspaceId: string, docum
   const events = (limit === undefined ? all : all.filter((e) => e.metadata.occurredAt <= limit)) as unknown as (DocumentEvent & RecordedEvent)[];
   if (events.length === 0 || events[0].data.workspaceId !== workspaceId) throw notFound();
   if (events.some((e) => e.type === 'DocumentDeleted')) throw notFound();
+  // Deleted since: its text is erased, whether or not the erasure service has destroyed the key yet.
+  const erasedText = () => new DomainError('DOCUMENT_TEXT_ERASED', 'The document was deleted since; its text was erased with it (its metadata history remains).');
+  if (all.some((e) => e.type === 'DocumentDeleted')) throw erasedText();
   const verified = [...events].reverse().find((e): e is DocumentEvent & RecordedEvent & { type: 'DocumentVerified' } => e.type === 'DocumentVerified');
   const base = { documentId, asOf: limit ?? null };
   if (!verified) return { ...base, processingId: null, verifiedAt: null, tokenCount: 0, sizeBytes: 0, text: null };
   const { processingId } = verified.data;
   const parts = events.filter((e): e is Extracted & RecordedEvent => e.type === 'DocumentTextExtracted' && e.data.processingId === processingId).sort((a, b) => (a.data.part ?? 0) - (b.data.part ?? 0));
-  if (parts.some((e) => (e.data as { erased?: boolean }).erased === true)) {
-    throw new DomainError('DOCUMENT_TEXT_ERASED', 'The document was deleted since; its text was erased with it (its metadata history remains).');
-  }
+  if (parts.some((e) => (e.data as { erased?: boolean }).erased === true)) throw erasedText();
   const sections: ExtractedSectionData[] = parts.flatMap((e) => e.data.sections);
   return {
     ...base,
