@@ -95,7 +95,7 @@ const projectionFactories: ((di: DependencyContainer) => Projection)[] = [
 
 /** Background services (process managers such as the document processor), given the context and their own extras. */
 const serviceFactories: ((di: DependencyContainer, ctx: AppContext) => AppContext['services'][number])[] = [
-  (di, ctx) => documentProcessorService(ctx, optional<JobQueue>(di, JOB_QUEUE)),
+  (di, ctx) => documentProcessorService(ctx, optional<JobQueue>(di, JOB_QUEUE), di.resolve<KeyStore | null>(KEY_STORE)),
   (_di, ctx) => reembedderService(ctx),
   (_di, ctx) => instructionSetDocumentCleanup(ctx),
   (_di, ctx) => workspaceDeletionCleanup(ctx),

@@ -9,8 +9,12 @@ export interface EmbeddingProvider {
    * the event loop and without the query cache. Callers fall back to `embed` when absent.
    */
   embedDocuments?(texts: string[]): Promise<Float32Array[]>;
-  /** Loads the model ahead of the first call (optional: remote providers have nothing to load). */
-  warmup?(): Promise<void>;
+  /**
+   * Loads the model ahead of the first call (optional: remote providers have nothing to load).
+   * `documents`: also what `embedDocuments` runs on (a thread of its own), for a process that
+   * processes documents.
+   */
+  warmup?(options?: { documents?: boolean }): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -12,15 +12,19 @@ import { vectorBatches } from '../domain/document/eventParts';
 import { EVENT_PAYLOAD_BUDGET } from '../domain/eventSize';
 import { ChunkData, DocumentEvent, documentStream, encodeVector, ExtractedSectionData, ProcessingFailureCode } from '../domain/document/events';
 import { Subscription } from '../ports/eventStore';
+import { KeyStore } from '../ports/keyStore';
 import { Job, JobConsumer, JobQueue, PoisonMessageError } from '../ports/jobQueue';
 import { PROCESS_DOCUMENT_JOB } from './processDocumentJob';
-import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, extractText, keepSpareExtractionWorker } from './extract';
+import { closeIdleExtractionWorkers, EventPartsOptions, ExtractedText, ExtractionError, extractText, keepSpareExtractionWorker } from './extract';
+import type { ChunkOptions } from './chunker';
 import { FairScheduler, SchedulerClosedError } from './fairScheduler';
 import { activeEmbedder } from '../search/vectorModels';
 
 export const PROCESSOR_CHECKPOINT = 'document-processor';
 /** At most this many chunks per DocumentChunked event (fewer when they pass the event budget), and per embedding call (its vectors go in ChunksEmbedded events under the budget). */
 export const CHUNK_EVENT_BATCH = 256;
+/** How the extraction worker cuts text and chunks into the events' payloads. */
+const EVENT_PARTS: EventPartsOptions = { budget: EVENT_PAYLOAD_BUDGET, maxChunks: CHUNK_EVENT_BATCH };
 export const EMBED_BATCH = 64;
 
 /** The run was superseded (new content, reprocess, delete) or the service is stopping. */
@@ -92,7 +96,12 @@ export class DocumentProcessor {
 
   constructor(
     private readonly app: AppContext,
-    private readonly options: { extractTimeoutMs?: number; jobQueue?: JobQueue } = {},
+    private readonly options: {
+      extractTimeoutMs?: number;
+      jobQueue?: JobQueue;
+      /** The data keys that seal document text in the log (none when the store does not encrypt): a run's key is made while its file is extracted. */
+      keyStore?: KeyStore | null;
+    } = {},
   ) {}
 
   /** The queue this processor takes its runs from; none when it follows the log. */
@@ -102,7 +111,15 @@ export class DocumentProcessor {
 
   async start(): Promise<void> {
     this.stopping = false;
-    keepSpareExtractionWorker(); // a workspace's first document does not wait for a worker to start
+    // A workspace's first document neither waits for an extraction worker to start nor is the
+    // first to run its code, nor that of the document embedding thread: both are warmed up now,
+    // in the background, and /readyz says `warming` until they are.
+    const { timeoutMs: _timeoutMs, ...limits } = this.app.config.extraction;
+    const spareWarm = keepSpareExtractionWorker({ warmUp: { limits, chunking: this.chunking(), eventParts: EVENT_PARTS } });
+    const embedder = this.app.embeddingModels.configured;
+    this.app.warmup.add('document processing', async () => {
+      await Promise.all([spareWarm, embedder.warmup?.({ documents: true })]);
+    });
     const queue = this.jobQueue;
     if (queue) {
       const { concurrency, perWorkspace } = this.app.config.processing;
@@ -233,6 +250,10 @@ export class DocumentProcessor {
     if (state.status !== 'active' || state.processingStatus !== 'PROCESSING' || state.run.processingId !== processingId) return 'skipped';
     const workspace = await this.app.readStore.collection('workspaces').get(state.workspaceId);
     if (!workspace) return 'skipped'; // the workspace was deleted with its documents
+    // The document's data key (made on first use: a write with its syncs, 10-50 ms) is made
+    // while the text is extracted rather than when the text is appended. Never recreated once
+    // destroyed; the append waits for this same look-up, or makes its own if this one failed.
+    this.options.keyStore?.getOrCreate(documentId).catch(() => undefined);
     const run: Run = { documentId, state, ctx: systemContext(this.app.now()) };
     let id = processingId;
     const started = Date.now();
@@ -311,6 +332,10 @@ export class DocumentProcessor {
     await this.append(run, { type: 'MarkVerified', processingId });
   }
 
+  private chunking(): ChunkOptions {
+    return { chunkTokens: this.app.config.chunkTokens, overlapTokens: this.app.config.chunkOverlap };
+  }
+
   /**
    * The text of the document's current source (the uploaded file, or the last auto-saved
    * content), normalised, and its chunks, cut into the payloads of their events, with the
@@ -319,9 +344,7 @@ export class DocumentProcessor {
    */
   private async extract(state: DocumentState, events: RecordedEvent[], signal: AbortSignal): Promise<EventReadyText> {
     const { timeoutMs: configuredTimeoutMs, ...limits } = this.app.config.extraction;
-    const chunking = { chunkTokens: this.app.config.chunkTokens, overlapTokens: this.app.config.chunkOverlap };
-    const eventParts = { budget: EVENT_PAYLOAD_BUDGET, maxChunks: CHUNK_EVENT_BATCH };
-    const opts = { timeoutMs: this.options.extractTimeoutMs ?? configuredTimeoutMs, limits, signal, chunking, eventParts, isolationKey: state.workspaceId };
+    const opts = { timeoutMs: this.options.extractTimeoutMs ?? configuredTimeoutMs, limits, signal, chunking: this.chunking(), eventParts: EVENT_PARTS, isolationKey: state.workspaceId };
     let raw: ExtractedText;
     if (state.source === 'content') {
       const last = [...events].reverse().find((e) => e.type === 'DocumentContentUpdated') as unknown as (DocumentEvent & { type: 'DocumentContentUpdated' }) | undefined;
@@ -395,4 +418,4 @@ function toFailure(err: unknown): { code: ProcessingFailureCode; message: string
 }
 
 /** The processor as a background service; `jobQueue` (KB_FEED=kafka) makes it take runs from the queue. */
-export const documentProcessorService = (ctx: AppContext, jobQueue?: JobQueue) => new DocumentProcessor(ctx, jobQueue ? { jobQueue } : {});
+export const documentProcessorService = (ctx: AppContext, jobQueue?: JobQueue, keyStore?: KeyStore | null) => new DocumentProcessor(ctx, { ...(jobQueue ? { jobQueue } : {}), keyStore });

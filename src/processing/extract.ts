@@ -124,8 +124,11 @@ export interface ExtractJob {
   eventParts?: EventPartsOptions;
 }
 
-/** Messages to the worker: one job at a time, the next only after `done`. */
-export type ExtractWorkerRequest = { type: 'job'; job: ExtractJob };
+/**
+ * Messages to the worker: one job at a time, the next only after `done`. `warm` (a spare
+ * worker, before any job) runs a built-in sample through the job's options and answers `warmed`.
+ */
+export type ExtractWorkerRequest = { type: 'job'; job: ExtractJob } | { type: 'warm'; job: ExtractJob };
 
 /** Messages from the worker. */
 export type ExtractWorkerMessage =
@@ -134,6 +137,8 @@ export type ExtractWorkerMessage =
   | { type: 'textPart'; part: ExtractedPiece[] }
   | { type: 'chunkBatch'; chunks: Chunk[] }
   | { type: 'done'; tokenCount?: number; sizeBytes?: number }
+  | { type: 'warming'; message: ExtractWorkerMessage }
+  | { type: 'warmed' }
   | { type: 'error'; code: ExtractionErrorCode; message: string };
 
 export const EXTRACT_WORKER_PATH: string = compiledPath('src/processing/extractWorker');
@@ -177,6 +182,11 @@ export async function extractText(filePath: string, kind: DocumentKind, opts: Ex
       worker.off('message', onMessage);
       worker.off('error', onError);
       worker.off('exit', onExit);
+      if (pooled.replacesSpare) {
+        pooled.replacesSpare = false;
+        const asked = keepSpare;
+        if (asked !== undefined) setImmediate(() => void (keepSpare === asked && keepSpareExtractionWorker(asked)));
+      }
       if (err) {
         void worker.terminate();
         reject(err);
@@ -212,7 +222,8 @@ export async function extractText(filePath: string, kind: DocumentKind, opts: Ex
       } else if (msg.type === 'chunkBatch') {
         chunkBatches.push(msg.chunks);
       } else if (msg.type === 'done') finish(undefined, msg);
-      else finish(new ExtractionError(msg.code, msg.message));
+      else if (msg.type === 'error') finish(new ExtractionError(msg.code, msg.message));
+      // ('warming', 'warmed': the warm-up of a spare taken before it finished, not this job's)
     };
     const onError = (err: Error & { code?: string }): void => {
       finish(
@@ -247,6 +258,8 @@ interface PooledWorker {
   maxHeapMb: number;
   jobs: number;
   idleTimer?: NodeJS.Timeout;
+  /** It was the spare: a new spare is started once its job ends (starting a thread meanwhile would slow that job down). */
+  replacesSpare?: boolean;
   /** While idle: drops it from the pool if it dies. */
   onIdleExit?: () => void;
 }
@@ -254,17 +267,30 @@ interface PooledWorker {
 const idleWorkers: PooledWorker[] = [];
 /** A started worker that has run no job yet (so any key may have it), kept while `keepSpare`. */
 let spare: PooledWorker | undefined;
-let keepSpare: number | undefined;
+/** What `keepSpareExtractionWorker` was asked for (undefined: no spare kept). */
+let keepSpare: SpareOptions | undefined;
+
+/** The spare worker's heap, and the options of the jobs it will get (to warm their paths up before the first). */
+export interface SpareOptions {
+  maxHeapMb?: number;
+  /** The options the processor's jobs use: the spare runs a built-in sample through them first. */
+  warmUp?: { limits?: Partial<ExtractionLimits>; chunking?: ChunkOptions; eventParts?: EventPartsOptions };
+}
 
 /**
  * Keeps one started worker in reserve (it has run no job, so it may go to any workspace): a
- * workspace's first document does not wait for a thread to start. Taken, it is replaced in
- * the background. Until `closeIdleExtractionWorkers`.
+ * workspace's first document does not wait for a thread to start. With `warmUp`, the spare
+ * first runs a built-in sample (no file, no tenant's data) through the jobs' options, so that
+ * the first document of a workspace is not the one that compiles the worker's code (a first
+ * job in a fresh worker took about four times as long as the next). Taken, it is replaced
+ * once its job has ended. Until `closeIdleExtractionWorkers`. Resolves once this spare is warm (at
+ * once without `warmUp`; a warm-up that fails or a spare that dies resolves too: the next job
+ * is just slower).
  */
-export function keepSpareExtractionWorker(maxHeapMb = DEFAULT_EXTRACT_MAX_HEAP_MB): void {
-  keepSpare = maxHeapMb;
-  if (spare || !existsSync(EXTRACT_WORKER_PATH)) return;
-  const pooled = spawnWorker(undefined, maxHeapMb);
+export function keepSpareExtractionWorker(options: SpareOptions = {}): Promise<void> {
+  keepSpare = options;
+  if (spare || !existsSync(EXTRACT_WORKER_PATH)) return Promise.resolve();
+  const pooled = spawnWorker(undefined, options.maxHeapMb ?? DEFAULT_EXTRACT_MAX_HEAP_MB);
   pooled.worker.unref();
   pooled.onIdleExit = () => {
     if (spare === pooled) spare = undefined;
@@ -272,6 +298,24 @@ export function keepSpareExtractionWorker(maxHeapMb = DEFAULT_EXTRACT_MAX_HEAP_M
   pooled.worker.once('exit', pooled.onIdleExit);
   pooled.jobs = 0;
   spare = pooled;
+  const { warmUp } = options;
+  if (!warmUp) return Promise.resolve();
+  const { worker } = pooled;
+  return new Promise<void>((resolve) => {
+    const onMessage = (msg: ExtractWorkerMessage): void => {
+      if (msg.type === 'warmed') settle();
+    };
+    const settle = (): void => {
+      worker.off('message', onMessage);
+      worker.off('exit', settle);
+      resolve();
+    };
+    worker.on('message', onMessage);
+    worker.once('exit', settle);
+    const limits: ExtractionLimits = { ...DEFAULT_EXTRACTION_LIMITS, ...warmUp.limits };
+    const job: ExtractJob = { filePath: '', kind: 'md', limits, ...(warmUp.chunking ? { chunking: warmUp.chunking, ...(warmUp.eventParts ? { eventParts: warmUp.eventParts } : {}) } : {}) };
+    worker.postMessage({ type: 'warm', job } satisfies ExtractWorkerRequest);
+  });
 }
 
 function takeWorker(key: string | undefined, maxHeapMb: number): PooledWorker {
@@ -293,8 +337,7 @@ function takeWorker(key: string | undefined, maxHeapMb: number): PooledWorker {
     pooled.worker.ref();
     pooled.key = key;
     pooled.jobs = 1;
-    const size = keepSpare;
-    if (size !== undefined) setImmediate(() => keepSpare === size && keepSpareExtractionWorker(size));
+    pooled.replacesSpare = true;
     return pooled;
   }
   return spawnWorker(key, maxHeapMb);

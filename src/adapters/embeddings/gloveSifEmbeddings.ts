@@ -228,9 +228,17 @@ export class GloveSifEmbeddings implements EmbeddingProvider {
     return this.model;
   }
 
-  /** Loads the model. The ingest thread starts with the first documents' batch (they do not wait for it), not here: its start-up work would compete with the first requests. */
-  async warmup(): Promise<void> {
+  /**
+   * Loads the model. With `documents` (a process that processes documents), also starts the
+   * ingest thread and embeds a sample on it, so that the first document's batch neither starts
+   * it nor is the first to run its code; otherwise the thread starts with the first documents'
+   * batch (they do not wait for it).
+   */
+  async warmup(options?: { documents?: boolean }): Promise<void> {
     await this.load();
+    if (!options?.documents || !this.options.ingestThread) return;
+    if (!(await this.ingestWorker())) return;
+    await this.embedDocuments(Array.from({ length: 8 }, (_, i) => `Warm-up sample ${i}: documents are split into chunks, embedded and indexed for search.`));
   }
 
   /** Starts the ingest thread (if configured) and waits until it is ready. */
