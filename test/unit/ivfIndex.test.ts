@@ -180,6 +180,66 @@ describe('the approximate dense index (IVF over the int8 slab)', () => {
     expect(slab.annIndex).toBeUndefined();
   });
 
+  it('from backgroundTrainingAt rows, trains again in the background: the old index serves meanwhile, writes during the training reach the new one', async () => {
+    const rand = rng(21);
+    const centres = Array.from({ length: 25 }, () => uniform(rand, dims));
+    const vectors = new Map<number, Float32Array>();
+    const slab = new VectorSlab(ann({ backgroundTrainingAt: 3000, probeLists: 20 }));
+    slab.setDims(dims);
+    let row = 1;
+    const add = (): void => {
+      const v = clustered(rand, centres, 0.4);
+      vectors.set(row, v);
+      slab.add(row, row % 500, v);
+      row++;
+    };
+    for (let i = 0; i < 2000; i++) add(); // below backgroundTrainingAt: trained at once
+    expect(slab.annTraining).toBe(false);
+    expect(slab.annIndex!.trainedAt).toBe(2000);
+    while (row <= 4000) add(); // doubled: the next one is trained in the background
+    expect(slab.annTraining).toBe(true);
+    expect(slab.annIndex!.trainedAt).toBe(2000);
+    const all = { mask: new Uint8Array(500).fill(1), docs: Array.from({ length: 500 }, (_, d) => d), chunks: 4000 };
+    const removed = new Set<number>();
+    let turns = 0;
+    while (slab.annTraining) {
+      // Writes between the slices: new rows, deleted ones (their slots reused by the next adds).
+      add();
+      const gone = 1 + ((turns * 37) % 3000);
+      if (!removed.has(gone)) {
+        slab.remove(gone);
+        vectors.delete(gone);
+        removed.add(gone);
+      }
+      // Searches meanwhile answer from the index trained before.
+      const probe = [...vectors.keys()][(turns * 13) % vectors.size];
+      expect(slab.topK(vectors.get(probe)!, all, 1)).toEqual([probe]);
+      turns++;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(turns).toBeGreaterThan(3); // it did run in slices
+    expect(slab.annIndex!.trainedAt).toBeGreaterThanOrEqual(4000);
+    // The new index holds every live row (including those written during the training) and no deleted one.
+    const rows = slab.indexRows()!;
+    expect(rows.ivf.size).toBe(slab.liveCount);
+    expect(Array.from(rows.lists).every((l) => l >= 0)).toBe(true);
+    for (const [r, v] of [...vectors].filter((_, i) => i % 40 === 0)) expect(slab.topK(v, all, 1)).toEqual([r]);
+    for (const r of removed) expect(slab.inScope(r, all.mask)).toBe(false);
+    // A bulk load or new settings stop a training under way; finishAnnTraining ends one at once.
+    while (!slab.annTraining) add(); // doubled again
+    const at = slab.liveCount;
+    expect(at).toBe(2 * slab.annIndex!.trainedAt);
+    slab.finishAnnTraining();
+    expect(slab.annTraining).toBe(false);
+    expect(slab.annIndex!.trainedAt).toBe(at);
+    while (!slab.annTraining) add();
+    slab.beginBulk();
+    expect(slab.annTraining).toBe(false);
+    slab.endBulk(); // trained at once
+    expect(slab.annTraining).toBe(false);
+    expect(slab.annIndex!.trainedAt).toBe(slab.liveCount);
+  });
+
   describe('beside the index file', () => {
     let dir: string;
     beforeAll(() => {

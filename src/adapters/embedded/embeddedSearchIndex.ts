@@ -649,6 +649,9 @@ export class EmbeddedSearchIndex implements SearchIndex {
     if (this.closed) return;
     this.closed = true;
     this.db.close();
+    // A training under way is dropped: the file gets the index trained before, and the next open trains again if it is due.
+    this.slab.stopAnnTraining();
+    this.nextSlab?.stopAnnTraining();
     if (this.ivfFile) {
       try {
         const rows = this.slab.indexRows();

@@ -13,9 +13,10 @@
  *
  * Inserts go to the nearest list, deletes leave their list (swap with its last member): both
  * O(1) besides the assignment. The centroids are not moved by later writes; the slab trains
- * again when its rows have doubled (or fallen to a quarter) since: at a million rows that
- * holds the index's thread for a few seconds of CPU (training, then every row assigned), once
- * per doubling. Vector-less rows sit in a list of their own (`ZERO`), scored 0 like a full
+ * again when its rows have doubled (or fallen to a quarter) since: at a million rows that is
+ * a few seconds of CPU (training, then every row assigned), once per doubling, done in the
+ * background in slices of a few milliseconds (`trainCentroidsSteps` yields as it goes) while
+ * searches keep using the index trained before. Vector-less rows sit in a list of their own (`ZERO`), scored 0 like a full
  * scan scores them. Each member's document is kept beside it, for the scope check.
  *
  * Recall is set by how many lists' worth of the scope a search scans (`probeLists`), not by a
@@ -51,6 +52,11 @@ export interface AnnSettings {
   listsPerRoot: number;
   /** Searches scan exactly though the index is kept up to date (to compare both on one index). */
   searchExact: boolean;
+  /**
+   * From this many rows, a training a write calls for runs in the background (in slices, the
+   * index trained before serving meanwhile); below, at once (tens of milliseconds at most).
+   */
+  backgroundTrainingAt: number;
 }
 
 export const DEFAULT_ANN: AnnSettings = {
@@ -61,6 +67,7 @@ export const DEFAULT_ANN: AnnSettings = {
   minProbe: 4096,
   listsPerRoot: 2,
   searchExact: false,
+  backgroundTrainingAt: 5_000,
 };
 
 /** Lists whose members hold no vector (scored 0). */
@@ -136,8 +143,19 @@ export interface TrainingSource {
   slots: Int32Array;
 }
 
-/** Plain k-means on the unit sphere over `rows` (indices into `data`, dims floats each); returns at most k unit centroids. */
-function sphericalKMeans(data: Float32Array, dims: number, stride: number, queryMax: number, rows: Int32Array, k: number, iterations: number, rand: () => number): Float32Array {
+/** Rows of work between two yields of the training's steps. */
+const ROWS_PER_STEP = 512;
+
+/** Runs steps to their end at once. */
+export function runSteps<T>(steps: Generator<void, T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** Plain k-means on the unit sphere over `rows` (indices into `data`, dims floats each); returns at most k unit centroids. Yields every ROWS_PER_STEP rows. */
+function* sphericalKMeans(data: Float32Array, dims: number, stride: number, queryMax: number, rows: Int32Array, k: number, iterations: number, rand: () => number): Generator<void, Float32Array> {
   const n = rows.length;
   // Seeds: k distinct rows (all of them when there are no more than k).
   const order = Int32Array.from(rows);
@@ -165,6 +183,7 @@ function sphericalKMeans(data: Float32Array, dims: number, stride: number, query
       q.set(q16.subarray(r * stride, r * stride + stride));
       table.score(0, k);
       assign[r] = table.best(0, k);
+      if (r % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
     }
     sums.fill(0);
     sizes.fill(0);
@@ -201,6 +220,14 @@ export interface IvfCentroids {
 
 /** Trains the two-level centroids on a sample of the source's vectors. */
 export function trainCentroids(source: TrainingSource, lists: number, seed = 1): IvfCentroids {
+  return runSteps(trainCentroidsSteps(source, lists, seed));
+}
+
+/**
+ * `trainCentroids` in steps: it yields every ROWS_PER_STEP rows of work. The source's vectors
+ * are read only before the first yield (the sample is copied), so they may move afterwards.
+ */
+export function* trainCentroidsSteps(source: TrainingSource, lists: number, seed = 1): Generator<void, IvfCentroids> {
   const { dims, stride } = source;
   const rand = rng(seed);
   const n = source.slots.length;
@@ -213,8 +240,11 @@ export function trainCentroids(source: TrainingSource, lists: number, seed = 1):
     [pool[i], pool[j]] = [pool[j], pool[i]];
   }
   const data = new Float32Array(sampleSize * dims);
+  // The sample's int8 rows too (the vectors are not read after this loop).
+  const sample8 = new Int8Array(sampleSize * stride);
   for (let r = 0; r < sampleSize; r++) {
     const base = pool[r] * stride;
+    sample8.set(source.vectors.subarray(base, base + stride), r * stride);
     let norm = 0;
     for (let i = 0; i < dims; i++) norm += source.vectors[base + i] ** 2;
     norm = Math.sqrt(norm) || 1;
@@ -222,7 +252,7 @@ export function trainCentroids(source: TrainingSource, lists: number, seed = 1):
   }
   const all = Int32Array.from({ length: sampleSize }, (_, i) => i);
   const C = Math.max(1, Math.min(Math.round(Math.sqrt(L)), sampleSize));
-  const coarse = sphericalKMeans(data, dims, stride, source.queryMax, all, C, 8, rand);
+  const coarse = yield* sphericalKMeans(data, dims, stride, source.queryMax, all, C, 8, rand);
   const coarseCount = coarse.length / dims;
   // Each sample row's coarse centroid.
   const table = new CentroidTable(coarse, dims, stride);
@@ -230,10 +260,11 @@ export function trainCentroids(source: TrainingSource, lists: number, seed = 1):
   const members: number[][] = Array.from({ length: coarseCount }, () => []);
   const scale = Math.floor(source.queryMax / 127);
   for (let r = 0; r < sampleSize; r++) {
-    const base = pool[r] * stride;
-    for (let i = 0; i < dims; i++) q[i] = source.vectors[base + i] * scale;
+    const base = r * stride;
+    for (let i = 0; i < dims; i++) q[i] = sample8[base + i] * scale;
     table.score(0, coarseCount);
     members[table.best(0, coarseCount)].push(r);
+    if (r % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
   }
   const fine: Float32Array[] = [];
   const coarseStart = new Int32Array(coarseCount + 1);
@@ -247,7 +278,8 @@ export function trainCentroids(source: TrainingSource, lists: number, seed = 1):
       continue;
     }
     const k = Math.max(1, Math.round((L * rows.length) / sampleSize));
-    const cs = sphericalKMeans(data, dims, stride, source.queryMax, rows, k, 8, rand);
+    const cs = yield* sphericalKMeans(data, dims, stride, source.queryMax, rows, k, 8, rand);
+    yield;
     fine.push(cs);
     total += cs.length / dims;
   }

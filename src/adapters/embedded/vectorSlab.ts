@@ -10,9 +10,22 @@
  * Memory layout: [query region: the query as int16][capacity × stride int8 vectors][capacity int32 scan results].
  */
 import { createGatherer, createMemory, createScanner, type GatherFn, type ScanFn, type WasmMemory, WASM_PAGE as PAGE } from './int8Scan';
-import { type AnnSettings, DEFAULT_ANN, type IvfCentroids, IvfIndex, trainCentroids, ZERO } from './ivfIndex';
+import { type AnnSettings, DEFAULT_ANN, type IvfCentroids, IvfIndex, runSteps, trainCentroidsSteps, ZERO } from './ivfIndex';
 
 const QUERY_REGION = 16384; // bytes reserved for the int16 query (dims <= 8192)
+/** Background training of the approximate index runs in slices of about this long, between the thread's other work. */
+const TRAINING_SLICE_MS = 4;
+/** Slots assigned to the new index's lists between two yields. */
+const ASSIGN_PER_STEP = 256;
+
+/** A training of the approximate index under way in the background. */
+interface Training {
+  steps: Generator<void, void>;
+  /** Once the centroids are trained: the new index, filled slot by slot up to `cursor`. */
+  ivf?: IvfIndex;
+  cursor: number;
+  pending?: NodeJS.Immediate;
+}
 
 /** Documents a dense search may return: a mask over interned document ids, their list and chunk count. */
 export interface SlabScope {
@@ -31,6 +44,8 @@ export class VectorSlab {
   private scan?: ScanFn;
   private gather?: GatherFn;
   private ivf?: IvfIndex;
+  /** The next approximate index, trained in the background while `ivf` (or the exact scan) serves. */
+  private training?: Training;
   /** While true (bulk loads), the approximate index is not trained or maintained: `endBulk` does it once. */
   private bulk = false;
   private readonly free: number[] = [];
@@ -147,8 +162,12 @@ export class VectorSlab {
       this.invScale[slot] = 0;
     }
     if (!this.bulk) {
-      this.ivf?.put(slot, this.invScale[slot] === 0 ? ZERO : this.ivf.nearestList(view.subarray(base, base + this.stride)), doc);
-      this.maintainIndex();
+      const vec = view.subarray(base, base + this.stride);
+      this.ivf?.put(slot, this.invScale[slot] === 0 ? ZERO : this.ivf.nearestList(vec), doc);
+      // The index being filled in the background has passed this slot: it gets the row too.
+      const next = this.training?.ivf;
+      if (next && slot < this.training!.cursor) next.put(slot, this.invScale[slot] === 0 ? ZERO : next.nearestList(vec), doc);
+      this.maintainIndex(false);
     }
   }
 
@@ -164,7 +183,8 @@ export class VectorSlab {
     this.free.push(slot);
     if (!this.bulk) {
       this.ivf?.remove(slot);
-      this.maintainIndex();
+      this.training?.ivf?.remove(slot);
+      this.maintainIndex(false);
     }
   }
 
@@ -173,19 +193,35 @@ export class VectorSlab {
   /** Changes the approximate search's settings (trains or drops the index as they say). */
   configureAnn(ann: AnnSettings): void {
     this.ann = ann;
-    if (!this.bulk) this.maintainIndex();
+    this.stopAnnTraining();
+    if (!this.bulk) this.maintainIndex(true);
   }
 
   /** Stops maintaining the approximate index until `endBulk` (loads add every row first). */
   beginBulk(): void {
     this.bulk = true;
     this.ivf = undefined;
+    this.stopAnnTraining();
   }
 
-  /** Ends a bulk load: the index is trained if the settings ask for one (unless `restoreIndex` gave it). */
+  /** Ends a bulk load: the index is trained (at once) if the settings ask for one, unless `restoreIndex` gave it. */
   endBulk(): void {
     this.bulk = false;
-    this.maintainIndex();
+    this.maintainIndex(true);
+  }
+
+  /** Whether a training of the approximate index is under way in the background. */
+  get annTraining(): boolean {
+    return this.training !== undefined;
+  }
+
+  /** Runs a background training under way to its end now (tests, and a caller that must have the new index). */
+  finishAnnTraining(): void {
+    const t = this.training;
+    if (!t) return;
+    if (t.pending) clearImmediate(t.pending);
+    t.pending = undefined;
+    runSteps(t.steps);
   }
 
   /** The approximate index, if there is one: its lists, the rows it was trained on, whether it was read from a file. */
@@ -193,11 +229,23 @@ export class VectorSlab {
     return this.ivf ? { lists: this.ivf.listCount, trainedAt: this.ivf.trainedAt, restored: this.ivf.restored } : undefined;
   }
 
-  /** Trains the index when it is missing or the rows have doubled or fallen below a quarter since; drops it below the threshold. */
-  private maintainIndex(): void {
+  /**
+   * Trains the index when it is missing or the rows have doubled or fallen below a quarter
+   * since; drops it below the threshold. After a write (`now` false) from `backgroundTrainingAt`
+   * rows the training runs in the background, in slices of TRAINING_SLICE_MS between the
+   * thread's other work (at a million rows it is seconds of CPU, which would otherwise hold
+   * every search of every workspace), while the index trained before (or the exact scan) keeps
+   * serving; `now` (settings, the end of a bulk load) and smaller slabs train at once.
+   */
+  private maintainIndex(now: boolean): void {
     const a = this.ann;
     if (!a.enabled || this.dimsValue === 0 || this.liveRows === 0 || this.liveRows * 2 < a.buildAt) {
       this.ivf = undefined;
+      this.stopAnnTraining();
+      return;
+    }
+    if (this.training) {
+      if (now) this.finishAnnTraining();
       return;
     }
     if (this.ivf) {
@@ -206,30 +254,71 @@ export class VectorSlab {
     } else if (this.liveRows < a.buildAt) {
       return;
     }
-    this.train();
+    const training = { cursor: 0 } as Training;
+    training.steps = this.trainingSteps(training);
+    this.training = training;
+    if (now || this.liveRows < a.backgroundTrainingAt) this.finishAnnTraining();
+    else this.scheduleTraining(training);
   }
 
-  private train(): void {
+  /** Drops a background training under way (the index trained before stays). */
+  stopAnnTraining(): void {
+    const t = this.training;
+    if (!t) return;
+    if (t.pending) clearImmediate(t.pending);
+    this.training = undefined;
+  }
+
+  private scheduleTraining(t: Training): void {
+    t.pending = setImmediate(() => {
+      t.pending = undefined;
+      if (this.training !== t) return;
+      const until = performance.now() + TRAINING_SLICE_MS;
+      try {
+        while (performance.now() < until) if (t.steps.next().done) return;
+      } catch {
+        // Not expected; the index trained before keeps serving, and the next write tries again.
+        if (this.training === t) this.training = undefined;
+        return;
+      }
+      this.scheduleTraining(t);
+    });
+    t.pending.unref(); // never keeps the thread alive
+  }
+
+  /** The training's steps: centroids from a sample, then every live slot assigned to a list; the new index replaces the old at the end. */
+  private *trainingSteps(t: Training): Generator<void, void> {
+    // Nothing below reads the slab's arrays across a yield without reading them again: writes go on meanwhile.
     const slots: number[] = [];
     for (let s = 0; s < this.highWater; s++) if (this.live[s] !== 0 && this.invScale[s] !== 0) slots.push(s);
     if (slots.length === 0) {
       this.ivf = undefined;
+      this.training = undefined;
       return;
     }
-    const vectors = this.vectorsView();
-    const lists = Math.max(1, Math.round(Math.sqrt(this.liveRows) * this.ann.listsPerRoot));
-    const centroids = trainCentroids(
-      { dims: this.dimsValue, stride: this.stride, queryMax: this.queryMax, vectors, slots: Int32Array.from(slots) },
+    const trainedAt = this.liveRows;
+    const lists = Math.max(1, Math.round(Math.sqrt(trainedAt) * this.ann.listsPerRoot));
+    const centroids = yield* trainCentroidsSteps(
+      { dims: this.dimsValue, stride: this.stride, queryMax: this.queryMax, vectors: this.vectorsView(), slots: Int32Array.from(slots) },
       lists,
-      this.liveRows,
+      trainedAt,
     );
-    const ivf = new IvfIndex(centroids, this.stride, this.queryMax, this.liveRows);
-    for (let s = 0; s < this.highWater; s++) {
-      if (this.live[s] === 0) continue;
-      const base = s * this.stride;
-      ivf.put(s, this.invScale[s] === 0 ? ZERO : ivf.nearestList(vectors.subarray(base, base + this.stride)), this.docOf[s]);
+    const ivf = new IvfIndex(centroids, this.stride, this.queryMax, trainedAt);
+    t.ivf = ivf;
+    t.cursor = 0;
+    while (t.cursor < this.highWater) {
+      const vectors = this.vectorsView();
+      const end = Math.min(this.highWater, t.cursor + ASSIGN_PER_STEP);
+      for (let s = t.cursor; s < end; s++) {
+        if (this.live[s] === 0) continue;
+        const base = s * this.stride;
+        ivf.put(s, this.invScale[s] === 0 ? ZERO : ivf.nearestList(vectors.subarray(base, base + this.stride)), this.docOf[s]);
+      }
+      t.cursor = end;
+      if (t.cursor < this.highWater) yield;
     }
     this.ivf = ivf;
+    this.training = undefined;
   }
 
   /** Every live row's id and list, for the index's file (undefined without an index). */
