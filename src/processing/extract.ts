@@ -159,7 +159,7 @@ export async function extractText(filePath: string, kind: DocumentKind, opts: Ex
     throw new Error(`extraction worker not built (${EXTRACT_WORKER_PATH}); run \`npm run build\``);
   }
   const limits: ExtractionLimits = { ...DEFAULT_EXTRACTION_LIMITS, ...opts.limits };
-  const job: ExtractJob = { filePath, kind, limits, ...(opts.chunking ? { chunking: opts.chunking, ...(opts.eventParts ? { eventParts: opts.eventParts } : {}) } : {}) };
+  const job = jobOf(filePath, kind, limits, opts);
   const maxHeapMb = opts.maxHeapMb ?? DEFAULT_EXTRACT_MAX_HEAP_MB;
   const { signal } = opts;
   signal?.throwIfAborted();
@@ -245,6 +245,11 @@ export async function extractText(filePath: string, kind: DocumentKind, opts: Ex
   });
 }
 
+/** The worker's job: `eventParts` only with `chunking`. */
+function jobOf(filePath: string, kind: DocumentKind, limits: ExtractionLimits, o: { chunking?: ChunkOptions; eventParts?: EventPartsOptions }): ExtractJob {
+  return { filePath, kind, limits, ...(o.chunking ? { chunking: o.chunking, ...(o.eventParts ? { eventParts: o.eventParts } : {}) } : {}) };
+}
+
 // ---- the workers --------------------------------------------------------------------------------
 
 /** Idle workers kept for reuse (all keys together), how long, and how many jobs one may serve. */
@@ -312,8 +317,7 @@ export function keepSpareExtractionWorker(options: SpareOptions = {}): Promise<v
     };
     worker.on('message', onMessage);
     worker.once('exit', settle);
-    const limits: ExtractionLimits = { ...DEFAULT_EXTRACTION_LIMITS, ...warmUp.limits };
-    const job: ExtractJob = { filePath: '', kind: 'md', limits, ...(warmUp.chunking ? { chunking: warmUp.chunking, ...(warmUp.eventParts ? { eventParts: warmUp.eventParts } : {}) } : {}) };
+    const job = jobOf('', 'md', { ...DEFAULT_EXTRACTION_LIMITS, ...warmUp.limits }, warmUp);
     worker.postMessage({ type: 'warm', job } satisfies ExtractWorkerRequest);
   });
 }
