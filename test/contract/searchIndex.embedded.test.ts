@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -63,7 +64,81 @@ describe('EmbeddedSearchIndex specifics', () => {
     await index.close();
   });
 
-  it('the lexical index: read from its snapshot after a clean close, rebuilt from the text when the snapshot is stale, corrupt or missing', async () => {
+  it('after kill -9 following writes, the lexical index is caught up from the last snapshot (rows added, deleted, retitled, row ids reused): the rankings of a rebuild from the text', async () => {
+    const file = path.join(dir, 'crash.sqlite');
+    const snapshot = `${file}.lexical`;
+    const rand = rng(31);
+    const words = 'shock wave boundary layer flow heat transfer wing nozzle jet mach pressure laminar turbulent'.split(' ');
+    const text = (): string => Array.from({ length: 8 + Math.floor(rand() * 30) }, () => words[Math.floor(rand() * words.length)]).join(' ');
+    const doc = (d: number, extra = ''): IndexedChunk[] =>
+      [0, 1].map((i) => ({ ...chunk(d % 4 === 0 ? 'other' : 'w', `d${d}`, i, unit(rand, 8)), documentTitle: `${words[d % words.length]} notes`, content: `${text()} ${extra}` }));
+    let index = new EmbeddedSearchIndex(file);
+    for (let d = 0; d < 40; d++) await index.upsertDocument(`d${d}`, doc(d, d === 39 ? 'quokka' : ''));
+    await index.close();
+    const first = fs.readFileSync(snapshot); // holds d39, the last rows of workspace w
+    index = new EmbeddedSearchIndex(file);
+    await index.deleteDocument('d39');
+    await index.close();
+    // Another process: d40 takes d39's row ids (the next id comes from the rows on disk), a retitle, a deletion, a workspace deleted; then killed.
+    const input = path.join(dir, 'crash-input.json');
+    fs.writeFileSync(input, JSON.stringify({ file, d40: doc(41, 'wombat').map((c) => ({ ...c, documentId: 'd40', vector: Array.from(c.vector) })) }));
+    const code = `
+      const { EmbeddedSearchIndex } = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/adapters/embedded/embeddedSearchIndex'))});
+      const { file, d40 } = JSON.parse(require('node:fs').readFileSync(process.argv[1], 'utf8'));
+      (async () => {
+        const index = new EmbeddedSearchIndex(file);
+        await index.upsertDocument('d40', d40);
+        await index.updateDocumentFields('d5', { documentTitle: 'laminar laminar shock' });
+        await index.deleteDocument('d7');
+        await index.deleteWorkspace('other');
+        console.log('written ' + index.stats().lexicalFrom);
+        setInterval(() => undefined, 1000);
+      })();`;
+    const child = spawn(process.execPath, ['-e', code, input], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const said = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (b: Buffer) => {
+        out += b.toString();
+        if (out.includes('written')) resolve(out.trim());
+      });
+      child.on('exit', (c) => reject(new Error(`child exited with ${c} before writing`)));
+    });
+    expect(said).toBe('written snapshot');
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.on('exit', resolve));
+    const raw = new Database(file, { readonly: true });
+    const reused = raw.prepare<[], number>("SELECT count(*) FROM chunks WHERE document_id = 'd40'").pluck().get();
+    raw.close();
+    expect(reused).toBe(2);
+    const ranking = async (ix: EmbeddedSearchIndex): Promise<string[]> => {
+      const out: string[] = [];
+      for (const q of ['shock laminar', 'heat transfer nozzle', 'wing flow', 'turbulent boundary layer', 'wombat', 'quokka', 'laminar notes']) {
+        for (const workspaceId of ['w', 'other']) {
+          const hits = await ix.search({ text: q, filters: { workspaceId }, k: 20, mode: 'bm25' });
+          out.push(hits.map((h) => `${h.documentId}#${h.chunkIndex}:${h.score.toFixed(12)}`).join(' '));
+        }
+      }
+      return out;
+    };
+    // From the older snapshot too (it holds d39 under the ids d40 has now): caught up all the same.
+    for (const base of [undefined, first]) {
+      if (base) fs.writeFileSync(snapshot, base);
+      index = new EmbeddedSearchIndex(file);
+      expect(index.stats().lexicalFrom).toBe('caught-up');
+      const caughtUp = await ranking(index);
+      expect(caughtUp.join(' ')).toContain('d40#');
+      expect(caughtUp.join(' ')).not.toMatch(/d39#|d7#/);
+      expect((await index.search({ text: 'quokka', filters: { workspaceId: 'w' }, k: 5, mode: 'bm25' })).length).toBe(0);
+      await index.close();
+      fs.rmSync(snapshot);
+      index = new EmbeddedSearchIndex(file);
+      expect(index.stats().lexicalFrom).toBe('text');
+      expect(await ranking(index)).toEqual(caughtUp);
+      await index.close();
+    }
+  });
+
+  it('the lexical index: read from its snapshot after a clean close, caught up when it is older, rebuilt from the text when it is corrupt, missing or wrong', async () => {
     const file = path.join(dir, 'snapshot.sqlite');
     const snapshot = `${file}.lexical`;
     const rand = rng(21);
@@ -109,8 +184,8 @@ describe('EmbeddedSearchIndex specifics', () => {
     expect(index.stats().lexicalFrom).toBe('snapshot');
     expect(await ranking(index)).toEqual(later);
     await index.close();
-    // A snapshot of an earlier state (as after a crash that followed writes) is not used, even
-    // when it holds the same rows (a retitle keeps the row ids).
+    // A snapshot of an earlier state (as after a crash that followed writes) is caught up: the
+    // rows whose text was set since (a retitle keeps the row ids) are indexed again from their text.
     index = new EmbeddedSearchIndex(file);
     await index.updateDocumentFields('d9', { documentTitle: 'shock shock laminar' });
     const latest = await ranking(index);
@@ -118,7 +193,11 @@ describe('EmbeddedSearchIndex specifics', () => {
     await index.close();
     fs.writeFileSync(snapshot, stale);
     index = new EmbeddedSearchIndex(file);
-    expect(index.stats().lexicalFrom).toBe('text');
+    expect(index.stats().lexicalFrom).toBe('caught-up');
+    expect(await ranking(index)).toEqual(latest);
+    await index.close();
+    index = new EmbeddedSearchIndex(file); // the caught-up state was written at once
+    expect(index.stats().lexicalFrom).toBe('snapshot');
     expect(await ranking(index)).toEqual(latest);
     await index.close();
     // Truncated, or missing: rebuilt from the chunks' text.

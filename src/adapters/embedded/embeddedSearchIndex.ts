@@ -94,7 +94,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private readonly snapshotFile: string | undefined;
   /** Write transactions committed to the file so far (stamps the lexical snapshot). */
   private generation: number;
-  private lexicalFrom: 'snapshot' | 'text' = 'text';
+  private lexicalFrom: 'snapshot' | 'caught-up' | 'text' = 'text';
   /** Where the approximate dense index is kept (`<file>.ivf`). */
   private readonly ivfFile: string | undefined;
   /** Transactions that changed stored vectors in place (putVectors, a model switch): stamps the IVF file. */
@@ -137,15 +137,21 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.vectorGeneration = Number(this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'vector_generation'").get()?.value ?? 0);
     this.snapshotFile = filePath === ':memory:' || filePath === '' ? undefined : `${filePath}.lexical`;
     this.ivfFile = filePath === ':memory:' || filePath === '' ? undefined : `${filePath}.ivf`;
-    const fromSnapshot = this.snapshotFile !== undefined && this.lexicalIndex.readSnapshot(this.snapshotFile, this.stamp());
+    // The lexical index: from its snapshot when it is of this generation; after a crash that
+    // followed writes, from the older snapshot caught up with the rows written since; else
+    // from the chunks' text.
+    const read = this.snapshotFile !== undefined && this.lexicalIndex.readSnapshot(this.snapshotFile, this.stamp(), true);
+    const exact = read && this.lexicalIndex.snapshotGeneration === this.generation;
+    const older = read && !exact;
     this.slab.beginBulk();
-    const bound = this.load(fromSnapshot);
+    const bound = this.load(exact ? 'snapshot' : older ? 'older-snapshot' : 'text');
     if (!bound) {
       // The snapshot did not hold exactly the rows of the file: rebuild from their text.
       this.lexicalIndex.clear();
       this.loadText();
     }
-    this.lexicalFrom = fromSnapshot && bound ? 'snapshot' : 'text';
+    this.lexicalFrom = !bound ? 'text' : exact ? 'snapshot' : older ? 'caught-up' : 'text';
+    if (this.lexicalFrom === 'caught-up') this.writeLexicalSnapshot(); // never caught up from the older one again
     this.active = metaModel(this.db, 'model');
     this.next = metaModel(this.db, 'next_model');
     // The approximate dense index: from its file when that names exactly these rows and vectors, else trained.
@@ -261,11 +267,15 @@ export class EmbeddedSearchIndex implements SearchIndex {
    * words through the same connection, which an open iterator would hold busy). Returns false
    * when the snapshot did not hold exactly these rows.
    */
-  private load(withSnapshot: boolean): boolean {
-    const columns = `id, workspace_id, document_id, purpose, tags, vector${withSnapshot ? '' : ', document_title, content'}`;
-    const page = this.db.prepare<[number, number], Pick<ChunkRow, 'id' | 'workspace_id' | 'document_id' | 'purpose' | 'tags' | 'vector' | 'document_title' | 'content'>>(
+  private load(lexical: 'snapshot' | 'older-snapshot' | 'text'): boolean {
+    const withSnapshot = lexical !== 'text';
+    const columns = `id, workspace_id, document_id, purpose, tags, vector, lexgen${withSnapshot ? '' : ', document_title, content'}`;
+    const page = this.db.prepare<[number, number], Pick<ChunkRow, 'id' | 'workspace_id' | 'document_id' | 'purpose' | 'tags' | 'vector' | 'document_title' | 'content'> & { lexgen: number }>(
       `SELECT ${columns} FROM chunks WHERE id > ? ORDER BY id LIMIT ?`,
     );
+    // Catching an older snapshot up: rows whose text was set after it are indexed from their text.
+    const since = lexical === 'older-snapshot' ? this.lexicalIndex.snapshotGeneration : Infinity;
+    const fresh: number[] = [];
     let bound = true;
     let after = -Infinity;
     for (;;) {
@@ -285,12 +295,22 @@ export class EmbeddedSearchIndex implements SearchIndex {
         if (vector && this.slab.dims === 0) this.slab.setDims(vector.length);
         this.slab.add(r.id, doc, vector);
         if (!withSnapshot) this.lexicalIndex.add(r.id, workspaceOfRow(r.id), doc, r.document_title, r.content);
+        else if (r.lexgen > since) fresh.push(r.id);
         else if (bound) bound = this.lexicalIndex.bind(r.id, workspaceOfRow(r.id), doc);
       }
       if (rows.length < LOAD_PAGE) break;
       after = rows[rows.length - 1].id;
     }
-    return !withSnapshot || (bound && this.lexicalIndex.complete);
+    if (lexical !== 'older-snapshot') return !withSnapshot || (bound && this.lexicalIndex.complete);
+    // Every row older than the snapshot must be in it; what it holds beyond them was deleted or set again since.
+    if (!bound) return false;
+    this.lexicalIndex.dropUnbound();
+    const text = this.db.prepare<[number], Pick<ChunkRow, 'document_id' | 'document_title' | 'content'>>('SELECT document_id, document_title, content FROM chunks WHERE id = ?');
+    for (const id of fresh) {
+      const r = text.get(id)!;
+      this.lexicalIndex.add(id, workspaceOfRow(id), this.catalog.intern(r.document_id), r.document_title, r.content);
+    }
+    return true;
   }
 
   /** Builds the lexical index from the chunks' text (documents already loaded). */
@@ -365,8 +385,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
     const nextModel = this.next;
     for (const p of flat) if (p.next && nextModel && p.next.length !== nextModel.dimensions) throw new Error(`vector has ${p.next.length} dimensions, ${nextModel.modelId} has ${nextModel.dimensions}`);
     const insert = this.statements.get(
-      `INSERT INTO chunks (id, workspace_id, document_id, document_title, purpose, tags, chunk_index, content, page, section, vector, model)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO chunks (id, workspace_id, document_id, document_title, purpose, tags, chunk_index, content, page, section, vector, model, lexgen)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const insertNext = this.statements.get('INSERT OR REPLACE INTO next_vectors(document_id, chunk_index, model, vector) VALUES (?, ?, ?, ?)');
     const wsOf = new Map<string, number>();
@@ -391,6 +411,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
             c.section ?? null,
             v ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : null,
             v && active ? active.num : null,
+            this.generation,
           );
           if (next && nextModel) insertNext.run(documentId, c.chunkIndex, nextModel.num, Buffer.from(next.buffer, next.byteOffset, next.byteLength));
           const id = Number(info.lastInsertRowid);
@@ -475,7 +496,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
         const rows = this.statements.get<[string], { id: number; document_title: string; content: string }>(
           'SELECT id, document_title, content FROM chunks WHERE document_id = ?',
         ).all(documentId);
-        this.statements.get('UPDATE chunks SET document_title = ? WHERE document_id = ?').run(fields.documentTitle, documentId);
+        this.statements.get('UPDATE chunks SET document_title = ?, lexgen = ? WHERE document_id = ?').run(fields.documentTitle, this.generation, documentId);
         const del = this.statements.get('DELETE FROM chunks_fts WHERE rowid = ?');
         const ins = this.statements.get('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
         for (const r of rows) {
@@ -661,11 +682,20 @@ export class EmbeddedSearchIndex implements SearchIndex {
         // Without the file the next open trains the index again.
       }
     }
-    if (this.snapshotFile) {
+    this.writeLexicalSnapshot();
+  }
+
+  /** Writes the lexical snapshot of this generation; when that fails, none is left (an older one would be caught up from). */
+  private writeLexicalSnapshot(): void {
+    if (!this.snapshotFile) return;
+    try {
+      this.lexicalIndex.writeSnapshot(this.snapshotFile, this.stamp());
+    } catch {
+      // Without a snapshot the next open rebuilds the lexical index from the chunks' text.
       try {
-        this.lexicalIndex.writeSnapshot(this.snapshotFile, this.stamp());
+        fs.rmSync(this.snapshotFile, { force: true });
       } catch {
-        // Without a snapshot the next open rebuilds the lexical index from the chunks' text.
+        // (nor can it be removed: the next open finds it of an older generation and catches it up)
       }
     }
   }
@@ -818,7 +848,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     dims: number;
     vectorBytes: number;
     postings: number;
-    lexicalFrom: 'snapshot' | 'text';
+    lexicalFrom: 'snapshot' | 'caught-up' | 'text';
     denseIndex: { lists: number; trainedAt: number; from: 'file' | 'trained' } | undefined;
   } {
     const ann = this.slab.annIndex;

@@ -135,7 +135,8 @@ class Space {
 }
 
 const SNAPSHOT_MAGIC = 'KBLX';
-const SNAPSHOT_FORMAT = 1;
+/** 2: written since the chunk rows record the generation their text was set in (`lexgen`), so an older snapshot can be caught up. */
+const SNAPSHOT_FORMAT = 2;
 const align = (n: number): number => Math.ceil(n / 8) * 8;
 
 /** What a snapshot must match to be used: the file's write generation and layout. */
@@ -177,6 +178,8 @@ export class LexicalIndex {
   private rowCount = 0;
   /** Chunks of the snapshot read last (checked by `complete`). */
   private snapshotRows = -1;
+  /** The write generation of the snapshot read last. */
+  snapshotGeneration = -1;
   private readonly spaces = new Map<number, Space>();
   /** Reused per chunk: its distinct terms and their frequencies by term id. */
   private tallyTerms = new Int32Array(256);
@@ -480,11 +483,14 @@ export class LexicalIndex {
   }
 
   /**
-   * Replaces the contents with the snapshot in `file` when it carries this stamp; false (and
-   * nothing changed) when there is none, it is of another stamp or format, or unreadable.
-   * The chunks' documents are then attached with `bind` as the rows are loaded.
+   * Replaces the contents with the snapshot in `file` when it carries this stamp (with
+   * `older`: this schema and a generation no later than the stamp's, as after a crash that
+   * followed writes); false (and nothing changed) when there is none, it is of another stamp
+   * or format, or unreadable. The chunks' documents are then attached with `bind` as the rows
+   * are loaded; with an older snapshot, `dropUnbound` then forgets the chunks no row bound and
+   * the caller adds the rows written since (`snapshotGeneration`).
    */
-  readSnapshot(file: string, stamp: SnapshotStamp): boolean {
+  readSnapshot(file: string, stamp: SnapshotStamp, older = false): boolean {
     let bytes: Buffer;
     try {
       bytes = fs.readFileSync(file);
@@ -495,7 +501,8 @@ export class LexicalIndex {
       if (bytes.byteLength < 8 || bytes.toString('latin1', 4, 8) !== SNAPSHOT_MAGIC) return false;
       const headerLength = bytes.readUInt32LE(0);
       const header = JSON.parse(bytes.toString('utf8', 8, 8 + headerLength)) as SnapshotHeader;
-      if (header.format !== SNAPSHOT_FORMAT || header.generation !== stamp.generation || header.schema !== stamp.schema) return false;
+      if (header.format !== SNAPSHOT_FORMAT || header.schema !== stamp.schema) return false;
+      if (older ? !(header.generation <= stamp.generation) : header.generation !== stamp.generation) return false;
       // Typed views need aligned offsets: copy when the file's buffer is not 8-byte aligned.
       const buf = bytes.byteOffset % 8 === 0 ? bytes : Buffer.from(bytes);
       let offset = align(8 + headerLength);
@@ -537,6 +544,7 @@ export class LexicalIndex {
       for (const [w, sp] of spaces) this.spaces.set(w, sp);
       this.rowCount = 0;
       this.snapshotRows = header.rows;
+      this.snapshotGeneration = header.generation;
       return true;
     } catch {
       return false;
@@ -552,6 +560,31 @@ export class LexicalIndex {
     space.dead--;
     this.rowCount++;
     return true;
+  }
+
+  /**
+   * After binding the rows of an older snapshot: forgets the chunks no row bound (their rows
+   * were deleted, or their text was set again, since the snapshot): their postings go, and each
+   * term's document frequency is counted again from the postings left, so their text is not
+   * needed. Returns how many were dropped. The rows written since are then `add`ed.
+   */
+  dropUnbound(): number {
+    let dropped = 0;
+    for (const [workspace, space] of this.spaces) {
+      if (space.dead === 0) continue;
+      for (let lex = 0; lex < space.next; lex++) {
+        if (space.docOfLex[lex] >= 0) continue;
+        space.lexOfRow.delete(space.rowOfLex[lex]);
+        dropped++;
+      }
+      this.compact(space);
+      if (space.live === 0) this.spaces.delete(workspace);
+    }
+    this.df.fill(0);
+    for (const space of this.spaces.values()) for (const [t, p] of space.postings) this.df[t] += p.n;
+    this.snapshotRows = this.rowCount;
+    if (dropped > 0) this.trimVocabulary();
+    return dropped;
   }
 
   /** After binding every row: whether the snapshot held exactly the rows loaded. */

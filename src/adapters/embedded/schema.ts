@@ -53,7 +53,21 @@ export function openIndexDatabase(filePath: string): Database.Database {
   db.pragma('secure_delete = ON');
   migrate(db);
   migrateVectorModels(db);
+  migrateLexicalGenerations(db);
   return db;
+}
+
+/**
+ * `chunks.lexgen`: the write generation in which a row's text (title and content) was last
+ * set (inserted, or retitled), so that a lexical snapshot of an older generation (as after a
+ * crash that followed writes) can be caught up: the rows set after it are indexed again from
+ * their text, the others are the snapshot's. Rows of files from before get 0; no snapshot
+ * written before the column (an older snapshot format) is ever caught up.
+ */
+export function migrateLexicalGenerations(db: Database.Database): void {
+  const columns = db.prepare<[], { name: string }>('PRAGMA table_info(chunks)').all();
+  if (columns.some((c) => c.name === 'lexgen')) return;
+  db.exec('ALTER TABLE chunks ADD COLUMN lexgen INTEGER NOT NULL DEFAULT 0');
 }
 
 /**
