@@ -242,6 +242,10 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
     check('patch', '/api/instruction-sets/{id}/documents/reorder', await api.patch(`/api/instruction-sets/${set.body.id}/documents/reorder`, { documentIds: [id] }));
     check('patch', '/api/instruction-sets/{id}', await api.patch(`/api/instruction-sets/${set.body.id}`, { isPublic: true }));
     check('get', '/api/instruction-sets/{id}', await api.get(`/api/instruction-sets/${set.body.id}`));
+    // As of a past time: the same answer, through the same codec (folded from the log).
+    const setThen = await api.get(`/api/instruction-sets/${set.body.id}?asOf=${encodeURIComponent(new Date().toISOString())}`);
+    expect(setThen.body.unavailableDocuments).toEqual([]);
+    check('get', '/api/instruction-sets/{id}', setThen);
     check('get', '/api/workspaces/{workspaceId}/instruction-sets', await api.get(`/api/workspaces/${ws}/instruction-sets`));
 
     const link = await api.post(`/api/workspaces/${ws}/public-links`, { name: 'Bot', allowedTags: [tag.body.id], toolProfile: 'chatgpt', historyMode: true });
