@@ -26,7 +26,8 @@
  * dense leg is approximate: ivfIndex.ts), also with the tag filter, and the approximate dense
  * leg against the exact scan interleaved query by query (latency, and the overlap of the default
  * hybrid's top 10 with the exact scan's); `crossover` times both on scopes of growing size
- * (random documents of the large workspace). Each latency is wall time
+ * (random documents of the large workspace); `probe` times the approximate dense leg at several
+ * probe depths (KB_DENSE_INDEX_PROBE_LISTS) against the exact scan. Each latency is wall time
  * (the figure) with the process's CPU time beside it (on a shared machine the wall time includes
  * waiting for a core; the CPU time is what the search cost).
  * --keep DIR builds each size once in DIR/<size> and reuses it; --only runs just the cases whose
@@ -39,6 +40,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { EmbeddedSearchIndex } from '../src/adapters/embedded/embeddedSearchIndex';
 import { PRUNE_MIN_POSTINGS } from '../src/adapters/embedded/lexicalIndex';
+import { DEFAULT_ANN } from '../src/adapters/embedded/ivfIndex';
 import { CachedEmbeddings } from '../src/adapters/embeddings/cachedEmbeddings';
 import { modelCacheDirs } from '../src/adapters/embeddings/factory';
 import { GloveSifEmbeddings } from '../src/adapters/embeddings/gloveSifEmbeddings';
@@ -324,6 +326,7 @@ async function benchSize(n: number, options: BenchOptions): Promise<void> {
   }
   if (index.stats().denseIndex && (!options.only || options.only.test('approximate vs exact'))) await approximateVsExact(index, qs);
   if (index.stats().denseIndex && options.only?.test('crossover')) await crossover(index, qs, n);
+  if (index.stats().denseIndex && options.only?.test('probe')) await probeDepth(index, qs);
   await index.close();
   await provider.close();
   if (n <= 100_000 || options.crashStartup) await caughtUpStartup(file, n);
@@ -505,6 +508,43 @@ async function crossover(index: EmbeddedSearchIndex, qs: Query[], n: number): Pr
       found += ap.keys.filter((key) => truth.has(key)).length / Math.max(1, ex.keys.length);
     }
     console.log(`  scope ${String(chunks).padStart(7)} chunks: exact CPU p50 ${ms(pct(e, 0.5))}, approximate CPU p50 ${ms(pct(a, 0.5))}, recall@10 vs exact ${(found / 60).toFixed(4)}`);
+  }
+  index.configureAnn(saved);
+}
+
+/**
+ * What the probe depth (`probeLists`, KB_DENSE_INDEX_PROBE_LISTS) buys: dense searches over the
+ * large workspace, and with the tag filter when its scope is over minScope, at several depths,
+ * each query's exact scan and approximate search in turn (the same load for both): CPU ms p50 of
+ * each, and the approximate path's recall@10 against the exact one.
+ */
+async function probeDepth(index: EmbeddedSearchIndex, qs: Query[]): Promise<void> {
+  const saved = index.annSettings;
+  const lists = index.stats().denseIndex?.lists ?? 0;
+  const tagged = (await index.countDocuments({ workspaceId: 'bench', tags: ['t-ten'] })) * PER_DOC;
+  const scopes: { name: string; tags?: string[] }[] = [{ name: 'whole workspace' }, ...(tagged >= saved.minScope ? [{ name: 'tag filter', tags: ['t-ten'] }] : [])];
+  console.log(`probe depth: dense search, approximate against exact query by query, ${lists} lists, minProbe ${saved.minProbe} (load average ${load()}):`);
+  for (const scope of scopes) {
+    for (const probeLists of [8, 16, 32, 64, 128, 256]) {
+      index.configureAnn({ probeLists });
+      const a: number[] = [];
+      const e: number[] = [];
+      let found = 0;
+      for (const q of qs) {
+        const req = { text: '', vector: q.vector, filters: { workspaceId: 'bench', ...(scope.tags ? { tags: scope.tags } : {}) }, k: 10, mode: 'dense' as const };
+        index.configureAnn({ searchExact: true });
+        const ex = await timed(index, req);
+        index.configureAnn({ searchExact: false });
+        const ap = await timed(index, req);
+        e.push(ex.cpu);
+        a.push(ap.cpu);
+        const truth = new Set(ex.keys);
+        found += ap.keys.filter((key) => truth.has(key)).length / Math.max(1, ex.keys.length);
+      }
+      const recall = found / qs.length;
+      console.log(`  ${scope.name.padEnd(16)} probeLists ${String(probeLists).padStart(3)}${probeLists === DEFAULT_ANN.probeLists ? ' (default)' : '          '}: ` +
+        `approximate CPU p50 ${ms(pct(a, 0.5))}, exact CPU p50 ${ms(pct(e, 0.5))}, recall@10 vs exact ${recall.toFixed(4)} (load average ${load()})`);
+    }
   }
   index.configureAnn(saved);
 }

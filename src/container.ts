@@ -106,7 +106,14 @@ const serviceFactories: ((di: DependencyContainer, ctx: AppContext) => AppContex
 
 async function openEmbeddedIndex(config: Config, logger: Logger): Promise<EmbeddedSearchIndex | WorkerSearchIndex> {
   const file = path.join(config.dataDir, 'search.db');
-  const ann = { enabled: config.denseIndex === 'approximate' };
+  const { minChunks, probeLists, minProbe } = config.denseAnn;
+  const ann = {
+    enabled: config.denseIndex === 'approximate',
+    // One threshold: the index is built at this many chunks and used by scopes of at least as many.
+    ...(minChunks !== undefined ? { buildAt: minChunks, minScope: minChunks } : {}),
+    ...(probeLists !== undefined ? { probeLists } : {}),
+    ...(minProbe !== undefined ? { minProbe } : {}),
+  };
   if (config.searchThread === 'main') return new EmbeddedSearchIndex(file, { ann });
   return WorkerSearchIndex.open(file, { ann, onCrash: (err) => logger.error({ err }, 'search index worker stopped; starting a new one') });
 }

@@ -71,7 +71,11 @@ async function entryAvailability(ctx: AppContext, v: InstructionSetView): Promis
   return { available, unavailable };
 }
 
-/** The set with its ordered entries, and the entries its public views leave out with the reason (additive field). */
+/**
+ * The set with its ordered entries, and the entries its public views leave out with the reason
+ * (additive field), as the given read store holds them: the live one, or the scratch store a
+ * past time is folded into (`instructionSetAsOf`).
+ */
 export async function setDetailNow(ctx: AppContext, v: InstructionSetView) {
   const { unavailable } = await entryAvailability(ctx, v);
   return { ...setDetail(ctx, v), unavailableDocuments: unavailable };

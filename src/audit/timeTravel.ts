@@ -1,7 +1,5 @@
 import { AppContext } from '../app/context';
 import { RecordedEvent } from '../domain/event';
-import { Projection } from '../core/projection';
-import { ReadStore } from '../ports/readStore';
 import { documentStream } from '../domain/document/events';
 import { workspaceStream } from '../domain/workspace/events';
 import { workspaceProjection } from '../../projections/workspace/workspaceProjection';
@@ -9,7 +7,7 @@ import { instructionSetStream } from '../domain/instructionSet/events';
 import { documentProjection, documentsCollection } from '../../projections/document/documentProjection';
 import { instructionSetProjection, instructionSetsCollection } from '../../projections/instructionSet/instructionSetProjection';
 import { documentDetail } from '../../queries/document/documentQueries';
-import { setDetail } from '../../queries/instructionSet/instructionSetQueries';
+import { setDetailNow } from '../../queries/instructionSet/instructionSetQueries';
 
 /** Parse an `asOf` query value; null when it is not an ISO 8601 time. */
 export function parseAsOf(value: unknown): Date | null {
@@ -22,20 +20,6 @@ const upTo = (events: RecordedEvent[], asOf: Date): RecordedEvent[] => {
   const limit = asOf.toISOString();
   return events.filter((e) => e.metadata.occurredAt <= limit);
 };
-
-/**
- * Fold events through the live read model's own projection, into a throw-away in-memory
- * store: the past state has exactly the shape and rules of the present one.
- */
-async function foldInto<T>(scratch: () => ReadStore, events: RecordedEvent[], make: (s: ReadStore) => Projection, read: (s: ReadStore) => Promise<T>): Promise<T> {
-  const store = scratch();
-  try {
-    await make(store).apply(events);
-    return await read(store);
-  } finally {
-    await store.close();
-  }
-}
 
 /**
  * A document's metadata as it was at `asOf` (the live GET's shape, its tags as they were
@@ -58,20 +42,36 @@ export async function documentAsOf(ctx: AppContext, docId: string, asOf: Date) {
   }
 }
 
+/** The events of a document that decide its processing status (and failure) in the `documents` read model; none holds text. */
+const STATUS_EVENTS: ReadonlySet<string> = new Set(['DocumentUploaded', 'DocumentProcessingStarted', 'DocumentVerified', 'DocumentProcessingFailed', 'DocumentDeleted']);
+
+const byPosition = (a: RecordedEvent, b: RecordedEvent) => a.position - b.position;
+
 /**
  * An instruction set with its documents as it was at `asOf` (the live GET's shape), or
- * null when it did not exist then. Its documents' renames and deletions up to then count.
+ * null when it did not exist then. Its documents' renames and deletions up to then count,
+ * and `unavailableDocuments` says which of its entries were not served then (their document
+ * not VERIFIED at that time): the documents' status events up to then are folded through the
+ * `documents` projection, and the present answer's own rule reads the result.
  */
 export async function instructionSetAsOf(ctx: AppContext, setId: string, asOf: Date) {
   const own = upTo(await ctx.eventStore.readStream(instructionSetStream(setId)), asOf);
   if (own.length === 0) return null;
   const docIds = new Set(own.flatMap((e) => (e.type === 'SetDocumentAdded' ? [(e.data as { documentId: string }).documentId] : [])));
-  const docEvents: RecordedEvent[] = [];
+  const entryEvents: RecordedEvent[] = [];
+  const statusEvents: RecordedEvent[] = [];
   for (const id of docIds) {
-    const stream = await ctx.eventStore.readStream(documentStream(id));
-    docEvents.push(...upTo(stream, asOf).filter((e) => e.type === 'DocumentMetadataUpdated' || e.type === 'DocumentDeleted'));
+    const stream = upTo(await ctx.eventStore.readStream(documentStream(id)), asOf);
+    entryEvents.push(...stream.filter((e) => e.type === 'DocumentMetadataUpdated' || e.type === 'DocumentDeleted'));
+    statusEvents.push(...stream.filter((e) => STATUS_EVENTS.has(e.type)));
   }
-  const events = [...own, ...docEvents].sort((a, b) => a.position - b.position);
-  const view = await foldInto(ctx.scratchReadStore, events, instructionSetProjection, (s) => instructionSetsCollection(s).get(setId));
-  return view ? { workspaceId: view.workspaceId, set: setDetail(ctx, view) } : null;
+  const store = ctx.scratchReadStore();
+  try {
+    await instructionSetProjection(store).apply([...own, ...entryEvents].sort(byPosition));
+    await documentProjection(store).apply(statusEvents.sort(byPosition));
+    const view = await instructionSetsCollection(store).get(setId);
+    return view ? { workspaceId: view.workspaceId, set: await setDetailNow({ ...ctx, readStore: store }, view) } : null;
+  } finally {
+    await store.close();
+  }
 }

@@ -7,6 +7,8 @@ import { BooleanFromString, IntFromString } from '../util/stringCodecs';
 
 /** A positive whole number (limits, time-outs in milliseconds). */
 const PositiveInt = t.refinement(IntFromString, (n) => n > 0, 'PositiveInt');
+/** A whole number within bounds, named by them in the start-up error. */
+const IntIn = (min: number, max: number, what: string) => t.refinement(IntFromString, (n) => n >= min && n <= max, `${what} ${min}..${max}`);
 
 const Env = t.partial({
   PORT: IntFromString,
@@ -28,6 +30,10 @@ const Env = t.partial({
   KB_SEARCH_INDEX: t.keyof({ embedded: null, elasticsearch: null }),
   KB_SEARCH_THREAD: t.keyof({ worker: null, main: null }),
   KB_DENSE_INDEX: t.keyof({ approximate: null, exact: null }),
+  // The approximate dense index (src/adapters/embedded/ivfIndex.ts, AnnSettings).
+  KB_DENSE_INDEX_MIN_CHUNKS: IntIn(1000, 1_000_000_000, 'chunks'),
+  KB_DENSE_INDEX_PROBE_LISTS: IntIn(1, 100_000, 'lists'),
+  KB_DENSE_INDEX_MIN_PROBE: IntIn(1, 100_000_000, 'chunks'),
   KB_FEED: t.keyof({ none: null, kafka: null }),
   KB_EMBEDDINGS: t.keyof({ local: null, use: null, glove: null, 'use+glove': null, openai: null }),
   KB_MODEL_CACHE_DIR: t.string,
@@ -117,6 +123,13 @@ export interface Config {
   searchThread: 'worker' | 'main';
   /** Dense kNN of the embedded index: `approximate` (an inverted file for scopes of 20,000+ chunks; default) or `exact` (always a full scan). */
   denseIndex: 'approximate' | 'exact';
+  /**
+   * The approximate dense index's settings (used with `denseIndex: approximate`): it is built
+   * once the index holds `minChunks` chunks and used by searches whose scope holds at least as
+   * many; a search scans `probeLists` lists' worth of its scope's chunks, at least `minProbe`.
+   * Unset: the index's defaults (`DEFAULT_ANN`: 20,000, 64, 4,096).
+   */
+  denseAnn: { minChunks?: number; probeLists?: number; minProbe?: number };
   feed: 'none' | 'kafka';
   embeddings: 'local' | 'use' | 'glove' | 'use+glove' | 'openai';
   /** Where converted local model files are cached (default `<repo>/.cache/models`, then `KB_DATA_DIR/models`). */
@@ -246,6 +259,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     searchIndex: e.KB_SEARCH_INDEX ?? 'embedded',
     searchThread: e.KB_SEARCH_THREAD ?? 'worker',
     denseIndex: e.KB_DENSE_INDEX ?? 'approximate',
+    denseAnn: {
+      ...(e.KB_DENSE_INDEX_MIN_CHUNKS !== undefined ? { minChunks: e.KB_DENSE_INDEX_MIN_CHUNKS } : {}),
+      ...(e.KB_DENSE_INDEX_PROBE_LISTS !== undefined ? { probeLists: e.KB_DENSE_INDEX_PROBE_LISTS } : {}),
+      ...(e.KB_DENSE_INDEX_MIN_PROBE !== undefined ? { minProbe: e.KB_DENSE_INDEX_MIN_PROBE } : {}),
+    },
     feed: e.KB_FEED ?? 'none',
     embeddings: e.KB_EMBEDDINGS ?? 'local',
     modelCacheDir: e.KB_MODEL_CACHE_DIR,

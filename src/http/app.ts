@@ -6,6 +6,7 @@ import { DomainError, ErrorCode } from '../domain/errors';
 import { bodyDeadline } from './bodyDeadline';
 import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
+import { Health, respond } from './responses';
 import { writeRateLimit } from './rateLimit';
 import { consoleRouter } from './console';
 import { metricsHandler, mountedAt, recordRequest, RouteTemplateIndex, routeTemplateIndex } from './metrics';
@@ -93,7 +94,7 @@ export function createApp(ctx: AppContext): express.Express {
   app.use(writeRateLimit(ctx));
 
   app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    respond(res, Health, { status: 'ok' });
   });
   app.get('/readyz', readinessHandler(ctx));
   // The web console (README "Web console"): static files and history fallback under /app.

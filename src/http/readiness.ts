@@ -1,6 +1,8 @@
 import type { RequestHandler } from 'express';
+import * as t from 'io-ts';
 import { AppContext } from '../app/context';
 import { reembeddingProgress } from '../search/vectorModels';
+import { Readiness, respond } from './responses';
 
 /** Events the projections may lag behind the head of the log and still be ready. */
 const READY_LAG = 1000;
@@ -18,9 +20,9 @@ export function readinessHandler(ctx: AppContext): RequestHandler {
     const low = ctx.runner.lowWatermark();
     const caughtUp = head - low <= READY_LAG;
     const embeddings = ctx.warmup.state;
-    const status = embeddings !== 'ready' ? 'warming' : caughtUp ? 'ready' : 'catching_up';
+    const status = embeddings !== 'ready' ? ('warming' as const) : caughtUp ? ('ready' as const) : ('catching_up' as const);
     const reembedding = reembeddingProgress(await ctx.searchIndex.vectorModels());
-    res.status(status === 'ready' ? 200 : 503).json({
+    const body: t.OutputOf<typeof Readiness> = {
       status,
       head,
       projected: low,
@@ -28,6 +30,7 @@ export function readinessHandler(ctx: AppContext): RequestHandler {
       ...(ctx.warmup.error ? { embeddingsError: ctx.warmup.error } : {}),
       ...(ctx.warmup.ms !== undefined ? { embeddingsWarmupMs: ctx.warmup.ms } : {}),
       ...(reembedding ? { reembedding } : {}),
-    });
+    };
+    respond(res, Readiness, body, status === 'ready' ? 200 : 503);
   };
 }

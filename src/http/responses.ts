@@ -297,3 +297,37 @@ export const AnalyticsAnswer = t.type({
 
 /** A JSON-RPC success answer of the tool endpoint (the result's shape is the MCP method's). */
 export const RpcResult = t.type({ jsonrpc: t.literal('2.0'), id: t.union([t.string, t.number, t.null]), result: t.UnknownRecord });
+
+// ---- The service itself -----------------------------------------------------------------
+
+/** GET /healthz: the process is up (`role` on the health port of the projector and worker roles). */
+export const Health = t.intersection([t.type({ status: t.literal('ok') }), t.partial({ role: t.keyof({ all: null, api: null, projector: null, worker: null }) })]);
+
+/**
+ * GET /readyz (200 when `ready`, 503 otherwise): `warming` while the embedding model loads
+ * (`embeddings: failed` with `embeddingsError` when its load failed), `catching_up` while the
+ * projections are more than 1,000 events behind the log (`head`, `projected`); during an
+ * embedding model change, `reembedding` counts the documents that have the new model's vectors.
+ */
+export const Readiness = t.intersection([
+  t.type({
+    status: t.keyof({ ready: null, warming: null, catching_up: null }),
+    head: t.number,
+    projected: t.number,
+    embeddings: t.keyof({ warming: null, ready: null, failed: null }),
+  }),
+  t.partial({
+    embeddingsError: t.string,
+    embeddingsWarmupMs: t.number,
+    reembedding: t.type({ from: t.string, to: t.string, done: t.number, total: t.number }),
+  }),
+]);
+
+/** GET /openapi.json: this API's description (OpenAPI 3.1); paths map to methods, methods to operations. */
+export const ApiDescription = t.type({
+  openapi: t.literal('3.1.0'),
+  info: t.type({ title: t.string, version: t.string, description: t.string }),
+  servers: t.array(t.type({ url: t.string })),
+  paths: t.record(t.string, t.record(t.string, t.UnknownRecord)),
+  components: t.type({ securitySchemes: t.record(t.string, t.UnknownRecord), responses: t.record(t.string, t.UnknownRecord) }),
+});

@@ -2,6 +2,7 @@ import express from 'express';
 import { AppContext } from '../app/context';
 import { readinessHandler } from '../http/readiness';
 import { metricsHandler } from '../http/metrics';
+import { Health, respond } from '../http/responses';
 
 /**
  * The HTTP surface of the projector and worker roles: /healthz (the process is up) and, for
@@ -11,7 +12,7 @@ export function healthApp(ctx: AppContext, options: { readiness: boolean }): exp
   const app = express();
   app.disable('x-powered-by');
   app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok', role: ctx.config.role });
+    respond(res, Health, { status: 'ok', role: ctx.config.role });
   });
   if (ctx.config.metrics.port === undefined) app.get('/metrics', metricsHandler(ctx));
   if (options.readiness) {

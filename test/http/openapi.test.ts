@@ -94,6 +94,10 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
     expect(r.public_429.content['application/json'].schema.properties.error.enum).toContain('RATE_LIMITED');
     expect(doc.paths['/api/instruction-sets/{id}'].get.responses['404'].$ref).toBe('#/components/responses/api_404');
     expect(doc.paths['/public/{token}/search'].get.responses['404'].$ref).toBe('#/components/responses/public_404');
+    // /readyz's 503 is its own body (not ready yet), not the error envelope.
+    const readyz = doc.paths['/readyz'].get.responses;
+    expect(readyz['503'].content['application/json'].schema).toEqual(readyz['200'].content['application/json'].schema);
+    expect(readyz['503'].content['application/json'].schema.properties.status.enum).toEqual(['ready', 'warming', 'catching_up']);
   });
 
   it('every request example decodes with the codec it documents', () => {
@@ -242,6 +246,10 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
     check('patch', '/api/instruction-sets/{id}/documents/reorder', await api.patch(`/api/instruction-sets/${set.body.id}/documents/reorder`, { documentIds: [id] }));
     check('patch', '/api/instruction-sets/{id}', await api.patch(`/api/instruction-sets/${set.body.id}`, { isPublic: true }));
     check('get', '/api/instruction-sets/{id}', await api.get(`/api/instruction-sets/${set.body.id}`));
+    // As of a past time: the same answer, through the same codec (folded from the log).
+    const setThen = await api.get(`/api/instruction-sets/${set.body.id}?asOf=${encodeURIComponent(new Date().toISOString())}`);
+    expect(setThen.body.unavailableDocuments).toEqual([]);
+    check('get', '/api/instruction-sets/{id}', setThen);
     check('get', '/api/workspaces/{workspaceId}/instruction-sets', await api.get(`/api/workspaces/${ws}/instruction-sets`));
 
     const link = await api.post(`/api/workspaces/${ws}/public-links`, { name: 'Bot', allowedTags: [tag.body.id], toolProfile: 'chatgpt', historyMode: true });
@@ -276,7 +284,18 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
     check('post', '/v1/workspaces/{id}/audit/verify', await api.post(`/v1/workspaces/${ws}/audit/verify`));
 
     check('post', '/v1/workspaces/{id}/documents/{docId}/process', await api.post(`/v1/workspaces/${ws}/documents/${id}/process`));
-    expect(checked.size).toBeGreaterThanOrEqual(61);
+
+    // The service's own routes: liveness, readiness (ready here; its 503 states: test/unit/readiness.test.ts), this description.
+    check('get', '/healthz', await anon.get('/healthz'));
+    let ready = await anon.get('/readyz');
+    for (let i = 0; i < 300 && ready.status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      ready = await anon.get('/readyz');
+    }
+    expect(ready.body).toMatchObject({ status: 'ready', embeddings: 'ready' });
+    check('get', '/readyz', ready);
+    check('get', '/openapi.json', await anon.get('/openapi.json'));
+    expect(checked.size).toBeGreaterThanOrEqual(64);
   });
 
   it('/docs is served from this process: the page, its assets, an external init script, a CSP without inline scripts', async () => {

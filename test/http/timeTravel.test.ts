@@ -1,4 +1,5 @@
 import { signUp, startServer, TestServer } from '../support/server';
+import { verifiedDoc, waitForStatus } from './instructionSets.support';
 
 const pause = (ms = 15) => new Promise((r) => setTimeout(r, ms));
 /** A moment strictly after everything answered so far and before anything sent next. */
@@ -77,6 +78,7 @@ describe('time travel (?asOf=)', () => {
     expect(added.body).toMatchObject({ id: setId, name: 'Set v1', description: 'first', isPublic: false, publicUrl: null, documentCount: 1 });
     expect(added.body.documents).toEqual([{ documentId: docId, title: 'tides.txt', sizeBytes: expect.any(Number), purpose: 'KNOWLEDGE', order: 0 }]);
     expect(added.body.totalSizeBytes).toBe(added.body.documents[0].sizeBytes);
+    expect(added.body.unavailableDocuments).toEqual([]);
     const renamed = await setAt(tSetRenamed);
     expect(renamed.body).toMatchObject({ name: 'Set v2', isPublic: true, publicUrl: expect.stringContaining(`/s/${setId}`) });
     expect((await setAt(tDocRenamed)).body.documents[0].title).toBe('Renamed tides');
@@ -84,6 +86,52 @@ describe('time travel (?asOf=)', () => {
     expect((await api.get(`/api/instruction-sets/${setId}`)).status).toBe(404);
     expect((await setAt(tAdded, outsider.api)).status).toBe(404);
     expect((await setAt('yesterday')).status).toBe(400);
+  });
+
+  it('an instruction set as of a past moment says which of its documents were not served then, and why', async () => {
+    const api = (await signUp(server.url, 'Curator')).api;
+    const ws = (await api.post('/v1/workspaces', { name: 'Served history' })).body.id as string;
+    const keep = await verifiedDoc(api, ws, 'keep.txt', 'Keep this line served.');
+    const flaky = await verifiedDoc(api, ws, 'flaky.txt', 'This text will be removed, then restored.');
+    const setId = (await api.post(`/api/workspaces/${ws}/instruction-sets`, { name: 'Served' })).body.id as string;
+    for (const d of [keep, flaky]) expect((await api.post(`/api/instruction-sets/${setId}/documents`, { documentId: d.id })).status).toBe(201);
+    const tServed = await moment();
+
+    // The text removed: processing starts at the save (same event time), and ends FAILED NO_TEXT.
+    const emptied = await api.patch(`/v1/workspaces/${ws}/documents/${flaky.id}`, { content: '   \n\t\n  ' });
+    expect(emptied.status).toBe(200);
+    const failed = await waitForStatus(api, ws, flaky.id, 'FAILED');
+    const tFailed = await moment();
+    const nowFailed = await api.get(`/api/instruction-sets/${setId}`);
+    const failedEntry = { documentId: flaky.id, processingStatus: 'FAILED', error: { code: 'NO_TEXT', message: failed.error.message } };
+    expect(nowFailed.body.unavailableDocuments).toEqual([failedEntry]);
+    expect((await api.patch(`/v1/workspaces/${ws}/documents/${flaky.id}`, { content: 'Restored text, served again.' })).status).toBe(200);
+    await waitForStatus(api, ws, flaky.id, 'VERIFIED');
+    const tRestored = await moment();
+    expect((await api.delete(`/v1/workspaces/${ws}/documents/${keep.id}`)).status).toBe(204);
+    const tKeepGone = await moment();
+
+    const at = async (t: string) => {
+      const r = await api.get(`/api/instruction-sets/${setId}?asOf=${encodeURIComponent(t)}`);
+      expect([t, r.status]).toEqual([t, 200]);
+      return r.body as { documents: { documentId: string }[]; unavailableDocuments: unknown[] };
+    };
+    const ids = (b: { documents: { documentId: string }[] }) => b.documents.map((d) => d.documentId);
+    const served = await at(tServed);
+    expect(ids(served)).toEqual([keep.id, flaky.id]);
+    expect(served.unavailableDocuments).toEqual([]);
+    // While the emptied text was being processed: not served then, no failure yet.
+    expect((await at(emptied.body.updatedAt)).unavailableDocuments).toEqual([{ documentId: flaky.id, processingStatus: 'PROCESSING' }]);
+    // Once it failed: what the present answer said at that time.
+    const whenFailed = await at(tFailed);
+    expect(whenFailed.unavailableDocuments).toEqual([failedEntry]);
+    expect(ids(whenFailed)).toEqual(ids(nowFailed.body));
+    expect((await at(tRestored)).unavailableDocuments).toEqual([]);
+    // A deleted document leaves the set (as it does now), so it is not listed as unavailable.
+    const afterDelete = await at(tKeepGone);
+    expect(ids(afterDelete)).toEqual([flaky.id]);
+    expect(afterDelete.unavailableDocuments).toEqual([]);
+    expect(afterDelete.unavailableDocuments).toEqual((await api.get(`/api/instruction-sets/${setId}`)).body.unavailableDocuments);
   });
 
   it('a document as of a past moment carries its tags as they were then; the unscoped GET answers the same', async () => {

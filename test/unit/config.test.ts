@@ -64,3 +64,34 @@ describe('configuration of the production topology', () => {
     expect(c.elasticsearchIndex).toBe('kb-chunks');
   });
 });
+
+describe('configuration of the approximate dense index', () => {
+  it('unset: no setting of its own (the index keeps its defaults)', () => {
+    expect(loadConfig({}).denseAnn).toEqual({});
+  });
+
+  it('reads the threshold, the probe depth and the minimum scanned from their variables', () => {
+    const c = loadConfig({ KB_DENSE_INDEX_MIN_CHUNKS: '50000', KB_DENSE_INDEX_PROBE_LISTS: '96', KB_DENSE_INDEX_MIN_PROBE: '8192' });
+    expect(c.denseAnn).toEqual({ minChunks: 50000, probeLists: 96, minProbe: 8192 });
+    expect(loadConfig({ KB_DENSE_INDEX_PROBE_LISTS: '1' }).denseAnn).toEqual({ probeLists: 1 });
+    expect(loadConfig({ KB_DENSE_INDEX_MIN_CHUNKS: '1000' }).denseAnn).toEqual({ minChunks: 1000 });
+  });
+
+  it.each([
+    ['KB_DENSE_INDEX_MIN_CHUNKS', '999', 'expected chunks 1000..1000000000'],
+    ['KB_DENSE_INDEX_MIN_CHUNKS', '-20000', 'expected chunks 1000..1000000000'],
+    ['KB_DENSE_INDEX_MIN_CHUNKS', '2e4', 'must be an integer'],
+    ['KB_DENSE_INDEX_PROBE_LISTS', '0', 'expected lists 1..100000'],
+    ['KB_DENSE_INDEX_PROBE_LISTS', '100001', 'expected lists 1..100000'],
+    ['KB_DENSE_INDEX_PROBE_LISTS', 'many', 'must be an integer'],
+    ['KB_DENSE_INDEX_MIN_PROBE', '0', 'expected chunks 1..100000000'],
+    ['KB_DENSE_INDEX_MIN_PROBE', '1.5', 'must be an integer'],
+  ])('refuses %s=%s at start-up, naming the variable, the value and why', (name, value, why) => {
+    expect(messageOf({ [name]: value })).toContain(`${name}="${value}" is not valid (${why})`);
+  });
+
+  it('names every bad setting at once', () => {
+    const m = messageOf({ KB_DENSE_INDEX_MIN_CHUNKS: '10', KB_DENSE_INDEX_PROBE_LISTS: '0', KB_DENSE_INDEX_MIN_PROBE: 'x' });
+    for (const v of ['KB_DENSE_INDEX_MIN_CHUNKS', 'KB_DENSE_INDEX_PROBE_LISTS', 'KB_DENSE_INDEX_MIN_PROBE']) expect(m).toContain(v);
+  });
+});

@@ -13,6 +13,7 @@ import { SqliteEventStore } from '../../src/adapters/sqlite/sqliteEventStore';
 import { SqliteReadStore } from '../../src/adapters/sqlite/sqliteReadStore';
 import { SqliteKeyStore } from '../../src/adapters/sqlite/sqliteKeyStore';
 import { EmbeddedSearchIndex } from '../../src/adapters/embedded/embeddedSearchIndex';
+import { DEFAULT_ANN } from '../../src/adapters/embedded/ivfIndex';
 import { WorkerSearchIndex } from '../../src/adapters/embedded/workerSearchIndex';
 import { FsBlobStore } from '../../src/adapters/fs/fsBlobStore';
 import { KEY_STORE } from '../../src/ports/keyStore';
@@ -47,6 +48,28 @@ describe('composition root', () => {
       }
     }
     expect(() => loadConfig({ KB_DATA_DIR: dir, KB_DENSE_INDEX: 'hnsw' })).toThrow(/KB_DENSE_INDEX/);
+  });
+
+  it('KB_DENSE_INDEX_MIN_CHUNKS, _PROBE_LISTS, _MIN_PROBE reach the approximate index; unset, its defaults', async () => {
+    const settingsOf = async (env: Record<string, string>) => {
+      const { ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir, KB_SEARCH_THREAD: 'main', ...env }), logger);
+      try {
+        const { enabled, buildAt, minScope, probeLists, minProbe } = (ctx.searchIndex as EmbeddedSearchIndex).annSettings;
+        return { enabled, buildAt, minScope, probeLists, minProbe };
+      } finally {
+        await closeContainer(di);
+      }
+    };
+    const { enabled, buildAt, minScope, probeLists, minProbe } = DEFAULT_ANN;
+    expect(await settingsOf({})).toEqual({ enabled, buildAt, minScope, probeLists, minProbe });
+    expect(await settingsOf({ KB_DENSE_INDEX_MIN_CHUNKS: '50000', KB_DENSE_INDEX_PROBE_LISTS: '96', KB_DENSE_INDEX_MIN_PROBE: '8192' })).toEqual({
+      enabled: true,
+      buildAt: 50000,
+      minScope: 50000,
+      probeLists: 96,
+      minProbe: 8192,
+    });
+    expect(await settingsOf({ KB_DENSE_INDEX_PROBE_LISTS: '32' })).toEqual({ enabled, buildAt, minScope, probeLists: 32, minProbe });
   });
 
   it('wires the embedded adapters by default, the encryption decorator around the event store', async () => {

@@ -1,6 +1,7 @@
 import { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError, Status } from './api';
+import { useSubmit } from './useSubmit';
 
 /** A modal dialog: the native <dialog> with showModal() makes the rest of the page inert (focus stays inside). */
 export function Dialog(props: { open: boolean; title: string; onClose: () => void; children: ComponentChildren }) {
@@ -22,8 +23,7 @@ export function Dialog(props: { open: boolean; title: string; onClose: () => voi
 }
 
 export function Confirm(props: { open: boolean; title: string; message: string; action: string; onConfirm: () => void | Promise<void>; onClose: () => void }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   return (
     <Dialog open={props.open} title={props.title} onClose={props.onClose}>
       <p>{props.message}</p>
@@ -36,18 +36,12 @@ export function Confirm(props: { open: boolean; title: string; message: string; 
           type="button"
           class="danger"
           disabled={busy}
-          onClick={async () => {
-            setBusy(true);
-            setError(null);
-            try {
+          onClick={() =>
+            void run(async () => {
               await props.onConfirm();
               props.onClose();
-            } catch (e) {
-              setError(e);
-            } finally {
-              setBusy(false);
-            }
-          }}
+            })
+          }
         >
           {props.action}
         </button>
@@ -144,30 +138,30 @@ export function AsOfPanel<T>({
 }) {
   const [at, setAt] = useState('');
   const [past, setPast] = useState<{ value: T; shownAt: string } | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run, fail } = useSubmit();
   return (
     <>
       <h2>As of a past time</h2>
       <form
         class="row"
-        onSubmit={async (e) => {
+        onSubmit={(e) => {
           e.preventDefault();
-          setError(null);
           setPast(null);
           const t = new Date(at);
-          if (Number.isNaN(t.getTime())) return setError(new Error('Choose a date and time.'));
-          try {
-            setPast({ value: await load(t.toISOString()), shownAt: t.toLocaleString() });
-          } catch (err) {
-            setError(err instanceof ApiError && err.status === 404 ? new Error(notFound) : err);
-          }
+          if (Number.isNaN(t.getTime())) return fail(new Error('Choose a date and time.'));
+          void run(
+            async () => setPast({ value: await load(t.toISOString()), shownAt: t.toLocaleString() }),
+            (err) => (err instanceof ApiError && err.status === 404 ? new Error(notFound) : err),
+          );
         }}
       >
         <label class="grow">
           {label}
           <input type="datetime-local" step={1} name={inputName} required value={at} onInput={(e) => setAt((e.target as HTMLInputElement).value)} />
         </label>
-        <button type="submit">Show</button>
+        <button type="submit" disabled={busy}>
+          Show
+        </button>
       </form>
       <ErrorBox error={error} />
       {past ? children(past.value, past.shownAt) : null}

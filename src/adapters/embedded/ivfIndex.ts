@@ -59,6 +59,7 @@ export interface AnnSettings {
   backgroundTrainingAt: number;
 }
 
+/** The defaults; operators set `buildAt` and `minScope` (one value), `probeLists` and `minProbe` with KB_DENSE_INDEX_MIN_CHUNKS, _PROBE_LISTS and _MIN_PROBE (src/config/config.ts, wired in src/container.ts). */
 export const DEFAULT_ANN: AnnSettings = {
   enabled: true,
   buildAt: 20_000,

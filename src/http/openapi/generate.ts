@@ -3,6 +3,7 @@ import { ErrorCode } from '../../domain/errors';
 import { errorStatuses } from '../errors';
 import { JsonSchema, toJsonSchema } from './jsonSchema';
 import { RouteDoc, RouteDocs } from './routeDocs';
+import { ApiDescription, Health, Readiness } from '../responses';
 
 /** Where a module's router is mounted (see createApp). */
 export const MOUNTS = { v1: ['/v1', '/api/v1'], api: ['/api'], root: ['', '/api/v1'] } as const;
@@ -47,7 +48,7 @@ const ENVELOPE_SCHEMAS: Record<Envelope, (codes: JsonSchema) => JsonSchema> = {
 const STATUS_TEXT: Record<number, string> = { 400: 'Bad request', 401: 'Not signed in', 403: 'Forbidden', 404: 'Not found', 405: 'Method not allowed', 408: 'Request timeout', 409: 'Conflict', 413: 'Payload too large', 415: 'Unsupported media type', 423: 'Locked', 429: 'Rate limited (Retry-After)', 500: 'Internal error', 503: 'Unavailable' };
 
 /** components.responses: one per envelope and status, the code enum naming every code with that status. */
-function errorResponses(): { responses: Record<string, unknown>; byStatus: Map<number, ErrorCode[]> } {
+function errorResponses(): { responses: Record<string, Record<string, unknown>>; byStatus: Map<number, ErrorCode[]> } {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const [code, status] of errorStatuses()) byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   // Codes the app itself raises for unreadable requests (src/http/app.ts).
@@ -55,7 +56,7 @@ function errorResponses(): { responses: Record<string, unknown>; byStatus: Map<n
     const list = byStatus.get(status) ?? [];
     if (!list.includes(code)) byStatus.set(status, [...list, code]);
   }
-  const responses: Record<string, unknown> = {};
+  const responses: Record<string, Record<string, unknown>> = {};
   for (const env of ['v1', 'api', 'public', 'mcp'] as Envelope[]) {
     for (const [status, codes] of byStatus) {
       const schema = ENVELOPE_SCHEMAS[env]({ type: 'string', enum: [...new Set(codes)].sort() });
@@ -112,17 +113,25 @@ function operation(method: string, fullPath: string, doc: RouteDoc, family: Moun
     responses[String(other.status)] = success(other.description, other.produces ?? 'application/json', other.response);
   }
   const statuses = env === 'mcp' ? [400, 403, 413, 429, 500] : [...byStatus.keys()].filter((s) => auth || s !== 401);
-  for (const s of statuses.sort()) responses[String(s)] = { $ref: `#/components/responses/${env}_${s}` };
+  // A status the route documents itself (/readyz's 503 body) is not replaced by the error envelope.
+  for (const s of statuses.sort()) responses[String(s)] ??= { $ref: `#/components/responses/${env}_${s}` };
   op.responses = responses;
   return op;
 }
 
 /** The app's own routes (src/http/app.ts), outside the route modules. */
 export const APP_ROUTE_DOCS: RouteDocs = {
-  'GET /healthz': { summary: 'Liveness: the process is up', auth: false },
-  'GET /readyz': { summary: 'Readiness: projections caught up with the log; during an embedding model change, its progress (`reembedding: {from, to, done, total}`)', auth: false },
+  'GET /healthz': { summary: 'Liveness: the process is up', auth: false, response: Health },
+  'GET /readyz': {
+    summary: 'Readiness: projections caught up with the log; during an embedding model change, its progress (`reembedding: {from, to, done, total}`)',
+    description:
+      '200 `ready`: the embedding model is loaded and the projections are within 1,000 events of the head of the log (`head`, `projected`); a model change under way keeps the service ready (searches use the old vectors) and shows its progress in `reembedding`. 503 otherwise, with the same body: `warming` (the model loading; `embeddings: failed` and `embeddingsError` when its load failed) or `catching_up`.',
+    auth: false,
+    response: Readiness,
+    otherSuccesses: [{ status: 503, description: 'Not ready yet: `warming` or `catching_up` (the same body)', response: Readiness }],
+  },
   'GET /metrics': { summary: 'Prometheus metrics (Bearer KB_METRICS_TOKEN when set; absent when KB_METRICS_PORT is set)', auth: false, produces: 'text/plain' },
-  'GET /openapi.json': { summary: 'This API description (OpenAPI 3.1)', auth: false },
+  'GET /openapi.json': { summary: 'This API description (OpenAPI 3.1)', auth: false, response: ApiDescription },
   'GET /docs': { summary: 'Interactive API reference (Swagger UI, served from this process)', auth: false, produces: 'text/html' },
   'GET /docs/:asset': { summary: 'Files of the API reference page (Swagger UI from swagger-ui-dist, and its init script)', auth: false, produces: 'application/octet-stream' },
 };
@@ -154,9 +163,9 @@ export function documentedRoutes(routers: DocumentedRouter[]): DocumentedRoute[]
 }
 
 /** The OpenAPI 3.1 document of every documented route. */
-export function openApiDocument(routers: DocumentedRouter[], info: { version: string; serverUrl: string }): Record<string, unknown> {
+export function openApiDocument(routers: DocumentedRouter[], info: { version: string; serverUrl: string }): t.OutputOf<typeof ApiDescription> {
   const { responses, byStatus } = errorResponses();
-  const paths: Record<string, Record<string, unknown>> = {};
+  const paths: Record<string, Record<string, Record<string, unknown>>> = {};
   for (const { method, path: fullPath, doc, family } of documentedRoutes(routers)) {
     const p = toOpenApiPath(fullPath);
     paths[p] ??= {};

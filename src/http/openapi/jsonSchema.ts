@@ -93,6 +93,7 @@ export function toJsonSchema(codec: t.Mixed): JsonSchema {
   if (codec instanceof t.NullType) return { type: 'null' };
   if (codec instanceof t.UnknownType) return {};
   if (codec instanceof t.AnyDictionaryType) return { type: 'object' };
+  if (codec instanceof t.DictionaryType) return { type: 'object', additionalProperties: toJsonSchema((codec as t.DictionaryType<t.Mixed, t.Mixed>).codomain) };
   if (codec instanceof t.LiteralType) return { const: (codec as t.LiteralType<string | number | boolean>).value };
   if (codec instanceof t.KeyofType) return { type: 'string', enum: Object.keys((codec as t.KeyofType<Record<string, unknown>>).keys) };
   if (codec instanceof t.ArrayType) return { type: 'array', items: toJsonSchema((codec as t.ArrayType<t.Mixed>).type) };

@@ -20,7 +20,10 @@ export interface RouteDoc {
   status?: number;
   /** Success content type (default application/json; `none` for an empty answer). */
   produces?: string;
-  /** Other success answers of the route, by status (a route whose answer differs by case, e.g. a redirect beside a JSON body). */
+  /**
+   * Other answers of the route that are not the error envelope, by status: a route whose answer
+   * differs by case (a redirect beside a JSON body), or /readyz's 503 (not ready, the same body).
+   */
   otherSuccesses?: readonly SuccessDoc[];
 }
 

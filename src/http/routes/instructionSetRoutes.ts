@@ -35,7 +35,8 @@ export const instructionSetDocs: RouteDocs = {
   'POST /workspaces/:workspaceId/instruction-sets': { summary: 'Create an instruction set', body: CreateBody, status: 201, response: SetSummary, example: { name: 'Support tone', isPublic: false } },
   'GET /instruction-sets/:id': {
     summary: 'One instruction set with its documents',
-    description: 'The answer described is the current one; with `asOf`, the set as it was then, folded from its events.',
+    description:
+      'The set now; with `asOf` (ISO 8601), the set as it was then, folded from its events: its documents, their titles and order then, and in `unavailableDocuments` those whose document was not VERIFIED at that time (status and failure as they were then).',
     response: SetDetail,
   },
   'PATCH /instruction-sets/:id': { summary: 'Change an instruction set', body: UpdateBody, response: SetUpdated },
@@ -111,7 +112,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
       const past = UUID.test(id) ? await instructionSetAsOf(ctx, id.toLowerCase(), asOf) : null;
       const m = past ? await memberRole(ctx, past.workspaceId, authOf(req).userId) : null;
       if (!past || !m) throw new DomainError('NOT_FOUND', 'Instruction set not found at that time.');
-      res.json(past.set); // the present answer without `unavailableDocuments` (not folded for the past)
+      respond(res, SetDetail, past.set);
       return;
     }
     const { set } = await setForCaller(req);

@@ -3,6 +3,7 @@ import { api, ApiError, del, get, Me, post, renew } from '../api';
 import { Confirm, CopyButton, ErrorBox, useLoad, when } from '../ui';
 import { actionWords } from './audit';
 import { QrCode } from '../qr';
+import { useSubmit } from '../useSubmit';
 
 interface Session {
   id: string;
@@ -48,20 +49,21 @@ export function Account() {
 
 function ResendVerification() {
   const [note, setNote] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   return (
     <div class="row">
       <button
         type="button"
-        onClick={async () => {
-          setError(null);
+        disabled={busy}
+        onClick={() => {
           setNote('');
-          try {
-            const r = await post<{ emailVerified: boolean; sent: boolean }>('/v1/auth/resend-verification');
-            setNote(r.emailVerified ? 'Your address is confirmed already.' : 'A new confirmation link is on its way: open it from your mail.');
-          } catch (err) {
-            setError(err instanceof ApiError && err.code === 'RATE_LIMITED' ? new Error('You asked several times within the hour: wait, then try again.') : err);
-          }
+          void run(
+            async () => {
+              const r = await post<{ emailVerified: boolean; sent: boolean }>('/v1/auth/resend-verification');
+              setNote(r.emailVerified ? 'Your address is confirmed already.' : 'A new confirmation link is on its way: open it from your mail.');
+            },
+            (err) => (err instanceof ApiError && err.code === 'RATE_LIMITED' ? new Error('You asked several times within the hour: wait, then try again.') : err),
+          );
         }}
       >
         Mail the confirmation link again
@@ -77,15 +79,7 @@ function SecondFactor({ enabled, onChanged }: { enabled: boolean; onChanged: () 
   const [enrolment, setEnrolment] = useState<{ otpauthUri: string; secret: string } | null>(null);
   const [recovery, setRecovery] = useState<string[] | null>(null);
   const [code, setCode] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const run = async (f: () => Promise<void>) => {
-    setError(null);
-    try {
-      await f();
-    } catch (err) {
-      setError(err);
-    }
-  };
+  const { busy, error, run } = useSubmit();
   return (
     <>
       <h2>Second factor</h2>
@@ -120,7 +114,7 @@ function SecondFactor({ enabled, onChanged }: { enabled: boolean; onChanged: () 
             Code to turn it off
             <input name="disable-code" inputMode="numeric" autoComplete="one-time-code" required maxLength={64} value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} />
           </label>
-          <button type="submit" class="danger">
+          <button type="submit" class="danger" disabled={busy}>
             Turn off
           </button>
         </form>
@@ -156,14 +150,14 @@ function SecondFactor({ enabled, onChanged }: { enabled: boolean; onChanged: () 
             Code from the app
             <input name="confirm-code" inputMode="numeric" autoComplete="one-time-code" required maxLength={64} value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} />
           </label>
-          <button type="submit" class="primary">
+          <button type="submit" class="primary" disabled={busy}>
             Confirm and turn on
           </button>
         </form>
       ) : (
         <div class="row">
           <p class="grow">Two-step sign-in is off.</p>
-          <button type="button" class="primary" onClick={() => void run(async () => setEnrolment(await post<{ otpauthUri: string; secret: string }>('/v1/auth/mfa/totp')))}>
+          <button type="button" class="primary" disabled={busy} onClick={() => void run(async () => setEnrolment(await post<{ otpauthUri: string; secret: string }>('/v1/auth/mfa/totp')))}>
             Set up two-step sign-in
           </button>
         </div>

@@ -1,12 +1,13 @@
 import { useState } from 'preact/hooks';
 import { ApiKey, del, get, post } from '../api';
 import { Confirm, CopyButton, ErrorBox, useLoad, when } from '../ui';
+import { useSubmit } from '../useSubmit';
 
 export function ApiKeys() {
   const keys = useLoad(() => get<{ data: ApiKey[] }>('/v1/api-keys'), []);
   const [name, setName] = useState('');
   const [created, setCreated] = useState<{ name: string; key: string } | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
   return (
     <section>
@@ -14,24 +15,21 @@ export function ApiKeys() {
       <p class="muted">An API key acts as you, in every workspace you belong to. Send it as <code>Authorization: Bearer kb_…</code>.</p>
       <form
         class="row"
-        onSubmit={async (e) => {
+        onSubmit={(e) => {
           e.preventDefault();
-          setError(null);
-          try {
+          void run(async () => {
             const k = await post<{ id: string; name: string; key: string }>('/v1/api-keys', { name });
             setCreated({ name: k.name, key: k.key });
             setName('');
             keys.reload();
-          } catch (err) {
-            setError(err);
-          }
+          });
         }}
       >
         <label class="grow">
           New key name
           <input name="key-name" required maxLength={100} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
         </label>
-        <button type="submit" class="primary">
+        <button type="submit" class="primary" disabled={busy}>
           Create key
         </button>
       </form>

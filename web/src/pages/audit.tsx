@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { AuditEntry, get, post, Workspace } from '../api';
 import { ErrorBox, useLoad, when } from '../ui';
+import { useSubmit } from '../useSubmit';
 
 interface MemberRow {
   userId: string;
@@ -161,26 +162,17 @@ function details(e: AuditEntry, known: Map<string, MemberRow>): string {
 
 /** Owners: re-walk the log's hash chain and say in words whether it is intact. */
 function VerifyLog({ wsId }: { wsId: string }) {
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useSubmit();
   const [result, setResult] = useState<Verification | null>(null);
-  const [error, setError] = useState<unknown>(null);
   return (
     <div class="verify">
       <div class="row">
         <button
           type="button"
           disabled={busy}
-          onClick={async () => {
-            setBusy(true);
-            setError(null);
+          onClick={() => {
             setResult(null);
-            try {
-              setResult(await post<Verification>(`/v1/workspaces/${wsId}/audit/verify`));
-            } catch (err) {
-              setError(err);
-            } finally {
-              setBusy(false);
-            }
+            void run(async () => setResult(await post<Verification>(`/v1/workspaces/${wsId}/audit/verify`)));
           }}
         >
           {busy ? 'Verifying the log…' : 'Verify the log'}

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { anonymous, ApiError, signIn, signInWithCode, signUp } from '../api';
 import { navigate, useLocation } from '../router';
 import { ErrorBox, useLoad } from '../ui';
+import { useSubmit } from '../useSubmit';
 
 export interface SignInOptions {
   registration: boolean;
@@ -23,25 +24,21 @@ const SSO_ERRORS: Record<string, string> = {
 /** The second step when the account has a second factor: a code from the authenticator app or a recovery code. */
 function CodeForm({ challenge, onRestart }: { challenge: string; onRestart: () => void }) {
   const [code, setCode] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useSubmit();
   return (
     <form
       class="stack"
       aria-label="Second factor"
-      onSubmit={async (e) => {
+      onSubmit={(e) => {
         e.preventDefault();
-        setBusy(true);
-        setError(null);
-        try {
-          await signInWithCode(challenge, code.trim());
-        } catch (err) {
-          setError(err);
-          // An expired or exhausted challenge: start again with the password.
-          if (err instanceof ApiError && (err.code === 'UNAUTHORIZED' || err.code === 'RATE_LIMITED')) onRestart();
-        } finally {
-          setBusy(false);
-        }
+        void run(
+          () => signInWithCode(challenge, code.trim()),
+          (err) => {
+            // An expired or exhausted challenge: start again with the password.
+            if (err instanceof ApiError && (err.code === 'UNAUTHORIZED' || err.code === 'RATE_LIMITED')) onRestart();
+            return err;
+          },
+        );
       }}
     >
       <p>Your account has a second factor. Enter the 6-digit code from your authenticator app, or one of your recovery codes.</p>
@@ -60,26 +57,24 @@ function CodeForm({ challenge, onRestart }: { challenge: string; onRestart: () =
 function SignInForm({ submitLabel = 'Sign in' }: { submitLabel?: string }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useSubmit();
   const [challenge, setChallenge] = useState<string | null>(null);
   if (challenge) return <CodeForm challenge={challenge} onRestart={() => setChallenge(null)} />;
   return (
     <form
       class="stack"
-      onSubmit={async (e) => {
+      onSubmit={(e) => {
         e.preventDefault();
-        setBusy(true);
-        setError(null);
-        try {
-          await signIn(email, password);
-        } catch (err) {
-          const c = err instanceof ApiError && err.code === 'MFA_REQUIRED' ? err.details?.challenge : undefined;
-          if (typeof c === 'string') setChallenge(c);
-          else setError(err);
-        } finally {
-          setBusy(false);
-        }
+        void run(
+          () => signIn(email, password),
+          (err) => {
+            // A second factor is enrolled: the code form comes next, no error.
+            const c = err instanceof ApiError && err.code === 'MFA_REQUIRED' ? err.details?.challenge : undefined;
+            if (typeof c !== 'string') return err;
+            setChallenge(c);
+            return null;
+          },
+        );
       }}
     >
       <label>
@@ -145,25 +140,18 @@ export function SignUp() {
   const [name, setName] = useState('');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useSubmit();
   return (
     <main id="main" class="auth">
       <h1>Create an account</h1>
       <form
         class="stack"
-        onSubmit={async (e) => {
+        onSubmit={(e) => {
           e.preventDefault();
-          setBusy(true);
-          setError(null);
-          try {
+          void run(async () => {
             await signUp(name, email, password);
             navigate('/workspaces', true);
-          } catch (err) {
-            setError(err);
-          } finally {
-            setBusy(false);
-          }
+          });
         }}
       >
         <label>

@@ -3,6 +3,7 @@ import { ApiError, del, DocumentDetail, get, post, put, Tag } from '../api';
 import { navigate } from '../router';
 import { AsOfPanel, bytes, Confirm, ErrorBox, StatusBadge, useLoad, when } from '../ui';
 import { ContentEditor, isEditable } from './editor';
+import { useSubmit } from '../useSubmit';
 
 export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
   const doc = useLoad(() => get<DocumentDetail>(`/v1/workspaces/${wsId}/documents/${docId}`), [wsId, docId]);
@@ -10,7 +11,7 @@ export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
   const [title, setTitle] = useState('');
   const [purpose, setPurpose] = useState('KNOWLEDGE');
   const [chosen, setChosen] = useState<string[]>([]);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   const [note, setNote] = useState('');
   const [confirm, setConfirm] = useState(false);
 
@@ -76,17 +77,14 @@ export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
       <h2>Details</h2>
       <form
         class="stack"
-        onSubmit={async (e) => {
+        onSubmit={(e) => {
           e.preventDefault();
-          setError(null);
           setNote('');
-          try {
+          void run(async () => {
             await put(`/v1/workspaces/${wsId}/documents/${docId}`, { title, purpose, tags: chosen });
             setNote('Saved.');
             doc.reload();
-          } catch (err) {
-            setError(err);
-          }
+          });
         }}
       >
         <label>
@@ -123,21 +121,19 @@ export function DocumentView({ wsId, docId }: { wsId: string; docId: string }) {
         <ErrorBox error={error} />
         {note ? <p role="status">{note}</p> : null}
         <div class="actions">
-          <button type="submit" class="primary">
+          <button type="submit" class="primary" disabled={busy}>
             Save details
           </button>
           <button
             type="button"
-            onClick={async () => {
-              setError(null);
+            disabled={busy}
+            onClick={() => {
               setNote('');
-              try {
+              void run(async () => {
                 await post(`/v1/workspaces/${wsId}/documents/${docId}/process`);
                 setNote('Queued for reprocessing.');
                 doc.reload();
-              } catch (err) {
-                setError(err);
-              }
+              });
             }}
           >
             Reprocess

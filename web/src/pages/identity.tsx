@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { anonymous, ApiError, signIn } from '../api';
 import { navigate, useLocation } from '../router';
 import { ErrorBox } from '../ui';
+import { useSubmit } from '../useSubmit';
 
 /** Pages a mailed link opens (KB_APP_URL/verify-email, /reset-password, /accept-invitation redirect here), signed in or not. */
 
@@ -53,26 +54,19 @@ export function VerifyEmail({ signedIn }: { signedIn: boolean }) {
 export function ForgotPassword() {
   const [email, setEmail] = useState('');
   const [sent, setSent] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useSubmit();
   return (
     <main id="main" class="auth">
       <h1>Forgot your password?</h1>
       <p class="muted">We mail a link to choose a new one. It works once, for 30 minutes.</p>
       <form
         class="stack"
-        onSubmit={async (e) => {
+        onSubmit={(e) => {
           e.preventDefault();
-          setBusy(true);
-          setError(null);
-          try {
+          void run(async () => {
             const r = await anonymous<{ message: string }>('POST', '/v1/auth/forgot-password', { email });
             setSent(r.message);
-          } catch (err) {
-            setError(err);
-          } finally {
-            setBusy(false);
-          }
+          });
         }}
       >
         <label>
@@ -101,8 +95,7 @@ export function ResetPassword({ signedIn }: { signedIn: boolean }) {
   const [password, setPassword] = useState('');
   const [again, setAgain] = useState('');
   const [done, setDone] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run, fail } = useSubmit();
   return (
     <main id="main" class="auth">
       <h1>Choose a new password</h1>
@@ -118,23 +111,19 @@ export function ResetPassword({ signedIn }: { signedIn: boolean }) {
       ) : (
         <form
           class="stack"
-          onSubmit={async (e) => {
+          onSubmit={(e) => {
             e.preventDefault();
-            setError(null);
-            if (password !== again) return setError(new Error('The two passwords differ.'));
-            setBusy(true);
-            try {
-              await anonymous('POST', '/v1/auth/reset-password', { token, password });
-              setDone(true);
-            } catch (err) {
-              setError(
+            if (password !== again) return fail(new Error('The two passwords differ.'));
+            void run(
+              async () => {
+                await anonymous('POST', '/v1/auth/reset-password', { token, password });
+                setDone(true);
+              },
+              (err) =>
                 err instanceof ApiError && (err.code === 'INVALID_TOKEN' || err.code === 'EXPIRED')
                   ? new Error('This link is not valid any more (used, replaced by a newer one, or older than 30 minutes). Ask for a new one.')
                   : err,
-              );
-            } finally {
-              setBusy(false);
-            }
+            );
           }}
         >
           {!token ? <p class="error">This link has no token: open the link from the mail again.</p> : null}
@@ -170,9 +159,8 @@ export function AcceptMailedInvitation({ signedIn }: { signedIn: boolean }) {
   const token = query.get('token') ?? '';
   const [name, setName] = useState('');
   const [password, setPassword] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   const [existing, setExisting] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
   // The token is <workspaceId>.<invitationId>.<mac>: an account holder accepts by the invitation id, signed in.
   const invitationId = /^[0-9a-f-]{36}\.([0-9a-f-]{36})\./i.exec(token)?.[1] ?? null;
   if (signedIn && invitationId) {
@@ -198,28 +186,28 @@ export function AcceptMailedInvitation({ signedIn }: { signedIn: boolean }) {
       ) : (
         <form
           class="stack"
-          onSubmit={async (e) => {
+          onSubmit={(e) => {
             e.preventDefault();
-            setBusy(true);
-            setError(null);
-            try {
-              const r = await anonymous<{ user: { email: string }; workspaceId: string }>('POST', '/v1/auth/accept-invitation', { token, name, password });
-              // The console's own session (cookie), with the password just chosen.
-              await signIn(r.user.email, password);
-              navigate(`/w/${r.workspaceId}/documents`, true);
-            } catch (err) {
-              if (err instanceof ApiError && err.code === 'EMAIL_TAKEN' && typeof err.details?.invitationId === 'string') setExisting(err.details.invitationId);
-              else
-                setError(
-                  err instanceof ApiError && err.code === 'INVITATION_NOT_FOUND'
-                    ? new Error('This invitation is no longer valid: it was revoked, or accepted already.')
-                    : err instanceof ApiError && err.code === 'INVITATION_EXPIRED'
-                      ? new Error('This invitation has expired: ask for a new one.')
-                      : err,
-                );
-            } finally {
-              setBusy(false);
-            }
+            void run(
+              async () => {
+                const r = await anonymous<{ user: { email: string }; workspaceId: string }>('POST', '/v1/auth/accept-invitation', { token, name, password });
+                // The console's own session (cookie), with the password just chosen.
+                await signIn(r.user.email, password);
+                navigate(`/w/${r.workspaceId}/documents`, true);
+              },
+              (err) => {
+                // The invited address has an account: sign in and accept there, no error.
+                if (err instanceof ApiError && err.code === 'EMAIL_TAKEN' && typeof err.details?.invitationId === 'string') {
+                  setExisting(err.details.invitationId);
+                  return null;
+                }
+                return err instanceof ApiError && err.code === 'INVITATION_NOT_FOUND'
+                  ? new Error('This invitation is no longer valid: it was revoked, or accepted already.')
+                  : err instanceof ApiError && err.code === 'INVITATION_EXPIRED'
+                    ? new Error('This invitation has expired: ask for a new one.')
+                    : err;
+              },
+            );
           }}
         >
           <p>You have been invited to a workspace. Choose your name and a password to create your account and join it.</p>

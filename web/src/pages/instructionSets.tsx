@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError, del, DocumentRow, get, Page, patch, post } from '../api';
 import { navigate } from '../router';
 import { AsOfPanel, bytes, Confirm, CopyButton, ErrorBox, useLoad, when } from '../ui';
+import { useSubmit } from '../useSubmit';
 
 const MAX_DOCS = 20;
 const MAX_BYTES = 102400;
@@ -26,30 +27,27 @@ interface SetDetail extends SetSummary {
 export function InstructionSets({ wsId }: { wsId: string }) {
   const sets = useLoad(() => get<{ data: SetSummary[] }>(`/api/workspaces/${wsId}/instruction-sets`).then((r) => r.data), [wsId]);
   const [name, setName] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   return (
     <section>
       <h1>Instruction sets</h1>
       <p class="muted">An ordered bundle of documents (at most {MAX_DOCS}, {MAX_BYTES / 1024} KB of text) shared as a page and as raw text.</p>
       <form
         class="row"
-        onSubmit={async (e) => {
+        onSubmit={(e) => {
           e.preventDefault();
-          setError(null);
-          try {
+          void run(async () => {
             const s = await post<SetSummary>(`/api/workspaces/${wsId}/instruction-sets`, { name });
             setName('');
             navigate(`/w/${wsId}/sets/${s.id}`);
-          } catch (err) {
-            setError(err);
-          }
+          });
         }}
       >
         <label class="grow">
           New instruction set name
           <input name="set-name" required maxLength={200} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
         </label>
-        <button type="submit" class="primary">
+        <button type="submit" class="primary" disabled={busy}>
           Create set
         </button>
       </form>
@@ -94,7 +92,7 @@ export function InstructionSetView({ wsId, setId }: { wsId: string; setId: strin
   const [description, setDescription] = useState('');
   const [base, setBase] = useState<SetDetail | null>(null);
   const [conflict, setConflict] = useState<{ name: string; description: string | null; isPublic: boolean; updatedAt: string } | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const submit = useSubmit();
   const [note, setNote] = useState('');
   const [adding, setAdding] = useState('');
   const [dragFrom, setDragFrom] = useState<number | null>(null);
@@ -113,33 +111,31 @@ export function InstructionSetView({ wsId, setId }: { wsId: string; setId: strin
   const s = set.data;
 
   const run = async (f: () => Promise<unknown>, done?: string) => {
-    setError(null);
     setNote('');
-    try {
+    await submit.run(async () => {
       await f();
       if (done) setNote(done);
-    } catch (err) {
-      setError(err);
-    }
+    });
     set.reload();
   };
 
-  const save = async (changes: Record<string, unknown>, expected: string) => {
-    setError(null);
+  const save = (changes: Record<string, unknown>, expected: string) => {
     setNote('');
-    try {
-      await patch(`/api/instruction-sets/${setId}`, { ...changes, expectedUpdatedAt: expected });
-      setConflict(null);
-      setNote('Saved.');
-      set.reload();
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 409) {
+    return submit.run(async () => {
+      try {
+        await patch(`/api/instruction-sets/${setId}`, { ...changes, expectedUpdatedAt: expected });
+      } catch (err) {
+        if (!(err instanceof ApiError && err.status === 409)) throw err;
         // Someone else saved first: show their version beside ours, keep ours in the form.
         const theirs = await get<SetDetail>(`/api/instruction-sets/${setId}`);
         setConflict({ name: theirs.name, description: theirs.description, isPublic: theirs.isPublic, updatedAt: theirs.updatedAt });
         setBase(theirs);
-      } else setError(err);
-    }
+        return;
+      }
+      setConflict(null);
+      setNote('Saved.');
+      set.reload();
+    });
   };
 
   const reorder = (ids: string[]) => run(() => patch(`/api/instruction-sets/${setId}/documents/reorder`, { documentIds: ids }), 'Order saved.');
@@ -215,12 +211,12 @@ export function InstructionSetView({ wsId, setId }: { wsId: string; setId: strin
           <input name="set-description" maxLength={500} value={description} onInput={(e) => setDescription((e.target as HTMLInputElement).value)} />
         </label>
         <div class="actions">
-          <button type="submit" class="primary">
+          <button type="submit" class="primary" disabled={submit.busy}>
             Save details
           </button>
         </div>
       </form>
-      <ErrorBox error={error} />
+      <ErrorBox error={submit.error} />
       {note ? <p role="status">{note}</p> : null}
 
       <h2>Sharing</h2>

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { get, post, SearchAnswer, Tag } from '../api';
 import { ErrorBox, useLoad } from '../ui';
+import { useSubmit } from '../useSubmit';
 
 /** The passage with the query's words marked (<mark>), built as nodes: never as HTML. */
 export function Highlighted({ text, query }: { text: string; query: string }) {
@@ -17,25 +18,16 @@ export function Search({ wsId }: { wsId: string }) {
   const [query, setQuery] = useState('');
   const [chosen, setChosen] = useState<string[]>([]);
   const [answer, setAnswer] = useState<SearchAnswer | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useSubmit();
   return (
     <section>
       <h1>Search</h1>
       <form
         role="search"
         class="stack"
-        onSubmit={async (e) => {
+        onSubmit={(e) => {
           e.preventDefault();
-          setBusy(true);
-          setError(null);
-          try {
-            setAnswer(await post<SearchAnswer>(`/v1/workspaces/${wsId}/search`, { query, limit: 10, ...(chosen.length ? { filters: { tags: chosen } } : {}) }));
-          } catch (err) {
-            setError(err);
-          } finally {
-            setBusy(false);
-          }
+          void run(async () => setAnswer(await post<SearchAnswer>(`/v1/workspaces/${wsId}/search`, { query, limit: 10, ...(chosen.length ? { filters: { tags: chosen } } : {}) })));
         }}
       >
         <div class="row">

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { del, get, patch, post, Tag } from '../api';
 import { Confirm, CopyButton, ErrorBox, useLoad, when } from '../ui';
+import { useSubmit } from '../useSubmit';
 
 interface SearchLink {
   id: string;
@@ -108,7 +109,7 @@ function LinkQueries({ wsId, linkId }: { wsId: string; linkId: string }) {
 
 function QueryHistory({ wsId, link, label, onChanged }: { wsId: string; link: { id: string; historyMode: boolean; isActive: boolean }; label: string; onChanged: () => void }) {
   const [open, setOpen] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   return (
     <details onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
       <summary>Query history</summary>
@@ -118,15 +119,13 @@ function QueryHistory({ wsId, link, label, onChanged }: { wsId: string; link: { 
           <button
             type="button"
             aria-label={`${link.historyMode ? 'Turn history off' : 'Turn history on'} for ${label}`}
-            onClick={async () => {
-              setError(null);
-              try {
+            disabled={busy}
+            onClick={() =>
+              void run(async () => {
                 await patch(`/api/workspaces/${wsId}/public-links/${link.id}`, { historyMode: !link.historyMode });
                 onChanged();
-              } catch (err) {
-                setError(err);
-              }
-            }}
+              })
+            }
           >
             {link.historyMode ? 'Turn history off' : 'Turn history on'}
           </button>
@@ -146,7 +145,7 @@ export function SearchLinks({ wsId }: { wsId: string }) {
   const [chosen, setChosen] = useState<string[]>([]);
   const [expires, setExpires] = useState('');
   const [history, setHistory] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   const [revoking, setRevoking] = useState<SearchLink | null>(null);
   const tagName = new Map((tags.data ?? []).map((t) => [t.id, t.name]));
   return (
@@ -156,10 +155,9 @@ export function SearchLinks({ wsId }: { wsId: string }) {
       <form
         class="stack"
         aria-label="New search link"
-        onSubmit={async (e) => {
+        onSubmit={(e) => {
           e.preventDefault();
-          setError(null);
-          try {
+          void run(async () => {
             await post(`/api/workspaces/${wsId}/public-links`, {
               name: name || null,
               allowedTags: chosen.length ? chosen : null,
@@ -170,9 +168,7 @@ export function SearchLinks({ wsId }: { wsId: string }) {
             setChosen([]);
             setExpires('');
             links.reload();
-          } catch (err) {
-            setError(err);
-          }
+          });
         }}
       >
         <div class="row">
@@ -211,7 +207,7 @@ export function SearchLinks({ wsId }: { wsId: string }) {
         </label>
         <ErrorBox error={error} />
         <div>
-          <button type="submit" class="primary">
+          <button type="submit" class="primary" disabled={busy}>
             Create search link
           </button>
         </div>

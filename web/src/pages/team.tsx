@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { del, get, patch, post, put, Role, Tag, Workspace } from '../api';
 import { navigate } from '../router';
 import { Confirm, CopyButton, ErrorBox, useLoad, when } from '../ui';
+import { useSubmit } from '../useSubmit';
 
 const ROLES: Role[] = ['OWNER', 'ADMIN', 'MEMBER'];
 const roleWord = (r: string) => ({ OWNER: 'Owner', ADMIN: 'Admin', MEMBER: 'Member' })[r] ?? r;
@@ -34,7 +35,7 @@ export function Members({ wsId, myRole, myId, onRoleChanged }: { wsId: string; m
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('MEMBER');
   const [invite, setInvite] = useState<{ email: string; link: string; expiresAt: string } | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   const [removing, setRemoving] = useState<Member | null>(null);
   const admin = myRole === 'OWNER' || myRole === 'ADMIN';
   return (
@@ -68,14 +69,9 @@ export function Members({ wsId, myRole, myId, onRoleChanged }: { wsId: string; m
                     <select
                       aria-label={`Role of ${m.name}`}
                       value={m.role}
-                      onChange={async (e) => {
-                        setError(null);
-                        try {
-                          await patch(`/v1/workspaces/${wsId}/members/${m.userId}`, { role: (e.target as HTMLSelectElement).value });
-                        } catch (err) {
-                          setError(err);
-                        }
-                        members.reload();
+                      onChange={(e) => {
+                        const role = (e.target as HTMLSelectElement).value;
+                        void run(() => patch(`/v1/workspaces/${wsId}/members/${m.userId}`, { role })).then(() => members.reload());
                       }}
                     >
                       {/* Only an owner may grant OWNER (an admin's choice of it would be refused). */}
@@ -112,17 +108,14 @@ export function Members({ wsId, myRole, myId, onRoleChanged }: { wsId: string; m
       {admin ? (
         <form
           class="row"
-          onSubmit={async (e) => {
+          onSubmit={(e) => {
             e.preventDefault();
-            setError(null);
-            try {
+            void run(async () => {
               const inv = await post<{ invitationId: string; email: string; expiresAt: string }>(`/v1/workspaces/${wsId}/invite`, { email, role });
               setInvite({ email: inv.email, link: `${location.origin}/app/invitations/${inv.invitationId}`, expiresAt: inv.expiresAt });
               setEmail('');
               setInvitationsVersion((n) => n + 1);
-            } catch (err) {
-              setError(err);
-            }
+            });
           }}
         >
           <label class="grow">
@@ -136,7 +129,9 @@ export function Members({ wsId, myRole, myId, onRoleChanged }: { wsId: string; m
               <option value="ADMIN">Admin</option>
             </select>
           </label>
-          <button type="submit">Send invitation</button>
+          <button type="submit" disabled={busy}>
+            Send invitation
+          </button>
         </form>
       ) : null}
       {invite ? (
@@ -246,7 +241,7 @@ export function Tags({ wsId, myRole }: { wsId: string; myRole: Role }) {
   const tags = useLoad(() => get<{ data: Tag[] }>(`/v1/workspaces/${wsId}/tags`).then((r) => r.data), [wsId]);
   const [name, setName] = useState('');
   const [color, setColor] = useState('#2357c6');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   const [deleting, setDeleting] = useState<Tag | null>(null);
   const admin = myRole === 'OWNER' || myRole === 'ADMIN';
   return (
@@ -263,14 +258,9 @@ export function Tags({ wsId, myRole }: { wsId: string; myRole: Role }) {
                 value={t.name}
                 disabled={!admin}
                 aria-label={`Name of tag ${t.name}`}
-                onChange={async (e) => {
-                  setError(null);
-                  try {
-                    await put(`/v1/workspaces/${wsId}/tags/${t.id}`, { name: (e.target as HTMLInputElement).value });
-                  } catch (err) {
-                    setError(err);
-                  }
-                  tags.reload();
+                onChange={(e) => {
+                  const name = (e.target as HTMLInputElement).value;
+                  void run(() => put(`/v1/workspaces/${wsId}/tags/${t.id}`, { name })).then(() => tags.reload());
                 }}
               />
             </label>
@@ -279,14 +269,9 @@ export function Tags({ wsId, myRole }: { wsId: string; myRole: Role }) {
               value={t.color}
               disabled={!admin}
               aria-label={`Colour of tag ${t.name}`}
-              onChange={async (e) => {
-                setError(null);
-                try {
-                  await put(`/v1/workspaces/${wsId}/tags/${t.id}`, { color: (e.target as HTMLInputElement).value });
-                } catch (err) {
-                  setError(err);
-                }
-                tags.reload();
+              onChange={(e) => {
+                const color = (e.target as HTMLInputElement).value;
+                void run(() => put(`/v1/workspaces/${wsId}/tags/${t.id}`, { color })).then(() => tags.reload());
               }}
             />
             {admin ? (
@@ -300,16 +285,13 @@ export function Tags({ wsId, myRole }: { wsId: string; myRole: Role }) {
       {admin ? (
         <form
           class="row"
-          onSubmit={async (e) => {
+          onSubmit={(e) => {
             e.preventDefault();
-            setError(null);
-            try {
+            void run(async () => {
               await post(`/v1/workspaces/${wsId}/tags`, { name, color });
               setName('');
               tags.reload();
-            } catch (err) {
-              setError(err);
-            }
+            });
           }}
         >
           <label class="grow">
@@ -320,7 +302,9 @@ export function Tags({ wsId, myRole }: { wsId: string; myRole: Role }) {
             Colour
             <input type="color" name="tag-color" value={color} onInput={(e) => setColor((e.target as HTMLInputElement).value)} />
           </label>
-          <button type="submit">Add tag</button>
+          <button type="submit" disabled={busy}>
+            Add tag
+          </button>
         </form>
       ) : null}
       <Confirm
@@ -340,8 +324,7 @@ export function Tags({ wsId, myRole }: { wsId: string; myRole: Role }) {
 
 /** /app/invitations/:id: the invited user accepts, then lands in the workspace. */
 export function AcceptInvitation({ invitationId, onJoined }: { invitationId: string; onJoined: () => void }) {
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useSubmit();
   return (
     <section>
       <h1>Join a workspace</h1>
@@ -351,19 +334,13 @@ export function AcceptInvitation({ invitationId, onJoined }: { invitationId: str
         type="button"
         class="primary"
         disabled={busy}
-        onClick={async () => {
-          setBusy(true);
-          setError(null);
-          try {
+        onClick={() =>
+          void run(async () => {
             const w = await post<Workspace>(`/v1/invitations/${encodeURIComponent(invitationId)}/accept`);
             onJoined();
             navigate(`/w/${w.id}/documents`);
-          } catch (err) {
-            setError(err);
-          } finally {
-            setBusy(false);
-          }
-        }}
+          })
+        }
       >
         Accept invitation
       </button>

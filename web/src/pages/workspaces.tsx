@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { del, get, Me, post, put, Workspace } from '../api';
 import { navigate } from '../router';
 import { Confirm, ErrorBox, useLoad, when } from '../ui';
+import { useSubmit } from '../useSubmit';
 import { Members, Tags } from './team';
 
 const ROLE_WORDS: Record<string, string> = { OWNER: 'Owner', ADMIN: 'Admin', MEMBER: 'Member', VIEWER: 'Viewer' };
@@ -9,30 +10,27 @@ export const roleWord = (r: string) => ROLE_WORDS[r] ?? r;
 
 export function Workspaces({ workspaces }: { workspaces: { data?: Workspace[]; loading: boolean; reload: () => void } }) {
   const [name, setName] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   return (
     <section>
       <h1>Workspaces</h1>
       <form
         class="row"
-        onSubmit={async (e) => {
+        onSubmit={(e) => {
           e.preventDefault();
-          setError(null);
-          try {
+          void run(async () => {
             const w = await post<Workspace>('/v1/workspaces', { name });
             setName('');
             workspaces.reload();
             navigate(`/w/${w.id}/documents`);
-          } catch (err) {
-            setError(err);
-          }
+          });
         }}
       >
         <label class="grow">
           New workspace name
           <input name="workspace-name" required maxLength={200} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
         </label>
-        <button type="submit" class="primary">
+        <button type="submit" class="primary" disabled={busy}>
           Create workspace
         </button>
       </form>
@@ -60,7 +58,7 @@ export function WorkspaceSettings({ wsId, onChanged }: { wsId: string; onChanged
   const ws = useLoad(() => get<Workspace>(`/v1/workspaces/${wsId}`), [wsId]);
   const me = useLoad(() => get<Me>('/v1/auth/me'), []);
   const [name, setName] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useSubmit();
   const [saved, setSaved] = useState(false);
   const [confirm, setConfirm] = useState(false);
   useEffect(() => {
@@ -75,25 +73,22 @@ export function WorkspaceSettings({ wsId, onChanged }: { wsId: string; onChanged
       <p class="muted">Your role: {roleWord(w.role)}</p>
       <form
         class="row"
-        onSubmit={async (e) => {
+        onSubmit={(e) => {
           e.preventDefault();
-          setError(null);
           setSaved(false);
-          try {
+          void run(async () => {
             await put(`/v1/workspaces/${wsId}`, { name });
             setSaved(true);
             ws.reload();
             onChanged();
-          } catch (err) {
-            setError(err);
-          }
+          });
         }}
       >
         <label class="grow">
           Name
           <input name="rename" required maxLength={200} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
         </label>
-        <button type="submit" class="primary">
+        <button type="submit" class="primary" disabled={busy}>
           Rename
         </button>
       </form>
@@ -107,14 +102,9 @@ export function WorkspaceSettings({ wsId, onChanged }: { wsId: string; onChanged
               type="checkbox"
               checked={w.settings.allowPublicSearchLinks}
               disabled={w.role === 'MEMBER'}
-              onChange={async (e) => {
-                setError(null);
-                try {
-                  await put(`/v1/workspaces/${wsId}`, { settings: { allowPublicSearchLinks: (e.target as HTMLInputElement).checked } });
-                } catch (err) {
-                  setError(err);
-                }
-                ws.reload();
+              onChange={(e) => {
+                const allowPublicSearchLinks = (e.target as HTMLInputElement).checked;
+                void run(() => put(`/v1/workspaces/${wsId}`, { settings: { allowPublicSearchLinks } })).then(() => ws.reload());
               }}
             />
             Allow public search links
@@ -124,14 +114,9 @@ export function WorkspaceSettings({ wsId, onChanged }: { wsId: string; onChanged
             <select
               value={w.settings.defaultDocumentPurpose}
               disabled={w.role === 'MEMBER'}
-              onChange={async (e) => {
-                setError(null);
-                try {
-                  await put(`/v1/workspaces/${wsId}`, { settings: { defaultDocumentPurpose: (e.target as HTMLSelectElement).value } });
-                } catch (err) {
-                  setError(err);
-                }
-                ws.reload();
+              onChange={(e) => {
+                const defaultDocumentPurpose = (e.target as HTMLSelectElement).value;
+                void run(() => put(`/v1/workspaces/${wsId}`, { settings: { defaultDocumentPurpose } })).then(() => ws.reload());
               }}
             >
               <option value="KNOWLEDGE">Knowledge</option>
