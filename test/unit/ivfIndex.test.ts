@@ -225,7 +225,7 @@ describe('the approximate dense index (IVF over the int8 slab)', () => {
     expect(Array.from(rows.lists).every((l) => l >= 0)).toBe(true);
     for (const [r, v] of [...vectors].filter((_, i) => i % 40 === 0)) expect(slab.topK(v, all, 1)).toEqual([r]);
     for (const r of removed) expect(slab.inScope(r, all.mask)).toBe(false);
-    // A bulk load or new settings stop a training under way; finishAnnTraining ends one at once.
+    // finishAnnTraining ends a training under way at once; a bulk load stops one.
     while (!slab.annTraining) add(); // doubled again
     const at = slab.liveCount;
     expect(at).toBe(2 * slab.annIndex!.trainedAt);
@@ -235,7 +235,12 @@ describe('the approximate dense index (IVF over the int8 slab)', () => {
     while (!slab.annTraining) add();
     slab.beginBulk();
     expect(slab.annTraining).toBe(false);
-    slab.endBulk(); // trained at once
+    expect(slab.annIndex).toBeUndefined();
+    slab.endBulk(); // (as a start-up without the index's file) trained in the background too
+    expect(slab.annTraining).toBe(true);
+    slab.finishAnnTraining();
+    expect(slab.annIndex!.trainedAt).toBe(slab.liveCount);
+    slab.configureAnn(ann({ backgroundTrainingAt: 3000, probeLists: 30 })); // new settings take effect at once
     expect(slab.annTraining).toBe(false);
     expect(slab.annIndex!.trainedAt).toBe(slab.liveCount);
   });

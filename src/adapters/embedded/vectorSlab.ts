@@ -204,10 +204,14 @@ export class VectorSlab {
     this.stopAnnTraining();
   }
 
-  /** Ends a bulk load: the index is trained (at once) if the settings ask for one, unless `restoreIndex` gave it. */
+  /**
+   * Ends a bulk load: the index is trained if the settings ask for one, unless `restoreIndex`
+   * gave it; from `backgroundTrainingAt` rows in the background (a start-up without a usable
+   * index file is not held for seconds of training: the exact scan serves meanwhile).
+   */
   endBulk(): void {
     this.bulk = false;
-    this.maintainIndex(true);
+    this.maintainIndex(false);
   }
 
   /** Whether a training of the approximate index is under way in the background. */
@@ -235,7 +239,7 @@ export class VectorSlab {
    * rows the training runs in the background, in slices of TRAINING_SLICE_MS between the
    * thread's other work (at a million rows it is seconds of CPU, which would otherwise hold
    * every search of every workspace), while the index trained before (or the exact scan) keeps
-   * serving; `now` (settings, the end of a bulk load) and smaller slabs train at once.
+   * serving; `now` (new settings) and smaller slabs train at once.
    */
   private maintainIndex(now: boolean): void {
     const a = this.ann;
