@@ -196,7 +196,7 @@ describe('EmbeddedSearchIndex specifics', () => {
     expect(index.stats().lexicalFrom).toBe('caught-up');
     expect(await ranking(index)).toEqual(latest);
     await index.close();
-    index = new EmbeddedSearchIndex(file); // the caught-up state was written at once
+    index = new EmbeddedSearchIndex(file); // the caught-up state was written at the clean close
     expect(index.stats().lexicalFrom).toBe('snapshot');
     expect(await ranking(index)).toEqual(latest);
     await index.close();

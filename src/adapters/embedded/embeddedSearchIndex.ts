@@ -150,8 +150,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
       this.lexicalIndex.clear();
       this.loadText();
     }
+    // (A caught-up index writes its snapshot at the next clean close; until then another crash catches up from the same one.)
     this.lexicalFrom = !bound ? 'text' : exact ? 'snapshot' : older ? 'caught-up' : 'text';
-    if (this.lexicalFrom === 'caught-up') this.writeLexicalSnapshot(); // never caught up from the older one again
     this.active = metaModel(this.db, 'model');
     this.next = metaModel(this.db, 'next_model');
     // The approximate dense index: from its file when that names exactly these rows and vectors, else trained.
@@ -685,7 +685,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.writeLexicalSnapshot();
   }
 
-  /** Writes the lexical snapshot of this generation; when that fails, none is left (an older one would be caught up from). */
+  /** Writes the lexical snapshot of this generation; when that fails, none is left. */
   private writeLexicalSnapshot(): void {
     if (!this.snapshotFile) return;
     try {
@@ -695,7 +695,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       try {
         fs.rmSync(this.snapshotFile, { force: true });
       } catch {
-        // (nor can it be removed: the next open finds it of an older generation and catches it up)
+        // (nor can it be removed: the next open catches the older one up)
       }
     }
   }
