@@ -118,7 +118,10 @@ export class DocumentProcessor {
     const spareWarm = keepSpareExtractionWorker({ warmUp: { limits, chunking: this.chunking(), eventParts: EVENT_PARTS } });
     const embedder = this.app.embeddingModels.configured;
     this.app.warmup.add('document processing', async () => {
-      await Promise.all([spareWarm, embedder.warmup?.({ documents: true })]);
+      // Neither part is needed to process documents (a job starts its own worker; batches are
+      // embedded on the calling thread until the thread is up): a failure here is only logged.
+      const documents = embedder.warmup?.({ documents: true }).catch((err: unknown) => this.app.logger.warn({ err }, 'document embedding warm-up failed; the first documents wait for the model'));
+      await Promise.all([spareWarm, documents]);
     });
     const queue = this.jobQueue;
     if (queue) {
