@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +7,7 @@ import { createMemory, createScanner } from '../../src/adapters/embedded/int8Sca
 import type { IndexedChunk } from '../../src/ports/searchIndex';
 import { searchIndexContract } from './searchIndex.contract';
 import { mulberry32 as rng } from '../../src/util/random';
+import { runUntilSaidThenKill } from '../support/killed';
 
 searchIndexContract('embedded (in memory)', async () => new EmbeddedSearchIndex(':memory:'));
 // The approximate dense index (ivfIndex.ts) on from the first chunk, every in-scope member of its
@@ -94,18 +94,7 @@ describe('EmbeddedSearchIndex specifics', () => {
         console.log('written ' + index.stats().lexicalFrom);
         setInterval(() => undefined, 1000);
       })();`;
-    const child = spawn(process.execPath, ['-e', code, input], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const said = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout.on('data', (b: Buffer) => {
-        out += b.toString();
-        if (out.includes('written')) resolve(out.trim());
-      });
-      child.on('exit', (c) => reject(new Error(`child exited with ${c} before writing`)));
-    });
-    expect(said).toBe('written snapshot');
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child.on('exit', resolve));
+    expect(await runUntilSaidThenKill(code, [input], 'written')).toBe('written snapshot');
     const raw = new Database(file, { readonly: true });
     const reused = raw.prepare<[], number>("SELECT count(*) FROM chunks WHERE document_id = 'd40'").pluck().get();
     raw.close();

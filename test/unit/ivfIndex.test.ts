@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +7,7 @@ import { type AnnSettings, DEFAULT_ANN } from '../../src/adapters/embedded/ivfIn
 import { type SlabScope, VectorSlab } from '../../src/adapters/embedded/vectorSlab';
 import type { IndexedChunk } from '../../src/ports/searchIndex';
 import { mulberry32 as rng } from '../../src/util/random';
+import { runUntilSaidThenKill } from '../support/killed';
 
 function normalise(v: Float32Array): Float32Array {
   let n = 0;
@@ -343,18 +343,7 @@ describe('the approximate dense index (IVF over the int8 slab)', () => {
           console.log('written ' + from);
           setInterval(() => undefined, 1000);
         })();`;
-      const child = spawn(process.execPath, ['-e', code, input], { stdio: ['ignore', 'pipe', 'inherit'] });
-      const said = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout.on('data', (b: Buffer) => {
-          out += b.toString();
-          if (out.includes('written')) resolve(out.trim());
-        });
-        child.on('exit', (c) => reject(new Error(`child exited with ${c} before writing`)));
-      });
-      expect(said).toBe('written file');
-      child.kill('SIGKILL');
-      await new Promise((resolve) => child.on('exit', resolve));
+      expect(await runUntilSaidThenKill(code, [input], 'written')).toBe('written file');
       index = new EmbeddedSearchIndex(file, { ann: settings });
       expect(index.stats().denseIndex).toMatchObject({ from: 'trained' });
       expect(index.stats().chunks).toBe(300 * 4 - 4 + 40 * 2);
