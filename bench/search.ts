@@ -203,7 +203,7 @@ async function benchSize(n: number, options: BenchOptions): Promise<void> {
   const startupS = Number(process.hrtime.bigint() - t0) / 1e9;
   const lexical = index.stats().lexicalFrom === 'snapshot' ? 'lexical index from its snapshot' : 'lexical index rebuilt from the text (no valid snapshot)';
   const ivf = index.stats().denseIndex;
-  const dense = ivf ? `approximate dense index of ${ivf.lists} lists ${ivf.from === 'file' ? 'read from its file' : 'trained (no valid file)'}` : 'no approximate dense index';
+  const dense = ivf ? `approximate dense index of ${ivf.lists} lists ${ivf.from === 'file' ? 'read from its file' : ivf.from === 'caught-up' ? 'caught up from its older file' : 'trained (no valid file)'}` : 'no approximate dense index';
   console.log(`start-up (open + load ${index.stats().chunks} chunks, ${lexical}, ${dense}; file ${mb(fs.statSync(file).size)}, OS page cache warm): ` +
     `${startupS.toFixed(2)} s (CPU ${(cpuMs(c0) / 1000).toFixed(2)} s; load average ${load()})`);
   if (n === 1_000_000) figure('search', `start-up, load the index at ${label(n)}`, startupS, 's', { kind: 'max', value: 30 });
@@ -377,7 +377,7 @@ async function caughtUpStartup(file: string, n: number): Promise<void> {
   index = new EmbeddedSearchIndex(file);
   const s = Number(process.hrtime.bigint() - t) / 1e9;
   console.log(`start-up after kill -9 following writes (snapshot older by 1,500 chunks deleted and 1,500 added): ${s.toFixed(2)} s (CPU ${(cpuMs(c) / 1000).toFixed(2)} s), ` +
-    `lexical index ${index.stats().lexicalFrom === 'caught-up' ? 'caught up from the older snapshot' : index.stats().lexicalFrom} (load average ${load()})`);
+    `lexical index ${index.stats().lexicalFrom === 'caught-up' ? 'caught up from the older snapshot' : index.stats().lexicalFrom}, approximate dense index ${index.stats().denseIndex?.from ?? 'none (training)'} (load average ${load()})`);
   if (n === 1_000_000) figure('search', `start-up after kill -9 at ${label(n)}`, s, 's', { kind: 'max', value: 30 });
   for (const d of docs('crash-b')) await index.deleteDocument(d.documentId);
   await index.close();

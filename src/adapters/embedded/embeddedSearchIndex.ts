@@ -155,13 +155,20 @@ export class EmbeddedSearchIndex implements SearchIndex {
     this.active = metaModel(this.db, 'model');
     this.next = metaModel(this.db, 'next_model');
     // The approximate dense index: from its file when that names exactly these rows and vectors, else trained.
-    const saved = this.ivfFile !== undefined ? readIvf(this.ivfFile, this.ivfStamp()) : undefined;
-    if (saved) this.slab.restoreIndex(saved);
+    // After a crash that followed writes, the older file is caught up (vectors unchanged since: the stamp's vector generation).
+    const saved = this.ivfFile !== undefined ? readIvf(this.ivfFile, this.ivfStamp(), true) : undefined;
+    if (saved && saved.generation === this.generation) this.slab.restoreIndex(saved);
+    else if (saved) this.slab.restoreIndex(saved, this.rowsSetAfter(saved.generation));
     this.slab.endBulk();
     if (this.next) {
       for (const r of this.db.prepare<[], { d: string }>('SELECT DISTINCT document_id AS d FROM next_vectors').iterate()) this.nextDocs.add(r.d);
       this.nextSlab = this.buildNextSlab(this.next.dimensions);
     }
+  }
+
+  /** Rows whose text and vector were set after a write generation (`chunks.lexgen`). */
+  private rowsSetAfter(generation: number): Set<number> {
+    return new Set(this.db.prepare<[number], number>('SELECT id FROM chunks WHERE lexgen > ?').pluck().all(generation));
   }
 
   private stamp(): { generation: number; schema: string } {
@@ -849,7 +856,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
     vectorBytes: number;
     postings: number;
     lexicalFrom: 'snapshot' | 'caught-up' | 'text';
-    denseIndex: { lists: number; trainedAt: number; from: 'file' | 'trained' } | undefined;
+    denseIndex: { lists: number; trainedAt: number; from: 'file' | 'caught-up' | 'trained' } | undefined;
   } {
     const ann = this.slab.annIndex;
     return {
@@ -858,7 +865,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       vectorBytes: this.slab.vectorBytes,
       postings: this.lexicalIndex.postings,
       lexicalFrom: this.lexicalFrom,
-      denseIndex: ann ? { lists: ann.lists, trainedAt: ann.trainedAt, from: ann.restored ? 'file' : 'trained' } : undefined,
+      denseIndex: ann ? { lists: ann.lists, trainedAt: ann.trainedAt, from: ann.caughtUp ? 'caught-up' : ann.restored ? 'file' : 'trained' } : undefined,
     };
   }
 }

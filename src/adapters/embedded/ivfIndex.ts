@@ -316,6 +316,8 @@ export class IvfIndex {
   private held = 0;
   /** Read from a file rather than trained here. */
   restored = false;
+  /** Read from an older file, the rows written since assigned to their lists at the read. */
+  caughtUp = false;
   /** Rows held when trained (the slab trains again when they double or fall to a quarter). */
   readonly trainedAt: number;
 
@@ -533,7 +535,21 @@ export function writeIvf(file: string, stamp: IvfStamp, ivf: IvfIndex, rows: { r
 }
 
 /** The contents of an IVF file carrying this stamp; undefined when missing, stale, of another format or truncated. */
-export function readIvf(file: string, stamp: IvfStamp): { centroids: IvfCentroids; rowIds: Float64Array; lists: Int32Array; trainedAt: number } | undefined {
+/** What an IVF file holds: the centroids, each row's list, the rows trained on, and the write generation it was written at. */
+export interface SavedIvf {
+  centroids: IvfCentroids;
+  rowIds: Float64Array;
+  lists: Int32Array;
+  trainedAt: number;
+  generation: number;
+}
+
+/**
+ * The index in `file` when it carries this stamp (with `older`: a write generation no later
+ * than the stamp's, the rest equal, as after a crash that followed writes; the caller catches
+ * it up); undefined when there is none, it is of another stamp, truncated or inconsistent.
+ */
+export function readIvf(file: string, stamp: IvfStamp, older = false): SavedIvf | undefined {
   let bytes: Buffer;
   try {
     bytes = fs.readFileSync(file);
@@ -546,7 +562,7 @@ export function readIvf(file: string, stamp: IvfStamp): { centroids: IvfCentroid
     const h = JSON.parse(bytes.toString('utf8', 8, 8 + headLength)) as IvfHeader;
     if (
       h.format !== FORMAT ||
-      h.generation !== stamp.generation ||
+      (older ? !(h.generation <= stamp.generation) : h.generation !== stamp.generation) ||
       h.vectorGeneration !== stamp.vectorGeneration ||
       h.schema !== stamp.schema ||
       h.model !== stamp.model ||
@@ -573,7 +589,7 @@ export function readIvf(file: string, stamp: IvfStamp): { centroids: IvfCentroid
     if (coarseStart[0] !== 0 || coarseStart[h.coarse] !== h.lists) return undefined;
     for (let c = 0; c < h.coarse; c++) if (coarseStart[c + 1] < coarseStart[c]) return undefined;
     for (let i = 0; i < h.rows; i++) if (rowLists[i] !== ZERO && (rowLists[i] < 0 || rowLists[i] >= h.lists)) return undefined;
-    return { centroids: { dims: h.dims, coarse, lists, coarseStart }, rowIds, lists: rowLists, trainedAt: h.trainedAt };
+    return { centroids: { dims: h.dims, coarse, lists, coarseStart }, rowIds, lists: rowLists, trainedAt: h.trainedAt, generation: h.generation };
   } catch {
     return undefined;
   }

@@ -229,8 +229,8 @@ export class VectorSlab {
   }
 
   /** The approximate index, if there is one: its lists, the rows it was trained on, whether it was read from a file. */
-  get annIndex(): { lists: number; trainedAt: number; restored: boolean } | undefined {
-    return this.ivf ? { lists: this.ivf.listCount, trainedAt: this.ivf.trainedAt, restored: this.ivf.restored } : undefined;
+  get annIndex(): { lists: number; trainedAt: number; restored: boolean; caughtUp?: true } | undefined {
+    return this.ivf ? { lists: this.ivf.listCount, trainedAt: this.ivf.trainedAt, restored: this.ivf.restored, ...(this.ivf.caughtUp ? { caughtUp: true as const } : {}) } : undefined;
   }
 
   /**
@@ -343,17 +343,32 @@ export class VectorSlab {
   /**
    * Takes the index from its file (during a bulk load, after every row was added): true when
    * the file names exactly the rows held, each vector-less row in the vector-less list and
-   * every other in a list; else nothing is taken and `endBulk` trains one.
+   * every other in a list; else nothing is taken and `endBulk` trains one. With `fresh` (the
+   * file is older, as after a crash that followed writes; its vectors unchanged since), it is
+   * caught up instead: rows gone since are left out, the rows `fresh` names (written since,
+   * their ids possibly reused) and those the file does not hold are assigned to their nearest
+   * list, the others keep the file's.
    */
-  restoreIndex(saved: { centroids: IvfCentroids; rowIds: Float64Array; lists: Int32Array; trainedAt: number }): boolean {
-    if (!this.bulk || saved.rowIds.length !== this.liveRows || saved.centroids.dims !== this.dimsValue) return false;
+  restoreIndex(saved: { centroids: IvfCentroids; rowIds: Float64Array; lists: Int32Array; trainedAt: number }, fresh?: ReadonlySet<number>): boolean {
+    if (!this.bulk || saved.centroids.dims !== this.dimsValue) return false;
+    if (!fresh && saved.rowIds.length !== this.liveRows) return false;
     const ivf = new IvfIndex(saved.centroids, this.stride, this.queryMax, saved.trainedAt);
     for (let i = 0; i < saved.rowIds.length; i++) {
       const slot = this.slotOfRow.get(saved.rowIds[i]);
+      if (fresh && (slot === undefined || fresh.has(saved.rowIds[i]))) continue;
       if (slot === undefined || ivf.listOfSlot(slot) !== -1) return false;
       const list = saved.lists[i];
       if ((list === ZERO) !== (this.invScale[slot] === 0)) return false;
       ivf.put(slot, list, this.docOf[slot]);
+    }
+    if (fresh) {
+      const vectors = this.vectorsView();
+      for (let s = 0; s < this.highWater; s++) {
+        if (this.live[s] === 0 || ivf.listOfSlot(s) !== -1) continue;
+        const base = s * this.stride;
+        ivf.put(s, this.invScale[s] === 0 ? ZERO : ivf.nearestList(vectors.subarray(base, base + this.stride)), this.docOf[s]);
+      }
+      ivf.caughtUp = true;
     }
     if (ivf.size !== this.liveRows) return false;
     ivf.restored = true;
