@@ -18,7 +18,7 @@ import { Uuid } from './ids';
  * looks up four settings, parses and formats the content type twice and checks freshness on
  * every answer. An answer express could treat otherwise goes through express: a status other
  * than 200–202, a type, length, validator or transfer encoding already set, or a conditional
- * GET/HEAD (express answers `If-None-Match: *` with 304).
+ * GET/HEAD/QUERY (express answers `If-None-Match: *` with 304).
  */
 export function respond<C extends t.Mixed>(res: Response, _codec: C, body: t.OutputOf<C>, status = 200): void {
   const req = res.req;
@@ -31,7 +31,7 @@ export function respond<C extends t.Mixed>(res: Response, _codec: C, body: t.Out
     res.hasHeader('Transfer-Encoding') ||
     res.hasHeader('ETag') ||
     res.hasHeader('Last-Modified') ||
-    ((req.method === 'GET' || req.method === 'HEAD') && (req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined))
+    ((req.method === 'GET' || req.method === 'HEAD' || req.method === 'QUERY') && (req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined))
   ) {
     res.status(status).json(body);
     return;
