@@ -4,6 +4,7 @@ import { AppContext } from '../app/context';
 import { redactUrl } from '../app/logger';
 import { DomainError, ErrorCode } from '../domain/errors';
 import { bodyDeadline } from './bodyDeadline';
+import { jsonBody } from './jsonBody';
 import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
 import { writeRateLimit } from './rateLimit';
@@ -16,6 +17,8 @@ import { mounted } from './routes/module';
 import './types';
 
 const JSON_LIMIT = '1mb';
+/** JSON_LIMIT in bytes (as the `bytes` package reads '1mb'). */
+const JSON_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[\w.-]{1,100}$/;
 
 const CLIENT_ERROR_CODES: Partial<Record<number, ErrorCode>> = {
@@ -114,7 +117,8 @@ export function createApp(ctx: AppContext): express.Express {
   app.use(bodyDeadline(ctx.config.bodyTimeoutMs));
 
   // JSON bodies for every route but the tool endpoint (it reads its own raw body for -32700).
-  const json = express.json({ limit: JSON_LIMIT, type: ['application/json', 'application/*+json'] });
+  // The common request (application/json, UTF-8, not compressed, with a length) is read by jsonBody; every other by express.json.
+  const json = jsonBody(JSON_LIMIT_BYTES, express.json({ limit: JSON_LIMIT, type: ['application/json', 'application/*+json'] }));
   app.use((req, res, next) => (/^(\/api\/v1)?\/mcp\//.test(req.path) ? next() : json(req, res, next)));
 
   const modules = routeModules.map((f) => f(ctx));
