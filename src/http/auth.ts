@@ -45,7 +45,9 @@ const authCaches = new WeakMap<AppContext, AuthReadCache | null>();
 function authReadCache(ctx: AppContext): AuthReadCache | null {
   let cache = authCaches.get(ctx);
   if (cache === undefined) {
-    cache = ctx.runner.mode === 'subscribe' ? new AuthReadCache(ctx.readStore) : null;
+    // Sound only where the projections that write these rows (users, workspaces) are applied by this process's runner.
+    const appliedHere = ctx.runner.mode === 'subscribe' && ['users', 'workspaces'].every((name) => ctx.projections.some((p) => p.name === name));
+    cache = appliedHere ? new AuthReadCache(ctx.readStore) : null;
     const c = cache;
     if (c) ctx.runner.onApplied((events) => c.applied(events));
     authCaches.set(ctx, cache);
