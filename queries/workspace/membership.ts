@@ -1,7 +1,7 @@
 import { ReadStore } from '../../src/ports/readStore';
-import { Role } from '../../src/domain/workspace/events';
+import { Role, WorkspaceSettings } from '../../src/domain/workspace/events';
 import { memberId, membersCollection, workspacesCollection } from '../../projections/workspace/workspaceProjection';
-import { usersCollection } from '../../projections/user/userProjection';
+import { usersCollection, UserView } from '../../projections/user/userProjection';
 
 /**
  * What a workspace's identity settings ask of this member, or null when it asks nothing:
@@ -9,10 +9,19 @@ import { usersCollection } from '../../projections/user/userProjection';
  */
 export async function unmetIdentityRequirement(store: ReadStore, workspaceId: string, userId: string, authMethod: string): Promise<'mfa' | 'verified_email' | null> {
   const w = await workspacesCollection(store).get(workspaceId);
-  const needMfa = w?.settings.requireMfa === true && authMethod === 'session';
-  const needVerified = w?.settings.requireVerifiedEmail === true;
+  return identityRequirementUnmet(w?.settings, authMethod, () => usersCollection(store).get(userId));
+}
+
+/** The rule of unmetIdentityRequirement, given the workspace's settings (undefined: no workspace) and a way to read the user (only read when needed). */
+export async function identityRequirementUnmet(
+  settings: Pick<WorkspaceSettings, 'requireMfa' | 'requireVerifiedEmail'> | undefined,
+  authMethod: string,
+  user: () => Promise<Pick<UserView, 'emailVerified' | 'mfa'> | null>,
+): Promise<'mfa' | 'verified_email' | null> {
+  const needMfa = settings?.requireMfa === true && authMethod === 'session';
+  const needVerified = settings?.requireVerifiedEmail === true;
   if (!needMfa && !needVerified) return null;
-  const u = await usersCollection(store).get(userId);
+  const u = await user();
   if (needVerified && u?.emailVerified !== true) return 'verified_email';
   if (needMfa && u?.mfa !== 'on') return 'mfa';
   return null;

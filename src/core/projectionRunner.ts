@@ -68,6 +68,8 @@ export class ProjectionRunner {
   private readonly catchUpOptions: { minEvents: number; batchSize?: number; eventsPerTransaction?: number };
   /** The catch-up in spans a start began, until it hands over to the subscription. */
   private catchingUp: Promise<void> | null = null;
+  /** Told of every batch the projections of this process have applied (onApplied). */
+  private readonly appliedListeners = new Set<(events: readonly RecordedEvent[] | undefined) => void>();
 
   constructor(
     private readonly store: EventStore,
@@ -116,6 +118,29 @@ export class ProjectionRunner {
     this.subscribeShared(from);
   }
 
+  /**
+   * `listener` is called once the projections of this process have applied a batch, before
+   * anybody waiting for it (waitFor) is told: with the batch's events, or `undefined` when
+   * they are not at hand (a catch-up span, a detached projection's batch: anything may have
+   * changed). What caches read models here uses to forget what the batch changed. Subscribe
+   * mode only: in poll mode the projections run in another process and nothing is called.
+   * Returns the unsubscribe function.
+   */
+  onApplied(listener: (events: readonly RecordedEvent[] | undefined) => void): () => void {
+    this.appliedListeners.add(listener);
+    return () => this.appliedListeners.delete(listener);
+  }
+
+  private applied(events: readonly RecordedEvent[] | undefined): void {
+    for (const l of this.appliedListeners) {
+      try {
+        l(events);
+      } catch (err) {
+        this.logger?.error({ err }, 'a listener of applied batches failed');
+      }
+    }
+  }
+
   private sharedFrom(): number {
     return Math.min(...this.projections.map((p) => this.positions.get(p.name) ?? 0));
   }
@@ -145,6 +170,7 @@ export class ProjectionRunner {
         shouldStop: () => this.stopped,
         afterSpan: (position) => {
           for (const p of members) this.advance(p, position);
+          this.applied(undefined);
           this.notify();
         },
       });
@@ -185,6 +211,7 @@ export class ProjectionRunner {
         await this.detach(p, err);
       }
     }
+    this.applied(events);
     this.notify();
   }
 
@@ -200,6 +227,7 @@ export class ProjectionRunner {
     const sub = await follow(this.store, p, {
       afterBatch: async (position) => {
         this.advance(p, position);
+        this.applied(undefined);
         this.notify();
       },
       onError: (e) => this.logger?.error({ err: e, projection: p.name }, 'projection failed; retrying'),

@@ -4,6 +4,7 @@ import { AppContext } from '../app/context';
 import { redactUrl } from '../app/logger';
 import { DomainError, ErrorCode } from '../domain/errors';
 import { bodyDeadline } from './bodyDeadline';
+import { jsonBody } from './jsonBody';
 import { clientErrorStatus, familyOf, HttpError, sendError } from './errors';
 import { readinessHandler } from './readiness';
 import { Health, respond } from './responses';
@@ -13,10 +14,12 @@ import { metricsHandler, mountedAt, recordRequest, RouteTemplateIndex, routeTemp
 import { apiDocsRoutes, documentedRouters } from './apiDocs';
 import { documentedRoutes } from './openapi/generate';
 import { routeModules } from './routes';
-import { entered } from './routes/module';
+import { mounted } from './routes/module';
 import './types';
 
 const JSON_LIMIT = '1mb';
+/** JSON_LIMIT in bytes (as the `bytes` package reads '1mb'). */
+const JSON_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[\w.-]{1,100}$/;
 
 const CLIENT_ERROR_CODES: Partial<Record<number, ErrorCode>> = {
@@ -115,25 +118,30 @@ export function createApp(ctx: AppContext): express.Express {
   app.use(bodyDeadline(ctx.config.bodyTimeoutMs));
 
   // JSON bodies for every route but the tool endpoint (it reads its own raw body for -32700).
-  const json = express.json({ limit: JSON_LIMIT, type: ['application/json', 'application/*+json'] });
+  // The common request (application/json, UTF-8, not compressed, with a length) is read by jsonBody; every other by express.json.
+  const json = jsonBody(JSON_LIMIT_BYTES, express.json({ limit: JSON_LIMIT, type: ['application/json', 'application/*+json'] }));
   app.use((req, res, next) => (/^(\/api\/v1)?\/mcp\//.test(req.path) ? next() : json(req, res, next)));
 
   const modules = routeModules.map((f) => f(ctx));
   routes.templates = routeTemplateIndex(documentedRoutes(documentedRouters(modules)));
   // The API description (generated from the codecs the routes validate with) and its reference page.
   apiDocsRoutes(app, ctx, modules);
-  // Each module's router is entered only by paths it could match (`entered`): a request to the
-  // last module would otherwise be matched against every route of the modules before it.
-  for (const m of modules) {
-    if (m.v1) {
-      app.use('/v1', mountedAt('/v1'), entered(m.v1));
-      app.use('/api/v1', mountedAt('/api/v1'), entered(m.v1));
-    }
+  // Each mount path is one layer (`mounted`), entering each module's router only for paths one
+  // of its layers could match, in module order: a request to the last module would otherwise be
+  // matched against every route of the modules before it, and pass two layers for each of them.
+  const v1 = modules.flatMap((m) => (m.v1 ? [m.v1] : []));
+  const api = modules.flatMap((m) => (m.api ? [m.api] : []));
+  const root = modules.flatMap((m) => (m.root ? [m.root] : []));
+  if (v1.length) {
+    app.use('/v1', mounted('/v1', v1));
+    app.use('/api/v1', mounted('/api/v1', v1));
   }
-  for (const m of modules) if (m.api) app.use('/api', mountedAt('/api'), entered(m.api));
-  for (const m of modules) if (m.root) app.use('/', mountedAt('/'), entered(m.root));
-  // A self-hosted base URL ends in /api/v1: public search, set pages and the tool endpoint answer there too.
-  for (const m of modules) if (m.root) app.use('/api/v1', mountedAt('/api/v1'), entered(m.root));
+  if (api.length) app.use('/api', mounted('/api', api));
+  if (root.length) {
+    app.use('/', mounted('/', root));
+    // A self-hosted base URL ends in /api/v1: public search, set pages and the tool endpoint answer there too.
+    app.use('/api/v1', mounted('/api/v1', root));
+  }
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new HttpError(404, 'NOT_FOUND', `No route for ${req.method} ${redactUrl(req.path)}.`));

@@ -4,6 +4,7 @@ import { DomainError } from '../domain/errors';
 import { API_KEY_PREFIX, signAccessToken, verifyAccessToken } from '../security/accessTokens';
 import { liveApiKeyByToken, liveSession, userById } from '../../queries/user/authentication';
 import { memberRole, unmetIdentityRequirement } from '../../queries/workspace/membership';
+import { AuthReadCache } from '../../queries/user/authReadCache';
 import { Role } from '../domain/workspace/events';
 import { roleAtLeast } from '../domain/workspace/decider';
 import './types';
@@ -17,21 +18,41 @@ export async function authenticateRequest(ctx: AppContext, req: Request): Promis
   const header = req.headers.authorization;
   if (!header || !/^Bearer\s+\S+$/i.test(header)) throw unauthorized();
   const token = header.replace(/^Bearer\s+/i, '').trim();
+  const cache = authReadCache(ctx);
   if (token.startsWith(API_KEY_PREFIX)) {
-    const key = await liveApiKeyByToken(ctx.readStore, token);
+    const key = cache ? await cache.liveApiKey(token) : await liveApiKeyByToken(ctx.readStore, token);
     if (!key) throw unauthorized('Invalid or revoked API key.');
-    const user = await userById(ctx.readStore, key.userId);
+    const user = cache ? await cache.user(key.userId) : await userById(ctx.readStore, key.userId);
     if (!user) throw unauthorized();
     req.auth = { userId: user.id, email: user.email, authMethod: 'api_key', apiKeyId: key.id };
     recordKeyUse(ctx, key.id);
     return;
   }
   const claims = verifyAccessToken(ctx, token);
-  const session = await liveSession(ctx.readStore, claims.sid);
+  const session = cache ? await cache.liveSession(claims.sid) : await liveSession(ctx.readStore, claims.sid);
   if (!session) throw unauthorized('The session has ended.');
-  const user = await userById(ctx.readStore, claims.sub);
+  const user = cache ? await cache.user(claims.sub) : await userById(ctx.readStore, claims.sub);
   if (!user) throw unauthorized();
   req.auth = { userId: user.id, email: user.email, authMethod: 'session', sessionId: session.id };
+}
+
+/**
+ * The reads of authentication and membership remembered between requests, when this process
+ * runs the projections (its runner tells the cache of every applied batch: AuthReadCache);
+ * null in a process whose projections run elsewhere, which reads the store every time.
+ */
+const authCaches = new WeakMap<AppContext, AuthReadCache | null>();
+function authReadCache(ctx: AppContext): AuthReadCache | null {
+  let cache = authCaches.get(ctx);
+  if (cache === undefined) {
+    // Sound only where the projections that write these rows (users, workspaces) are applied by this process's runner.
+    const appliedHere = ctx.runner.mode === 'subscribe' && ['users', 'workspaces'].every((name) => ctx.projections.some((p) => p.name === name));
+    cache = appliedHere ? new AuthReadCache(ctx.readStore) : null;
+    const c = cache;
+    if (c) ctx.runner.onApplied((events) => c.applied(events));
+    authCaches.set(ctx, cache);
+  }
+  return cache;
 }
 
 /** API keys' lastUsedAt is operational metadata, kept beside the read models (not an event per request). */
@@ -68,7 +89,8 @@ export async function enforceIdentityRequirements(ctx: AppContext, req: Request,
   if (!auth || !/^[0-9a-f-]{36}$/.test(workspaceId)) return;
   if (requestMemo(req).identityMet.has(workspaceId)) return;
   if (!(await roleInRequest(ctx, req, workspaceId, auth.userId))) return;
-  const unmet = await unmetIdentityRequirement(ctx.readStore, workspaceId, auth.userId, auth.authMethod);
+  const cache = authReadCache(ctx);
+  const unmet = cache ? await cache.unmetIdentityRequirement(workspaceId, auth.userId, auth.authMethod) : await unmetIdentityRequirement(ctx.readStore, workspaceId, auth.userId, auth.authMethod);
   if (unmet === 'verified_email') throw new DomainError('EMAIL_NOT_VERIFIED', 'This workspace requires a verified e-mail address.');
   if (unmet === 'mfa') throw new DomainError('MFA_ENROLMENT_REQUIRED', 'This workspace requires two-factor authentication.');
   requestMemo(req).identityMet.add(workspaceId);
@@ -97,7 +119,8 @@ function roleInRequest(ctx: AppContext, req: Request, workspaceId: string, userI
   const roles = requestMemo(req).roles;
   let role = roles.get(workspaceId);
   if (!role) {
-    role = memberRole(ctx.readStore, workspaceId, userId);
+    const cache = authReadCache(ctx);
+    role = cache ? cache.memberRole(workspaceId, userId) : memberRole(ctx.readStore, workspaceId, userId);
     roles.set(workspaceId, role);
   }
   return role;

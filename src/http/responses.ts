@@ -10,9 +10,37 @@ import { Uuid } from './ids';
  * schemas with unknown fields refused, so a field added to an answer but not here fails it.
  */
 
-/** Send `body` as the JSON answer documented by `codec` (checked at compile time; no cost at run time). */
+/**
+ * Send `body` as the JSON answer documented by `codec` (checked at compile time; no cost at run time).
+ *
+ * The bytes and headers are those of express's `res.status(status).json(body)` (the app sets no
+ * JSON replacer, spaces or escape, and no ETag), written directly: express's `json` → `send`
+ * looks up four settings, parses and formats the content type twice and checks freshness on
+ * every answer. An answer express could treat otherwise goes through express: a status other
+ * than 200–202, a type, length, validator or transfer encoding already set, or a conditional
+ * GET/HEAD/QUERY (express answers `If-None-Match: *` with 304).
+ */
 export function respond<C extends t.Mixed>(res: Response, _codec: C, body: t.OutputOf<C>, status = 200): void {
-  res.status(status).json(body);
+  const req = res.req;
+  const json: unknown = JSON.stringify(body);
+  if (
+    typeof json !== 'string' ||
+    (status !== 200 && status !== 201 && status !== 202) ||
+    res.hasHeader('Content-Type') ||
+    res.hasHeader('Content-Length') ||
+    res.hasHeader('Transfer-Encoding') ||
+    res.hasHeader('ETag') ||
+    res.hasHeader('Last-Modified') ||
+    ((req.method === 'GET' || req.method === 'HEAD' || req.method === 'QUERY') && (req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined))
+  ) {
+    res.status(status).json(body);
+    return;
+  }
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(json, 'utf8'));
+  if (req.method === 'HEAD') res.end();
+  else res.end(json, 'utf8');
 }
 
 const nullable = <C extends t.Mixed>(c: C) => t.union([c, t.null]);

@@ -21,6 +21,12 @@ function registered(stack) {
   const out = new Set();
   let prefix;
   for (const layer of stack) {
+    if (layer.handle && layer.handle.mountPath !== undefined && Array.isArray(layer.handle.routers)) {
+      // The modules' routers at one mount path, in one layer (http/routes/module.ts `mounted`).
+      const p = layer.handle.mountPath === '/' ? '' : layer.handle.mountPath;
+      for (const router of layer.handle.routers) for (const r of router.stack) if (r.route) for (const m of Object.keys(r.route.methods)) out.add(`${m === '_all' ? 'POST' : m.toUpperCase()} ${p}${r.route.path}`);
+      continue;
+    }
     if (layer.handle && layer.handle.mountPath !== undefined) {
       prefix = layer.handle.mountPath === '/' ? '' : layer.handle.mountPath;
       continue;

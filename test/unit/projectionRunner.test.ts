@@ -88,6 +88,23 @@ describe('ProjectionRunner: one feed for every projection', () => {
     for (const name of ['a', 'b', 'c']) expect(await ns(name)).toEqual([1, 2, 3, 4]);
   });
 
+  it('tells its onApplied listeners of each applied batch, after the read models changed and before waitFor answers', async () => {
+    const runner = new ProjectionRunner(events, [notes(store, 'a')], undefined, { batchTransaction: (fn) => store.transaction(fn) });
+    const told: { ns: number[]; stored: number[]; afterAnswer: boolean }[] = [];
+    let answered = false;
+    runner.onApplied((batch) => {
+      // Asynchronous reads are not awaited here: what the listener sees is what is stored now.
+      const stored = store.database.prepare('SELECT json_extract(doc, \'$.n\') AS n FROM rm_notes_a').all() as { n: number }[];
+      told.push({ ns: (batch ?? []).map((e) => (e.data as { n: number }).n), stored: stored.map((r) => r.n).sort((x, y) => x - y), afterAnswer: answered });
+    });
+    await runner.start();
+    const r = await append(1);
+    expect(await runner.waitFor(r.position, 5000)).toBe(true);
+    answered = true;
+    expect(told).toEqual([{ ns: [1], stored: [1], afterAnswer: false }]);
+    await runner.stop();
+  });
+
   it('starts the feed at the lowest checkpoint; a projection ahead skips what it applied', async () => {
     for (let i = 1; i <= 3; i++) await append(i);
     const ahead = notes(store, 'ahead');

@@ -62,25 +62,48 @@ function firstSegmentOf(url: string): string {
   return url.slice(1, end);
 }
 
+/** What `mounted` shows of itself to the tests that walk the app's router stack. */
+export interface MountedRouters {
+  /** The path the routers are mounted at (a template: no ids). */
+  mountPath: string;
+  /** The routers, in the order they are tried. */
+  routers: Router[];
+}
+
 /**
- * `r` behind a check of the path's first segment: a request none of its layers could match
- * passes it by without entering it (express would walk every route of it and match none).
- * Same answers as mounting `r` itself (it is entered for every path one of its layers could
- * match, and a router is passed over by errors either way); only cheaper for the many
- * requests each module's router does not serve. `router` and `stack` are `r`'s own (walked
- * by the tests that compare the routes with the API description).
+ * Several routers mounted at one path as one layer of the app: a request is passed to each
+ * router one of whose layers could match its path (`firstSegments`), in order, each getting
+ * the request when the one before it called `next()`; an error goes straight to the app's
+ * error handling (the routers after it are not error handlers). Same answers as mounting each
+ * router at `path` in turn (with `req.mountTemplate` set before it), but a request passes one
+ * layer of the app's router instead of two per module (express's router costs something for
+ * every layer a request passes: match, parameters, trimming and restoring the URL), and enters
+ * only the routers that could serve it (express would walk every route of the others).
  */
-export function entered(r: Router): RequestHandler & { router: Router; stack: unknown[] } {
-  let size = -1;
-  let firsts: Set<string> | undefined;
+export function mounted(path: string, routers: Router[]): RequestHandler & MountedRouters {
+  let sizes: number[] = [];
+  let firsts: (Set<string> | undefined)[] = [];
   const handler = (req: Request, res: Response, next: NextFunction): void => {
     // Routes are added before the app serves; recomputed should a router grow later.
-    if (r.stack.length !== size) {
-      size = r.stack.length;
-      firsts = firstSegments(r);
+    if (sizes.length !== routers.length || routers.some((r, i) => r.stack.length !== sizes[i])) {
+      sizes = routers.map((r) => r.stack.length);
+      firsts = routers.map(firstSegments);
     }
-    if (firsts !== undefined && !firsts.has(firstSegmentOf(req.url))) return next();
-    r(req, res, next);
+    const first = firstSegmentOf(req.url);
+    let i = 0;
+    const tryNext = (err?: unknown): void => {
+      if (err !== undefined && err !== null) return next(err);
+      while (i < routers.length) {
+        const k = i++;
+        const f = firsts[k];
+        if (f !== undefined && !f.has(first)) continue;
+        req.mountTemplate = path;
+        routers[k](req, res, tryNext);
+        return;
+      }
+      next();
+    };
+    tryNext();
   };
-  return Object.assign(handler, { router: r, stack: r.stack });
+  return Object.assign(handler, { mountPath: path, routers });
 }
