@@ -88,6 +88,10 @@ export function erasureService(ctx: AppContext, { keyStore: keys, afterErasure }
   return followingService(ctx.eventStore, consumer, {
     onStart: () => {
       if (!keys) ctx.logger.warn('event store does not encrypt document text: erasure deletes files only');
+      // Its views made now, not at the first document: a table made later changes the read
+      // store's schema, and every statement prepared before is compiled again on its next use.
+      docsOf(ctx);
+      pendingOf(ctx);
     },
     afterBatch: async (position) => {
       if (position < (await ctx.eventStore.headPosition())) return;
