@@ -52,14 +52,19 @@ export function jsonBody(limit: number, parser: RequestHandler): RequestHandler 
     const chunks: Buffer[] = [];
     let received = 0;
     let settled = false;
-    const finish = (err?: Error): void => {
-      if (settled) return;
+    /** Stops listening; false when it had already stopped. */
+    const settle = (): boolean => {
+      if (settled) return false;
       settled = true;
       req.removeListener('aborted', onAborted);
       req.removeListener('data', onData);
       req.removeListener('end', onEnd);
       req.removeListener('error', onError);
       req.removeListener('close', onClose);
+      return true;
+    };
+    const finish = (err?: Error): void => {
+      if (!settle()) return;
       if (err) {
         req.unpipe();
         req.pause();
@@ -77,15 +82,7 @@ export function jsonBody(limit: number, parser: RequestHandler): RequestHandler 
       finish(bodyError(err, typeof status === 'number' ? status : 400, (err as { type?: string }).type));
     };
     // As raw-body: a request closed before its end is left (nothing will answer it anyway).
-    const onClose = (): void => {
-      if (settled) return;
-      settled = true;
-      req.removeListener('aborted', onAborted);
-      req.removeListener('data', onData);
-      req.removeListener('end', onEnd);
-      req.removeListener('error', onError);
-      req.removeListener('close', onClose);
-    };
+    const onClose = (): void => void settle();
     const onEnd = (): void => {
       if (received !== expected) {
         finish(bodyError(new Error('request size did not match content length'), 400, 'request.size.invalid'));
