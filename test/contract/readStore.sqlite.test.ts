@@ -33,7 +33,7 @@ describe('SqliteReadStore bulk load: deferred indexes', () => {
       expect(indexesOf(store, 'rm_bulk_empty')).toEqual(before.empty);
       expect(await empty.count({ w: 'w3' })).toBe(43);
       // The query plan uses the rebuilt index.
-      const plan = store.database.prepare("EXPLAIN QUERY PLAN SELECT doc FROM rm_bulk_empty WHERE json_extract(doc, '$.w') = 'w3'").all() as { detail: string }[];
+      const plan = store.database.prepare("EXPLAIN QUERY PLAN SELECT doc FROM rm_bulk_empty WHERE c_w = 'w3'").all() as { detail: string }[];
       expect(plan.map((r) => r.detail).join(' ')).toMatch(/ix_bulk_empty_w/);
     } finally {
       await store.close();
@@ -126,6 +126,67 @@ describe('SqliteReadStore bulk load: deferred indexes', () => {
       expect(await again.find({ w: '1' })).toEqual([{ id: 'a', w: '1' }]);
     } finally {
       await next.close();
+    }
+  });
+});
+
+describe('SqliteReadStore layout: indexed fields in columns of their own', () => {
+  it('queries and sorts through the columns, which every write keeps equal to the document', async () => {
+    const store = new SqliteReadStore(path.join(dir, `${randomUUID()}.db`));
+    try {
+      const c = store.collection<{ id: string; w: string | null; n?: number; ok: boolean }>('cols', [{ fields: ['w', 'n'] }, { fields: ['ok'] }]);
+      await c.put({ id: 'a', w: 'x', n: 2, ok: true });
+      await c.put({ id: 'b', w: null, ok: false });
+      await c.put({ id: 'a', w: 'y', n: 1, ok: false });
+      const rows = store.database.prepare('SELECT id, c_w, c_n, c_ok FROM rm_cols ORDER BY id').raw().all();
+      expect(rows).toEqual([
+        ['a', 'y', 1, 0],
+        ['b', null, null, 0],
+      ]);
+      const plan = (store.database.prepare("EXPLAIN QUERY PLAN SELECT doc FROM rm_cols WHERE c_w = 'y' ORDER BY c_n").all() as { detail: string }[]).map((r) => r.detail).join(' ');
+      expect(plan).toMatch(/ix_cols_w_n/);
+      expect((await c.find({ ok: false }, { sort: [{ field: 'n', direction: 'desc' }] })).map((d) => d.id)).toEqual(['a', 'b']);
+      expect(await c.count({ w: 'y', n: { $lt: 2 } })).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('migrates a store of the earlier layout (expression indexes on json_extract) in place: columns added and filled, indexes on them', async () => {
+    const file = path.join(dir, `${randomUUID()}.db`);
+    const Database = (await import('better-sqlite3')).default;
+    const old = new Database(file);
+    old.exec('CREATE TABLE rm_legacy (id TEXT PRIMARY KEY, doc TEXT NOT NULL)');
+    old.exec("CREATE INDEX ix_legacy_w ON rm_legacy (json_extract(doc, '$.w'))");
+    const insert = old.prepare('INSERT INTO rm_legacy (id, doc) VALUES (?, ?)');
+    insert.run('a', JSON.stringify({ id: 'a', w: 'one', flag: true }));
+    insert.run('b', JSON.stringify({ id: 'b', w: 'two', flag: false }));
+    insert.run('c', JSON.stringify({ id: 'c', flag: true }));
+    old.close();
+    const store = new SqliteReadStore(file);
+    try {
+      const c = store.collection<{ id: string; w?: string; flag: boolean }>('legacy', [{ fields: ['w'] }, { fields: ['flag'] }]);
+      expect(store.database.prepare('SELECT id, c_w, c_flag FROM rm_legacy ORDER BY id').raw().all()).toEqual([
+        ['a', 'one', 1],
+        ['b', 'two', 0],
+        ['c', null, 1],
+      ]);
+      const sql = (store.database.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'rm_legacy' AND sql IS NOT NULL ORDER BY name").all() as { name: string; sql: string }[]);
+      expect(sql.map((r) => r.name)).toEqual(['ix_legacy_flag', 'ix_legacy_w']);
+      expect(sql.map((r) => r.sql).join(' ')).not.toMatch(/json_extract/);
+      expect((await c.find({ flag: true })).map((d) => d.id)).toEqual(['a', 'c']);
+      expect((await c.find({ w: 'two' })).map((d) => d.id)).toEqual(['b']);
+      // A second open finds nothing left to migrate.
+      await store.close();
+      const again = new SqliteReadStore(file);
+      const c2 = again.collection<{ id: string; w?: string; flag: boolean }>('legacy', [{ fields: ['w'] }]);
+      await c2.put({ id: 'd', w: 'three', flag: false });
+      // A column another caller added is kept up to date by every write.
+      expect(again.database.prepare("SELECT c_w, c_flag FROM rm_legacy WHERE id = 'd'").raw().get()).toEqual(['three', 0]);
+      await again.close();
+    } catch (err) {
+      await store.close().catch(() => undefined);
+      throw err;
     }
   });
 });

@@ -11,13 +11,32 @@ function field(name: string): string {
   return `json_extract(doc, '$.${name}')`;
 }
 
+/** The column holding an indexed field's value beside the document (`c_<field>`). */
+const columnOf = (name: string): string => `c_${name}`;
+
+/** How a collection names a field in SQL: its own column when indexed, else a JSON path into the document. */
+type FieldSql = (name: string) => string;
+
+/**
+ * An indexed field's value as `json_extract(doc, '$.field')` gives it, computed from the
+ * document before it is written: what old rows hold after the migration that added the column,
+ * and what queries compare with (true and false are 1 and 0, an absent field is NULL, an
+ * object or array its JSON).
+ */
+function columnValue(v: unknown): SqlValue {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'string' || typeof v === 'number') return v;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  return JSON.stringify(v);
+}
+
 function sqlValue(v: string | number | boolean | null): SqlValue {
   if (typeof v === 'boolean') return v ? 1 : 0;
   return v;
 }
 
-function condition(name: string, c: FieldCondition, params: SqlValue[]): string {
-  const f = field(name);
+function condition(name: string, c: FieldCondition, params: SqlValue[], fieldSql: FieldSql): string {
+  const f = fieldSql(name);
   if (c === null) return `${f} IS NULL`;
   if (typeof c !== 'object') {
     params.push(sqlValue(c));
@@ -63,8 +82,8 @@ function condition(name: string, c: FieldCondition, params: SqlValue[]): string 
   return parts.length ? parts.join(' AND ') : '1';
 }
 
-function where(filter: Filter, params: SqlValue[]): string {
-  const parts = Object.entries(filter).map(([k, c]) => condition(k, c, params));
+function where(filter: Filter, params: SqlValue[], fieldSql: FieldSql): string {
+  const parts = Object.entries(filter).map(([k, c]) => condition(k, c, params, fieldSql));
   return parts.length ? `WHERE ${parts.join(' AND ')}` : '';
 }
 
@@ -87,35 +106,58 @@ interface BulkHost {
   beforeQuery(collection: string): void;
 }
 
+/** A buffered write: the document's JSON and its indexed fields' values, or null for a delete. */
+type PendingRow = { json: string; values: SqlValue[] } | null;
+
 class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   private readonly table: string;
   /**
-   * Writes of the open transaction during a bulk load, by id: the document's JSON, or null
-   * for a delete. Reads by id look here first; a query by filter writes them out first.
-   * Written out (each id once) before the transaction commits, dropped if it rolls back.
+   * Writes of the open transaction during a bulk load, by id. Reads by id look here first; a
+   * query by filter writes them out first. Written out (each id once) before the transaction
+   * commits, dropped if it rolls back.
    */
-  private readonly pending = new Map<string, string | null>();
-  private putMany: Database.Statement<string[]> | null = null;
+  private readonly pending = new Map<string, PendingRow>();
+  private putMany: Database.Statement<SqlValue[]> | null = null;
   private readonly statements = new Map<string, Database.Statement>();
   /** The statements of the per-row calls projections make most, prepared once. */
   private readonly byId: {
     get: Database.Statement<[string], { doc: string }>;
-    put: Database.Statement<[string, string]>;
+    put: Database.Statement<SqlValue[]>;
     delete: Database.Statement<[string]>;
   };
+  /** SQL of a field: its column when indexed, else a JSON path. */
+  private readonly fieldSql: FieldSql;
+  /** Values per row in an upsert: id, doc and one per indexed field. */
+  private readonly width: number;
   constructor(
     private readonly database: Database.Database,
     readonly name: string,
     private readonly host: BulkHost,
     /** Writes always go straight to SQLite (a unique index must refuse a write when it is made). */
     private readonly unbuffered: boolean,
+    /** The indexed fields, each stored in a column of its own beside the document. */
+    private readonly columns: readonly string[],
   ) {
     this.table = `rm_${name}`;
+    const own = new Set(columns);
+    this.fieldSql = (f) => (own.has(f) ? columnOf(f) : field(f));
+    this.width = 2 + columns.length;
     this.byId = {
       get: database.prepare(`SELECT doc FROM ${this.table} WHERE id = ?`),
-      put: database.prepare(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc`),
+      put: database.prepare<SqlValue[]>(this.upsertSql(1)),
       delete: database.prepare(`DELETE FROM ${this.table} WHERE id = ?`),
     };
+  }
+
+  /** An upsert of `rows` rows: id, doc and the indexed fields' columns. */
+  private upsertSql(rows: number): string {
+    const names = ['id', 'doc', ...this.columns.map(columnOf)];
+    const row = `(${names.map(() => '?').join(', ')})`;
+    const set = names
+      .slice(1)
+      .map((n) => `${n} = excluded.${n}`)
+      .join(', ');
+    return `INSERT INTO ${this.table} (${names.join(', ')}) VALUES ${Array.from({ length: rows }, () => row).join(', ')} ON CONFLICT(id) DO UPDATE SET ${set}`;
   }
 
   /** Prepared statements are cached by SQL text: projections run the same few many times. */
@@ -135,7 +177,7 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
 
   async get(id: string): Promise<T | null> {
     const buffered = this.pending.get(id);
-    if (buffered !== undefined) return buffered === null ? null : (JSON.parse(buffered) as T);
+    if (buffered !== undefined) return buffered === null ? null : (JSON.parse(buffered.json) as T);
     const row = this.byId.get.get(id);
     return row ? (JSON.parse(row.doc) as T) : null;
   }
@@ -151,10 +193,12 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
 
   async put(doc: T): Promise<void> {
     const json = JSON.stringify(doc);
+    const values: SqlValue[] = [];
+    for (const c of this.columns) values.push(columnValue((doc as unknown as { [k: string]: unknown })[c]));
     if (this.buffering()) {
-      this.pending.set(doc.id, json);
+      this.pending.set(doc.id, { json, values });
       this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, json.length);
-    } else this.byId.put.run(doc.id, json);
+    } else this.byId.put.run(doc.id, json, ...values);
   }
 
   async delete(id: string): Promise<void> {
@@ -172,23 +216,21 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   flush(): void {
     if (this.pending.size === 0) return;
     const ids = [...this.pending.keys()].sort();
-    const puts: string[] = [];
+    const puts: SqlValue[] = [];
     const deletes: string[] = [];
     for (const id of ids) {
-      const doc = this.pending.get(id)!;
-      if (doc === null) deletes.push(id);
-      else puts.push(id, doc);
+      const row = this.pending.get(id)!;
+      if (row === null) deletes.push(id);
+      else puts.push(id, row.json, ...row.values);
     }
     this.pending.clear();
-    const whole = ROWS_PER_INSERT * 2;
+    const whole = ROWS_PER_INSERT * this.width;
     let i = 0;
     if (puts.length >= whole) {
-      this.putMany ??= this.database.prepare(
-        `INSERT INTO ${this.table} (id, doc) VALUES ${Array.from({ length: ROWS_PER_INSERT }, () => '(?, ?)').join(', ')} ON CONFLICT(id) DO UPDATE SET doc = excluded.doc`,
-      );
+      this.putMany ??= this.database.prepare<SqlValue[]>(this.upsertSql(ROWS_PER_INSERT));
       for (; i + whole <= puts.length; i += whole) this.putMany.run(...puts.slice(i, i + whole));
     }
-    for (; i < puts.length; i += 2) this.byId.put.run(puts[i], puts[i + 1]);
+    for (; i < puts.length; i += this.width) this.byId.put.run(...puts.slice(i, i + this.width));
     for (const id of deletes) this.byId.delete.run(id);
   }
 
@@ -206,16 +248,16 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   async deleteMany(filter: Filter): Promise<number> {
     this.beforeQuery();
     const params: SqlValue[] = [];
-    return this.db.prepare(`DELETE FROM ${this.table} ${where(filter, params)}`).run(...params).changes;
+    return this.db.prepare(`DELETE FROM ${this.table} ${where(filter, params, this.fieldSql)}`).run(...params).changes;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     this.beforeQuery();
     const params: SqlValue[] = [];
-    let sql = `SELECT doc FROM ${this.table} ${where(filter, params)}`;
+    let sql = `SELECT doc FROM ${this.table} ${where(filter, params, this.fieldSql)}`;
     const sort = options.sort ?? [];
     sql += sort.length
-      ? ` ORDER BY ${sort.map((s) => `${field(s.field)} ${s.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}, id`
+      ? ` ORDER BY ${sort.map((s) => `${this.fieldSql(s.field)} ${s.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}, id`
       : ' ORDER BY id';
     if (options.limit !== undefined) {
       sql += ' LIMIT ? OFFSET ?';
@@ -231,14 +273,15 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   async count(filter: Filter): Promise<number> {
     this.beforeQuery();
     const params: SqlValue[] = [];
-    const row = this.db.prepare(`SELECT COUNT(*) AS n FROM ${this.table} ${where(filter, params)}`).get(...params) as { n: number };
+    const row = this.db.prepare(`SELECT COUNT(*) AS n FROM ${this.table} ${where(filter, params, this.fieldSql)}`).get(...params) as { n: number };
     return row.n;
   }
 }
 
 const indexName = (collection: string, idx: IndexSpec): string => `ix_${collection}_${idx.fields.join('_')}`;
+/** An index on the fields' own columns (`collection()` adds the columns first). */
 const createIndexSql = (collection: string, idx: IndexSpec): string =>
-  `CREATE ${idx.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${indexName(collection, idx)} ON rm_${collection} (${idx.fields.map(field).join(', ')})`;
+  `CREATE ${idx.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${indexName(collection, idx)} ON rm_${collection} (${idx.fields.map(columnOf).join(', ')})`;
 
 /**
  * Read models in one SQLite file: a table per collection holding JSON documents,
@@ -307,14 +350,43 @@ export class SqliteReadStore implements ReadStore {
     if (!FIELD.test(name)) throw new Error(`invalid collection name ${name}`);
     let c = this.collections.get(name);
     if (!c) {
-      this.db.exec(`CREATE TABLE IF NOT EXISTS rm_${name} (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
+      const columns = this.prepareTable(name, indexes);
       // Also what restores indexes a bulk load dropped, if its process died before it built them again.
       for (const idx of indexes) this.db.exec(createIndexSql(name, idx));
-      c = new SqliteCollection<ReadDoc>(this.db, name, this.host, indexes.some((i) => i.unique === true));
+      c = new SqliteCollection<ReadDoc>(this.db, name, this.host, indexes.some((i) => i.unique === true), columns);
       this.collections.set(name, c);
       this.indexSpecs.set(name, indexes);
     }
     return c as unknown as Collection<T>;
+  }
+
+  /**
+   * Creates the collection's table, or brings an existing one to this layout: each indexed
+   * field in a column of its own, filled from the documents when it is added (a store of the
+   * earlier layout, with expression indexes on `json_extract`, is migrated in place: columns
+   * added and filled, its expression indexes dropped for indexes on the columns). Returns the
+   * table's field columns: those of `indexes` and any another caller added before, all of
+   * which every write fills.
+   */
+  private prepareTable(name: string, indexes: IndexSpec[]): string[] {
+    const wanted = [...new Set(indexes.flatMap((i) => i.fields))];
+    for (const f of wanted) if (!FIELD.test(f)) throw new Error(`invalid field name ${f}`);
+    const table = `rm_${name}`;
+    this.db.exec(`CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, doc TEXT NOT NULL${wanted.map((f) => `, ${columnOf(f)}`).join('')})`);
+    const existing = (this.db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[])
+      .map((r) => r.name)
+      .filter((n) => n.startsWith('c_'))
+      .map((n) => n.slice(2));
+    const missing = wanted.filter((f) => !existing.includes(f));
+    const expressionIndexes = (this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql LIKE '%json_extract%'").all(table) as { name: string }[]).map((r) => r.name);
+    if (missing.length > 0 || expressionIndexes.length > 0) {
+      this.db.transaction(() => {
+        for (const ix of expressionIndexes) this.db.exec(`DROP INDEX IF EXISTS ${ix}`);
+        for (const f of missing) this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${columnOf(f)}`);
+        if (missing.length > 0) this.db.exec(`UPDATE ${table} SET ${missing.map((f) => `${columnOf(f)} = ${field(f)}`).join(', ')}`);
+      })();
+    }
+    return [...existing, ...missing];
   }
 
   async getCheckpoint(projection: string): Promise<number> {
