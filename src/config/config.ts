@@ -27,6 +27,7 @@ const Env = t.partial({
   KB_READ_STORE: t.keyof({ sqlite: null, mongodb: null }),
   KB_SEARCH_INDEX: t.keyof({ embedded: null, elasticsearch: null }),
   KB_SEARCH_THREAD: t.keyof({ worker: null, main: null }),
+  KB_READ_STORE_BULK_WRITER: t.keyof({ thread: null, inline: null }),
   KB_DENSE_INDEX: t.keyof({ approximate: null, exact: null }),
   KB_FEED: t.keyof({ none: null, kafka: null }),
   KB_EMBEDDINGS: t.keyof({ local: null, use: null, glove: null, 'use+glove': null, openai: null }),
@@ -113,6 +114,11 @@ export interface Config {
   eventStore: 'sqlite' | 'eventstoredb';
   readStore: 'sqlite' | 'mongodb';
   searchIndex: 'embedded' | 'elasticsearch';
+  /**
+   * SQLite read store: where a rebuild (or a catch-up in spans) commits its spans: `thread` (a
+   * thread with its own connection, while the next span is projected; default) or `inline`.
+   */
+  readStoreBulkWriter: 'thread' | 'inline';
   /** Where the embedded index runs: `worker` (its own thread; default) or `main` (the event loop's thread). */
   searchThread: 'worker' | 'main';
   /** Dense kNN of the embedded index: `approximate` (an inverted file for scopes of 20,000+ chunks; default) or `exact` (always a full scan). */
@@ -245,6 +251,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readStore: e.KB_READ_STORE ?? 'sqlite',
     searchIndex: e.KB_SEARCH_INDEX ?? 'embedded',
     searchThread: e.KB_SEARCH_THREAD ?? 'worker',
+    readStoreBulkWriter: e.KB_READ_STORE_BULK_WRITER ?? 'thread',
     denseIndex: e.KB_DENSE_INDEX ?? 'approximate',
     feed: e.KB_FEED ?? 'none',
     embeddings: e.KB_EMBEDDINGS ?? 'local',

@@ -8,7 +8,9 @@ import { readStoreContract } from './readStore.contract';
 const dir = mkdtempSync(path.join(tmpdir(), 'kb-rs-contract-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+// A bulk load's transactions commit on a writer thread by default; `inline` commits them on the store's own connection.
 readStoreContract('SqliteReadStore', async () => new SqliteReadStore(path.join(dir, `${randomUUID()}.db`)));
+readStoreContract('SqliteReadStore, bulk writer inline', async () => new SqliteReadStore(path.join(dir, `${randomUUID()}.db`), { bulkWriter: 'inline' }));
 
 describe('SqliteReadStore bulk load: deferred indexes', () => {
   const indexesOf = (store: SqliteReadStore, table: string): string[] =>
@@ -187,6 +189,115 @@ describe('SqliteReadStore layout: indexed fields in columns of their own', () =>
     } catch (err) {
       await store.close().catch(() => undefined);
       throw err;
+    }
+  });
+});
+
+describe('SqliteReadStore bulk load on a writer thread', () => {
+  type Row = { id: string; w: string; n: number };
+  const open = () => new SqliteReadStore(path.join(dir, `${randomUUID()}.db`));
+  const inTable = (store: SqliteReadStore, table: string): string[] =>
+    (store.database.prepare(`SELECT id FROM ${table} ORDER BY id`).raw().all() as [string][]).map((r) => r[0]);
+
+  it('the next spans read the rows and checkpoints of the spans before, by id, by ids and by filter, and the load ends with all of them stored', async () => {
+    const store = open();
+    try {
+      const c = store.collection<Row>('wt_rows', [{ fields: ['w'] }]);
+      const p = `proj-${randomUUID()}`;
+      await store.bulkLoad(async () => {
+        for (let span = 0; span < 20; span++) {
+          await store.transaction(async () => {
+            // Every span reads what the span before wrote (maybe not committed yet).
+            expect(await store.getCheckpoint(p)).toBe(span);
+            if (span > 0) {
+              expect((await c.get(`r${span - 1}`))?.n).toBe(span - 1);
+              expect((await c.getMany([`r${span - 1}`, 'nope'])).map((d) => d.id)).toEqual([`r${span - 1}`]);
+              const before = await c.get(`r${Math.floor((span - 1) / 2)}`);
+              if (span % 2 === 0 && before) await c.put({ ...before, n: before.n + 100 });
+            }
+            await c.put({ id: `r${span}`, w: `w${span % 3}`, n: span });
+            if (span === 7) await c.delete('r3');
+            // A query by filter in one span: it sees everything so far.
+            if (span === 11) expect((await c.find({ w: 'w1' })).map((d) => d.id)).toEqual(['r1', 'r10', 'r4', 'r7']);
+            await store.setCheckpoint(p, span + 1);
+          });
+        }
+      });
+      expect(await store.getCheckpoint(p)).toBe(20);
+      expect(inTable(store, 'rm_wt_rows')).toHaveLength(19);
+      expect((await c.get('r3'))).toBeNull();
+      expect((await c.get('r4'))?.n).toBe(104);
+      expect(await c.count({ w: 'w1' })).toBe(7);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a span that writes to a collection with a unique index runs on the store\'s connection, which still refuses a duplicate', async () => {
+    const store = open();
+    try {
+      const users = store.collection<{ id: string; email: string }>('wt_users', [{ fields: ['email'], unique: true }]);
+      const other = store.collection<Row>('wt_other', [{ fields: ['w'] }]);
+      await store.bulkLoad(async () => {
+        await store.transaction(async () => other.put({ id: 'o1', w: 'a', n: 1 }));
+        await store.transaction(async () => {
+          await other.put({ id: 'o2', w: 'a', n: 2 });
+          await users.put({ id: 'u1', email: 'a@example.com' });
+          const refused = await users.put({ id: 'u2', email: 'a@example.com' }).then(
+            () => null,
+            (err: unknown) => err,
+          );
+          expect(refused).not.toBeNull();
+        });
+        await store.transaction(async () => other.put({ id: 'o3', w: 'b', n: 3 }));
+      });
+      expect(inTable(store, 'rm_wt_users')).toEqual(['u1']);
+      expect(inTable(store, 'rm_wt_other')).toEqual(['o1', 'o2', 'o3']);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a span the thread fails to store ends the load with its error, keeps none of it nor any span after it, and leaves the store usable', async () => {
+    const file = path.join(dir, `${randomUUID()}.db`);
+    const store = new SqliteReadStore(file);
+    try {
+      const kept = store.collection<Row>('wt_kept');
+      store.collection<Row>('wt_doomed');
+      const doomed = store.collection<Row>('wt_doomed');
+      const p = `proj-${randomUUID()}`;
+      const Database = (await import('better-sqlite3')).default;
+      const load = store.bulkLoad(async () => {
+        await store.transaction(async () => {
+          await kept.put({ id: 'k1', w: 'a', n: 1 });
+          await store.setCheckpoint(p, 1);
+        });
+        // Another connection drops a table under the load: the thread's next span fails.
+        await new Promise((r) => setTimeout(r, 50));
+        const other = new Database(file);
+        other.pragma('busy_timeout = 5000');
+        other.exec('DROP TABLE rm_wt_doomed');
+        other.close();
+        await store.transaction(async () => {
+          await kept.put({ id: 'k2', w: 'a', n: 2 });
+          await doomed.put({ id: 'd1', w: 'a', n: 2 });
+          await store.setCheckpoint(p, 2);
+        });
+        for (let i = 3; i < 10; i++) {
+          await store.transaction(async () => {
+            await kept.put({ id: `k${i}`, w: 'a', n: i });
+            await store.setCheckpoint(p, i);
+          });
+        }
+      });
+      await expect(load).rejects.toThrow(/no such table/);
+      expect(inTable(store, 'rm_wt_kept')).toEqual(['k1']);
+      expect(await store.getCheckpoint(p)).toBe(1);
+      expect(await kept.get('k2')).toBeNull();
+      await store.transaction(async () => kept.put({ id: 'k2', w: 'b', n: 2 }));
+      expect(inTable(store, 'rm_wt_kept')).toEqual(['k1', 'k2']);
+    } finally {
+      await store.close();
     }
   });
 });

@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { ReadStoreWriter, SpanTable, SqlValue } from './readStoreWriter';
 import { Collection, FieldCondition, Filter, FindOptions, IndexSpec, ReadDoc, ReadStore } from '../../ports/readStore';
 
-type SqlValue = string | number | null;
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -87,6 +87,17 @@ function where(filter: Filter, params: SqlValue[], fieldSql: FieldSql): string {
   return parts.length ? `WHERE ${parts.join(' AND ')}` : '';
 }
 
+export interface SqliteReadStoreOptions {
+  /** Characters of JSON a bulk load's transaction buffers at most (BULK_BUFFER_CHARS). */
+  bulkBufferChars?: number;
+  /**
+   * `thread` (default for a file): a bulk load's transactions hand their rows to a thread with
+   * its own connection, which commits each while the next is projected. `inline`: they commit
+   * on this connection. An in-memory store is always inline.
+   */
+  bulkWriter?: 'thread' | 'inline';
+}
+
 /** Rows per multi-row upsert when a bulk load writes its buffered rows. */
 const ROWS_PER_INSERT = 64;
 
@@ -96,18 +107,32 @@ const ROWS_PER_INSERT = 64;
  */
 const BULK_BUFFER_CHARS = 32 * 1024 * 1024;
 
-/** What a collection asks of its store during a bulk load. */
+/**
+ * What a collection asks of its store during a bulk load. The calls returning a promise return
+ * one only when there is something to wait for (the writer thread), so the common case stays
+ * synchronous.
+ */
 interface BulkHost {
   /** True while writes are buffered: inside a transaction of a bulk load. */
   buffering(): boolean;
   /** A collection that buffered a write (of `chars` characters) is flushed before its store commits. */
-  buffered(collection: SqliteCollection<ReadDoc>, chars: number): void;
-  /** Before a query by filter: the collection's deferred indexes are built. */
-  beforeQuery(collection: string): void;
+  buffered(collection: SqliteCollection<ReadDoc>, chars: number): Promise<void> | undefined;
+  /**
+   * Before a query by filter (or a write by filter): the rows it must see are where the
+   * connection sees them, and the collection's deferred indexes are built.
+   */
+  beforeQuery(collection: string): Promise<void> | undefined;
+  /** Before a write straight to SQLite (not buffered): the connection may write. */
+  beforeDirectWrite(): Promise<void> | undefined;
+  /** Buffered rows may be written out on this connection now (its transaction is open). */
+  flushable(): boolean;
 }
 
 /** A buffered write: the document's JSON and its indexed fields' values, or null for a delete. */
 type PendingRow = { json: string; values: SqlValue[] } | null;
+
+/** No indexed field: every row of such a collection shares this (empty) list of values. */
+const NO_VALUES: SqlValue[] = [];
 
 class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   private readonly table: string;
@@ -116,7 +141,12 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
    * query by filter writes them out first. Written out (each id once) before the transaction
    * commits, dropped if it rolls back.
    */
-  private readonly pending = new Map<string, PendingRow>();
+  private pending = new Map<string, PendingRow>();
+  /**
+   * The rows of spans handed to the writer thread (a bulk load's earlier transactions) that
+   * it has not committed yet, oldest first: reads by id see them before the connection does.
+   */
+  private handedOff: { span: number; rows: Map<string, PendingRow> }[] = [];
   private putMany: Database.Statement<SqlValue[]> | null = null;
   private readonly statements = new Map<string, Database.Statement>();
   /** The statements of the per-row calls projections make most, prepared once. */
@@ -175,8 +205,19 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
     };
   }
 
+  /** A row of the open transaction or of a span not committed yet; undefined when SQLite has the latest. */
+  private buffered(id: string): PendingRow | undefined {
+    const row = this.pending.get(id);
+    if (row !== undefined) return row;
+    for (let i = this.handedOff.length - 1; i >= 0; i--) {
+      const r = this.handedOff[i].rows.get(id);
+      if (r !== undefined) return r;
+    }
+    return undefined;
+  }
+
   async get(id: string): Promise<T | null> {
-    const buffered = this.pending.get(id);
+    const buffered = this.buffered(id);
     if (buffered !== undefined) return buffered === null ? null : (JSON.parse(buffered.json) as T);
     const row = this.byId.get.get(id);
     return row ? (JSON.parse(row.doc) as T) : null;
@@ -184,32 +225,89 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
 
   async getMany(ids: string[]): Promise<T[]> {
     if (ids.length === 0) return [];
-    this.flush();
+    // Buffered rows first (the latest writes); the others from SQLite.
+    const out: T[] = [];
+    const rest: string[] = [];
+    for (const id of new Set(ids)) {
+      const row = this.buffered(id);
+      if (row === undefined) rest.push(id);
+      else if (row !== null) out.push(JSON.parse(row.json) as T);
+    }
+    if (rest.length === 0) return out;
     const rows = this.db
       .prepare(`SELECT doc FROM ${this.table} WHERE id IN (SELECT value FROM json_each(?))`)
-      .all(JSON.stringify(ids)) as { doc: string }[];
-    return rows.map((r) => JSON.parse(r.doc) as T);
+      .all(JSON.stringify(rest)) as { doc: string }[];
+    for (const r of rows) out.push(JSON.parse(r.doc) as T);
+    return out;
   }
 
   async put(doc: T): Promise<void> {
     const json = JSON.stringify(doc);
-    const values: SqlValue[] = [];
-    for (const c of this.columns) values.push(columnValue((doc as unknown as { [k: string]: unknown })[c]));
+    let values = NO_VALUES;
+    if (this.columns.length > 0) {
+      values = [];
+      for (const c of this.columns) values.push(columnValue((doc as unknown as { [k: string]: unknown })[c]));
+    }
     if (this.buffering()) {
       this.pending.set(doc.id, { json, values });
-      this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, json.length);
-    } else this.byId.put.run(doc.id, json, ...values);
+      const wait = this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, json.length);
+      if (wait) await wait;
+      return;
+    }
+    const wait = this.host.beforeDirectWrite();
+    if (wait) await wait;
+    this.byId.put.run(doc.id, json, ...values);
   }
 
   async delete(id: string): Promise<void> {
     if (this.buffering()) {
       this.pending.set(id, null);
-      this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, id.length);
-    } else this.byId.delete.run(id);
+      const wait = this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, id.length);
+      if (wait) await wait;
+      return;
+    }
+    const wait = this.host.beforeDirectWrite();
+    if (wait) await wait;
+    this.byId.delete.run(id);
   }
 
   private buffering(): boolean {
     return !this.unbuffered && this.host.buffering();
+  }
+
+  /**
+   * Hands the buffered rows to the writer thread as part of span `span` (they stay readable
+   * by id until it has committed them); returns them as the thread takes them.
+   */
+  handOff(span: number): SpanTable | null {
+    if (this.pending.size === 0) return null;
+    const n = this.columns.length;
+    const ids: string[] = [];
+    const docs: (string | null)[] = [];
+    const values: SqlValue[] = [];
+    for (const [id, row] of this.pending) {
+      ids.push(id);
+      if (row === null) {
+        docs.push(null);
+        for (let k = 0; k < n; k++) values.push(null);
+      } else {
+        docs.push(row.json);
+        for (const v of row.values) values.push(v);
+      }
+    }
+    this.handedOff.push({ span, rows: this.pending });
+    this.pending = new Map();
+    return { table: this.table, columns: this.columns.map(columnOf), ids, docs, values };
+  }
+
+  /** Span `span` has committed: SQLite has its rows, and those of every span before it. */
+  committed(span: number): void {
+    if (this.handedOff.length > 0 && this.handedOff[0].span <= span) this.handedOff = this.handedOff.filter((h) => h.span > span);
+  }
+
+  /** The writer thread failed: the rows it did not commit are gone. */
+  forgetHandedOff(): void {
+    this.handedOff = [];
   }
 
   /** Writes the buffered rows out, each once, in id order (neighbouring keys share B-tree pages). */
@@ -240,19 +338,20 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   }
 
   /** Before a query by filter: buffered writes out, deferred indexes built. */
-  private beforeQuery(): void {
-    this.flush();
-    this.host.beforeQuery(this.name);
+  private async beforeQuery(): Promise<void> {
+    const wait = this.host.beforeQuery(this.name);
+    if (wait) await wait;
+    if (this.host.flushable()) this.flush();
   }
 
   async deleteMany(filter: Filter): Promise<number> {
-    this.beforeQuery();
+    await this.beforeQuery();
     const params: SqlValue[] = [];
     return this.db.prepare(`DELETE FROM ${this.table} ${where(filter, params, this.fieldSql)}`).run(...params).changes;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    this.beforeQuery();
+    await this.beforeQuery();
     const params: SqlValue[] = [];
     let sql = `SELECT doc FROM ${this.table} ${where(filter, params, this.fieldSql)}`;
     const sort = options.sort ?? [];
@@ -271,7 +370,7 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   }
 
   async count(filter: Filter): Promise<number> {
-    this.beforeQuery();
+    await this.beforeQuery();
     const params: SqlValue[] = [];
     const row = this.db.prepare(`SELECT COUNT(*) AS n FROM ${this.table} ${where(filter, params, this.fieldSql)}`).get(...params) as { n: number };
     return row.n;
@@ -315,22 +414,51 @@ export class SqliteReadStore implements ReadStore {
   private readonly dirty = new Set<SqliteCollection<ReadDoc>>();
   /** Characters buffered since the last write-out (an upper bound: a row written twice counts twice). */
   private bufferedChars = 0;
+  /** The bulk load's writer thread (SqliteReadStoreOptions.bulkWriter), while the load runs. */
+  private writer: ReadStoreWriter | null = null;
+  /**
+   * The open top-level transaction of the bulk load hands its rows to the writer thread at its
+   * end: nothing of it is begun on this connection (until something needs it to: `goDirect`).
+   */
+  private handingOff = false;
+  /** `goDirect` under way (several calls of one transaction share it). */
+  private goingDirect: Promise<void> | null = null;
+  /** Checkpoints set by the open transaction while it hands off. */
+  private readonly pendingCheckpoints = new Map<string, number>();
+  /** Checkpoints of spans handed to the writer thread and not yet committed. */
+  private readonly handedOffCheckpoints = new Map<string, { position: number; span: number }>();
+  /** The collections each span in flight wrote: to forget its rows once it has committed. */
+  private readonly spansInFlight = new Map<number, SqliteCollection<ReadDoc>[]>();
   private readonly host: BulkHost = {
     buffering: () => this.bulk && this.inTransaction.getStore() === true,
     buffered: (c, chars) => {
       this.dirty.add(c);
       this.bufferedChars += chars;
-      if (this.bufferedChars > this.bulkBufferChars) this.flushBuffered();
+      if (this.bufferedChars <= this.bulkBufferChars) return undefined;
+      // Over the cap: the rows are written out on this connection, inside the transaction.
+      if (this.handingOff) return this.goDirect().then(() => this.flushBuffered());
+      this.flushBuffered();
+      return undefined;
     },
     beforeQuery: (name) => {
-      if (this.deferred.has(name)) this.buildIndexes(name);
+      const wait = this.beforeDirectWrite();
+      if (wait) return wait.then(() => this.buildDeferred(name));
+      this.buildDeferred(name);
+      return undefined;
     },
+    beforeDirectWrite: () => this.beforeDirectWrite(),
+    flushable: () => this.db.inTransaction,
   };
 
   private readonly bulkBufferChars: number;
+  private readonly bulkWriter: boolean;
 
-  constructor(file: string, options: { bulkBufferChars?: number } = {}) {
+  constructor(
+    private readonly file: string,
+    options: SqliteReadStoreOptions = {},
+  ) {
     this.bulkBufferChars = options.bulkBufferChars ?? BULK_BUFFER_CHARS;
+    this.bulkWriter = (options.bulkWriter ?? 'thread') === 'thread' && file !== ':memory:' && file !== '';
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     // Read models are derived from the log and rebuilt from their checkpoint after a crash,
@@ -390,28 +518,123 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async getCheckpoint(projection: string): Promise<number> {
+    const pending = this.pendingCheckpoints.get(projection) ?? this.handedOffCheckpoints.get(projection)?.position;
+    if (pending !== undefined) return pending;
     const row = this.checkpointStatements.get.get(projection);
     return row?.position ?? 0;
   }
 
   async setCheckpoint(projection: string, position: number): Promise<void> {
+    if (this.handingOff && this.inTransaction.getStore() === true) {
+      this.pendingCheckpoints.set(projection, position);
+      return;
+    }
+    const wait = this.beforeDirectWrite();
+    if (wait) await wait;
     this.checkpointStatements.set.run(projection, position);
+  }
+
+  /**
+   * Before this connection writes or queries by filter during a bulk load with a writer
+   * thread: inside a transaction that hands off, the transaction is begun here instead
+   * (`goDirect`); outside one, the spans in flight commit first (SQLite has them all, and the
+   * thread holds no lock). Nothing to wait for otherwise (undefined).
+   */
+  private beforeDirectWrite(): Promise<void> | undefined {
+    if (!this.writer) return undefined;
+    if (this.inTransaction.getStore() === true) return this.handingOff ? this.goDirect() : undefined;
+    return this.writer.inFlight > 0 || this.writer.failed ? this.writer.drain() : undefined;
+  }
+
+  /**
+   * The open transaction stops handing off: once every span in flight has committed, it
+   * begins on this connection with what it set so far (its buffered rows are written out
+   * before its commit, or before a query, as without a writer thread). For what needs the
+   * connection inside a transaction: a query by filter, a write to a collection with a unique
+   * index (refused when made), more rows than the buffer's cap.
+   */
+  private goDirect(): Promise<void> {
+    this.goingDirect ??= (async () => {
+      await this.writer!.drain();
+      if (!this.handingOff) return;
+      this.db.exec('BEGIN IMMEDIATE');
+      this.handingOff = false;
+      for (const [p, position] of this.pendingCheckpoints) this.checkpointStatements.set.run(p, position);
+      this.pendingCheckpoints.clear();
+    })().finally(() => {
+      this.goingDirect = null;
+    });
+    return this.goingDirect;
+  }
+
+  /**
+   * The end of a transaction that handed off: its rows and checkpoints go to the writer thread
+   * as one span, and it returns once the span before it has committed (one span in flight while
+   * the next is projected; reads by id see the rows until SQLite has them).
+   */
+  private async handOff(): Promise<void> {
+    const writer = this.writer!;
+    if (writer.failed) throw writer.failed;
+    const span = writer.sentCount + 1;
+    const tables: SpanTable[] = [];
+    const written: SqliteCollection<ReadDoc>[] = [];
+    for (const c of this.dirty) {
+      const t = c.handOff(span);
+      if (t) {
+        tables.push(t);
+        written.push(c);
+      }
+    }
+    this.dirty.clear();
+    this.bufferedChars = 0;
+    const checkpoints = [...this.pendingCheckpoints];
+    for (const [p, position] of checkpoints) this.handedOffCheckpoints.set(p, { position, span });
+    this.pendingCheckpoints.clear();
+    this.spansInFlight.set(span, written);
+    writer.send({ tables, checkpoints });
+    if (span > 1) await writer.waitFor(span - 1);
+  }
+
+  /** Span `span` has committed (called by the writer thread's answer). */
+  private spanCommitted(span: number): void {
+    for (const c of this.spansInFlight.get(span) ?? []) c.committed(span);
+    this.spansInFlight.delete(span);
+    for (const [p, v] of this.handedOffCheckpoints) if (v.span <= span) this.handedOffCheckpoints.delete(p);
+  }
+
+  /** The writer thread failed: what it did not commit is gone (the load ends with its error). */
+  private writerFailed(): void {
+    for (const c of this.collections.values()) c.forgetHandedOff();
+    this.spansInFlight.clear();
+    this.handedOffCheckpoints.clear();
   }
 
   async transaction<R>(fn: () => Promise<R>): Promise<R> {
     // Nested calls join the outer transaction; others wait their turn (one connection).
     if (this.inTransaction.getStore()) return fn();
     const run = async (): Promise<R> => {
-      this.db.exec('BEGIN IMMEDIATE');
+      // In a bulk load with a writer thread, the transaction's rows go to the thread at its end.
+      if (this.bulk && this.writer) {
+        if (this.writer.failed) throw this.writer.failed;
+        this.handingOff = true;
+      } else this.db.exec('BEGIN IMMEDIATE');
       try {
         const result = await this.inTransaction.run(true, fn);
-        this.flushBuffered();
-        this.db.exec('COMMIT');
+        if (this.goingDirect) await this.goingDirect;
+        if (this.handingOff) {
+          this.handingOff = false;
+          await this.handOff();
+        } else {
+          this.flushBuffered();
+          this.db.exec('COMMIT');
+        }
         return result;
       } catch (err) {
+        this.handingOff = false;
         for (const c of this.dirty) c.discard();
         this.dirty.clear();
         this.bufferedChars = 0;
+        this.pendingCheckpoints.clear();
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
         throw err;
       }
@@ -431,6 +654,8 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async clear(collections: string[]): Promise<void> {
+    const wait = this.beforeDirectWrite();
+    if (wait) await wait;
     for (const name of collections) {
       if (!FIELD.test(name)) throw new Error(`invalid collection name ${name}`);
       this.collections.get(name)?.discard();
@@ -450,11 +675,21 @@ export class SqliteReadStore implements ReadStore {
         for (const idx of deferrable) this.db.exec(`DROP INDEX IF EXISTS ${indexName(name, idx)}`);
         this.deferred.add(name);
       }
+      if (this.bulkWriter) {
+        this.writer = new ReadStoreWriter(
+          this.file,
+          ROWS_PER_INSERT,
+          (span) => this.spanCommitted(span),
+          () => this.writerFailed(),
+        );
+      }
     }
     let result: R;
     try {
       result = await fn();
+      await this.endWriter();
     } catch (err) {
+      await this.endWriter().catch(() => undefined);
       this.bulk = false;
       try {
         for (const name of [...this.deferred]) this.buildIndexes(name);
@@ -466,6 +701,23 @@ export class SqliteReadStore implements ReadStore {
     this.bulk = false;
     for (const name of [...this.deferred]) this.buildIndexes(name);
     return result;
+  }
+
+  /** The bulk load's writer thread commits what it was given, then ends (rejects if a span failed). */
+  private async endWriter(): Promise<void> {
+    const writer = this.writer;
+    if (!writer) return;
+    try {
+      await writer.drain();
+    } finally {
+      this.writer = null;
+      await writer.close();
+      this.writerFailed();
+    }
+  }
+
+  private buildDeferred(name: string): void {
+    if (this.deferred.has(name)) this.buildIndexes(name);
   }
 
   /** Writes out every collection's buffered rows (inside the open transaction). */
