@@ -21,6 +21,9 @@ export interface SpanWrite {
   checkpoints: [string, number][];
 }
 
+/** The writer thread's young generation (V8's default for a thread is a few MB). */
+const WRITER_YOUNG_GENERATION_MB = 64;
+
 type WriterAnswer = { span: number; error?: string } | { closed: true };
 
 /**
@@ -119,7 +122,14 @@ export class ReadStoreWriter {
     /** Called once, at the first failure: no later span will commit. */
     private readonly onFailed: (err: Error) => void,
   ) {
-    this.worker = new Worker(THREAD_CODE, { eval: true, workerData: { file, driver: require.resolve('better-sqlite3'), rowsPerInsert } });
+    this.worker = new Worker(THREAD_CODE, {
+      eval: true,
+      workerData: { file, driver: require.resolve('better-sqlite3'), rowsPerInsert },
+      // A span's rows (tens of MB of JSON) live until written: in a larger young generation
+      // they are collected there instead of being copied between semispaces and promoted
+      // (measured: 0.15-0.25 s less CPU of the GC helper threads per 100,000 events).
+      resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB },
+    });
     this.worker.on('message', (a: WriterAnswer) => {
       if ('closed' in a) {
         this.closedResolve?.();
