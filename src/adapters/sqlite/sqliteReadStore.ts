@@ -131,6 +131,9 @@ interface BulkHost {
 /** A buffered write: the document's JSON and its indexed fields' values, or null for a delete. */
 type PendingRow = { json: string; values: SqlValue[] } | null;
 
+/** The answer of a write that completed at once (shared: no promise per buffered row). */
+const DONE: Promise<void> = Promise.resolve();
+
 /** No indexed field: every row of such a collection shares this (empty) list of values. */
 const NO_VALUES: SqlValue[] = [];
 
@@ -241,31 +244,49 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
     return out;
   }
 
-  async put(doc: T): Promise<void> {
-    const json = JSON.stringify(doc);
+  /*
+   * put and delete are not `async`: a buffered write (every row of a rebuild, most of them)
+   * answers with one shared settled promise instead of a new one per call. Errors still come
+   * as a rejected promise, never thrown.
+   */
+  put(doc: T): Promise<void> {
+    let json: string;
     let values = NO_VALUES;
-    if (this.columns.length > 0) {
-      values = [];
-      for (const c of this.columns) values.push(columnValue((doc as unknown as { [k: string]: unknown })[c]));
+    try {
+      json = JSON.stringify(doc);
+      if (this.columns.length > 0) {
+        values = [];
+        for (const c of this.columns) values.push(columnValue((doc as unknown as { [k: string]: unknown })[c]));
+      }
+      if (this.buffering()) {
+        this.pending.set(doc.id, { json, values });
+        return this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, json.length) ?? DONE;
+      }
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (this.buffering()) {
-      this.pending.set(doc.id, { json, values });
-      const wait = this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, json.length);
-      if (wait) await wait;
-      return;
-    }
-    const wait = this.host.beforeDirectWrite();
-    if (wait) await wait;
-    this.byId.put.run(doc.id, json, ...values);
+    return this.putNow(doc.id, json, values);
   }
 
-  async delete(id: string): Promise<void> {
-    if (this.buffering()) {
-      this.pending.set(id, null);
-      const wait = this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, id.length);
-      if (wait) await wait;
-      return;
+  private async putNow(id: string, json: string, values: SqlValue[]): Promise<void> {
+    const wait = this.host.beforeDirectWrite();
+    if (wait) await wait;
+    this.byId.put.run(id, json, ...values);
+  }
+
+  delete(id: string): Promise<void> {
+    try {
+      if (this.buffering()) {
+        this.pending.set(id, null);
+        return this.host.buffered(this as unknown as SqliteCollection<ReadDoc>, id.length) ?? DONE;
+      }
+    } catch (err) {
+      return Promise.reject(err);
     }
+    return this.deleteNow(id);
+  }
+
+  private async deleteNow(id: string): Promise<void> {
     const wait = this.host.beforeDirectWrite();
     if (wait) await wait;
     this.byId.delete.run(id);
