@@ -233,6 +233,45 @@ describe('SqliteReadStore bulk load on a writer thread', () => {
     }
   });
 
+  it('a transaction of another flow during the load (another consumer) waits for the thread and has committed when it returns', async () => {
+    const file = path.join(dir, `${randomUUID()}.db`);
+    const store = new SqliteReadStore(file);
+    const Database = (await import('better-sqlite3')).default;
+    const elsewhere = new Database(file, { readonly: true });
+    try {
+      const rows = store.collection<Row>('wt_flow', [{ fields: ['w'] }]);
+      const other = store.collection<Row>('wt_flow_other');
+      // Started outside the load's function (its timer belongs to this flow, not the load's).
+      const outside = new Promise((r) => setTimeout(r, 30)).then(() =>
+        store.transaction(async () => {
+          await other.put({ id: 'x', w: 'o', n: 1 });
+          await store.setCheckpoint('other-consumer', 5);
+          // Its own transaction on the store's connection (not a span for the thread).
+          expect(store.database.inTransaction).toBe(true);
+        }),
+      );
+      await store.bulkLoad(async () => {
+        for (let i = 0; i < 30; i++) {
+          await store.transaction(async () => {
+            for (let k = 0; k < 50; k++) await rows.put({ id: `r${i}-${k}`, w: 'a', n: k });
+            await store.setCheckpoint('loader', i + 1);
+          });
+          if (i === 10) {
+            await outside;
+            // Committed on the store's connection as it returned: another connection sees it.
+            expect(elsewhere.prepare("SELECT doc FROM rm_wt_flow_other WHERE id = 'x'").get()).toBeDefined();
+            expect(elsewhere.prepare("SELECT position FROM checkpoints WHERE projection = 'other-consumer'").get()).toEqual({ position: 5 });
+          }
+        }
+      });
+      expect(await store.getCheckpoint('loader')).toBe(30);
+      expect(await rows.count({ w: 'a' })).toBe(1500);
+    } finally {
+      elsewhere.close();
+      await store.close();
+    }
+  });
+
   it('a span that writes to a collection with a unique index runs on the store\'s connection, which still refuses a duplicate', async () => {
     const store = open();
     try {

@@ -419,7 +419,15 @@ export class SqliteReadStore implements ReadStore {
   private readonly db: Database.Database;
   private readonly collections = new Map<string, SqliteCollection<ReadDoc>>();
   private readonly indexSpecs = new Map<string, IndexSpec[]>();
-  private readonly inTransaction = new AsyncLocalStorage<true>();
+  /**
+   * The flow a call comes from: inside a transaction (`tx`), and/or inside the bulk load's own
+   * function (`bulk`: only its transactions are handed to the writer thread; another flow's
+   * transaction during the load waits for the thread and runs on this connection).
+   */
+  private readonly inTransaction = new AsyncLocalStorage<{ tx: boolean; bulk: boolean }>();
+  private inTx(): boolean {
+    return this.inTransaction.getStore()?.tx === true;
+  }
   private queue: Promise<unknown> = Promise.resolve();
   /** Top-level transactions running or waiting their turn. */
   private transactions = 0;
@@ -451,7 +459,7 @@ export class SqliteReadStore implements ReadStore {
   /** The collections each span in flight wrote: to forget its rows once it has committed. */
   private readonly spansInFlight = new Map<number, SqliteCollection<ReadDoc>[]>();
   private readonly host: BulkHost = {
-    buffering: () => this.bulk && this.inTransaction.getStore() === true,
+    buffering: () => this.bulk && this.inTx(),
     buffered: (c, chars) => {
       this.dirty.add(c);
       this.bufferedChars += chars;
@@ -546,7 +554,7 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async setCheckpoint(projection: string, position: number): Promise<void> {
-    if (this.handingOff && this.inTransaction.getStore() === true) {
+    if (this.handingOff && this.inTx()) {
       this.pendingCheckpoints.set(projection, position);
       return;
     }
@@ -563,7 +571,7 @@ export class SqliteReadStore implements ReadStore {
    */
   private beforeDirectWrite(): Promise<void> | undefined {
     if (!this.writer) return undefined;
-    if (this.inTransaction.getStore() === true) return this.handingOff ? this.goDirect() : undefined;
+    if (this.inTx()) return this.handingOff ? this.goDirect() : undefined;
     return this.writer.inFlight > 0 || this.writer.failed ? this.writer.drain() : undefined;
   }
 
@@ -632,15 +640,20 @@ export class SqliteReadStore implements ReadStore {
 
   async transaction<R>(fn: () => Promise<R>): Promise<R> {
     // Nested calls join the outer transaction; others wait their turn (one connection).
-    if (this.inTransaction.getStore()) return fn();
+    if (this.inTx()) return fn();
+    const bulkFlow = this.inTransaction.getStore()?.bulk === true;
     const run = async (): Promise<R> => {
-      // In a bulk load with a writer thread, the transaction's rows go to the thread at its end.
-      if (this.bulk && this.writer) {
+      // In a bulk load with a writer thread, the load's transactions hand their rows to the
+      // thread at their end; another flow's waits until the thread holds no lock.
+      if (this.bulk && this.writer && bulkFlow) {
         if (this.writer.failed) throw this.writer.failed;
         this.handingOff = true;
-      } else this.db.exec('BEGIN IMMEDIATE');
+      } else {
+        if (this.bulk && this.writer) await this.writer.drain().catch(() => undefined);
+        this.db.exec('BEGIN IMMEDIATE');
+      }
       try {
-        const result = await this.inTransaction.run(true, fn);
+        const result = await this.inTransaction.run({ tx: true, bulk: bulkFlow }, fn);
         if (this.goingDirect) await this.goingDirect;
         if (this.handingOff) {
           this.handingOff = false;
@@ -670,7 +683,8 @@ export class SqliteReadStore implements ReadStore {
       // switches it on again). While any AsyncLocalStorage is on, node runs a hook for every
       // promise the process creates (measured: ~10% of a command's CPU on the HTTP path, whose
       // requests never open a transaction); nothing needs the store between transactions.
-      if (--this.transactions === 0) this.inTransaction.disable();
+      // (A bulk load keeps it on: its flow is told apart by it.)
+      if (--this.transactions === 0 && !this.bulk) this.inTransaction.disable();
     }
   }
 
@@ -707,11 +721,12 @@ export class SqliteReadStore implements ReadStore {
     }
     let result: R;
     try {
-      result = await fn();
+      result = await this.inTransaction.run({ tx: false, bulk: true }, fn);
       await this.endWriter();
     } catch (err) {
       await this.endWriter().catch(() => undefined);
       this.bulk = false;
+      if (this.transactions === 0) this.inTransaction.disable();
       try {
         for (const name of [...this.deferred]) this.buildIndexes(name);
       } catch {
@@ -720,6 +735,7 @@ export class SqliteReadStore implements ReadStore {
       throw err;
     }
     this.bulk = false;
+    if (this.transactions === 0) this.inTransaction.disable();
     for (const name of [...this.deferred]) this.buildIndexes(name);
     return result;
   }
