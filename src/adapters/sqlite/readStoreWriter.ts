@@ -113,6 +113,7 @@ export class ReadStoreWriter {
   private waiters: { span: number; resolve: () => void; reject: (err: Error) => void }[] = [];
   private closing: Promise<void> | null = null;
   private closedResolve: (() => void) | null = null;
+  private exited = false;
 
   constructor(
     file: string,
@@ -144,6 +145,7 @@ export class ReadStoreWriter {
     });
     this.worker.on('error', (err) => this.fail(err));
     this.worker.on('exit', (code) => {
+      this.exited = true;
       this.closedResolve?.();
       if (!this.closing) this.fail(new Error(`read store writer thread exited (code ${code})`));
     });
@@ -161,8 +163,8 @@ export class ReadStoreWriter {
     if (ready.length === 0) return;
     this.waiters = this.waiters.filter((w) => !ready.includes(w));
     for (const w of ready) {
-      if (this.failure) w.reject(this.failure);
-      else w.resolve();
+      if (w.span <= this.committed) w.resolve();
+      else w.reject(this.failure!);
     }
   }
 
@@ -191,8 +193,9 @@ export class ReadStoreWriter {
 
   /** Resolves once span `span` (and every one before it) has committed; rejects on a failure. */
   waitFor(span: number): Promise<void> {
-    if (this.failure) return Promise.reject(this.failure);
+    // Spans committed before a failure did commit.
     if (span <= this.committed) return Promise.resolve();
+    if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => this.waiters.push({ span, resolve, reject }));
   }
 
@@ -204,6 +207,8 @@ export class ReadStoreWriter {
   /** Ends the thread (after the spans sent, committed or refused). */
   close(): Promise<void> {
     this.closing ??= new Promise<void>((resolve) => {
+      // A thread that died (or failed to start) has nothing left to close.
+      if (this.exited) return resolve();
       this.closedResolve = resolve;
       this.worker.postMessage({ op: 'close' });
     }).then(() => this.worker.terminate().then(() => undefined));

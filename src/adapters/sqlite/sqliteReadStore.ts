@@ -645,6 +645,13 @@ export class SqliteReadStore implements ReadStore {
     const run = async (): Promise<R> => {
       // In a bulk load with a writer thread, the load's transactions hand their rows to the
       // thread at their end; another flow's waits until the thread holds no lock.
+      // A thread that failed before it was given anything (it could not start, say): the
+      // load goes on without it, its spans committed here.
+      if (this.bulk && this.writer?.failed && this.writer.sentCount === 0) {
+        const failed = this.writer;
+        this.writer = null;
+        await failed.close();
+      }
       if (this.bulk && this.writer && bulkFlow) {
         if (this.writer.failed) throw this.writer.failed;
         this.handingOff = true;
@@ -721,7 +728,8 @@ export class SqliteReadStore implements ReadStore {
     }
     let result: R;
     try {
-      result = await this.inTransaction.run({ tx: false, bulk: true }, fn);
+      // (A load begun inside a transaction keeps joining it.)
+      result = await this.inTransaction.run({ tx: this.inTx(), bulk: true }, fn);
       await this.endWriter();
     } catch (err) {
       await this.endWriter().catch(() => undefined);
