@@ -404,16 +404,19 @@ const createIndexSql = (collection: string, idx: IndexSpec): string =>
   `CREATE ${idx.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${indexName(collection, idx)} ON rm_${collection} (${idx.fields.map(columnOf).join(', ')})`;
 
 /**
- * Read models in one SQLite file: a table per collection holding JSON documents,
- * with expression indexes on the fields queries use. Written only by the projector
- * (one writer), read by the API.
+ * Read models in one SQLite file: a table per collection holding JSON documents, each
+ * indexed field also in a column of its own (`c_<field>`, written with the row), which the
+ * indexes cover and queries use. Written only by the projector (one writer), read by the API.
  *
  * A bulk load (a rebuild) drops the non-unique indexes of the collections that are empty
  * when it begins and builds each once, at the end or at the first query by filter on its
  * collection, whichever comes first; and inside its transactions every collection without
  * a unique index buffers its writes (the latest per id), writing each row once, in id order,
- * before the commit. A process that dies during the load leaves tables without some of
- * their indexes: `collection()` creates missing indexes at every open.
+ * before the commit. With the writer thread (`bulkWriter: 'thread'`), the load's own
+ * transactions are committed by that thread, in order, while the next one runs (see
+ * `handOff` and `goDirect`). A process that dies during the load leaves whole transactions
+ * only, and tables without some of their indexes: `collection()` creates missing indexes at
+ * every open.
  */
 export class SqliteReadStore implements ReadStore {
   private readonly db: Database.Database;
