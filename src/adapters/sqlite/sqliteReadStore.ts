@@ -787,6 +787,9 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async close(): Promise<void> {
+    // A load still running (its caller did not wait for it): what was handed to the writer
+    // thread is committed first, and the thread ends with the store.
+    await this.endWriter().catch(() => undefined);
     this.db.close();
   }
 }
