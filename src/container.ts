@@ -206,7 +206,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     // The start-up sweep of interrupted uploads spares any younger than twice the longest upload.
     blobStore = new GridFsBlobStore({ client, dbName: config.mongoDb, minTempAgeMs: Math.max(60 * 60 * 1000, 2 * config.uploadTimeoutMs) });
   } else {
-    readStore = new SqliteReadStore(path.join(config.dataDir, 'read.db'));
+    readStore = new SqliteReadStore(path.join(config.dataDir, 'read.db'), { bulkWriter: config.readStoreBulkWriter });
     blobStore = new FsBlobStore(path.join(config.dataDir, 'blobs'));
   }
   opened.push(() => readStore.close());

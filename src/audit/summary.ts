@@ -26,15 +26,41 @@ function safeValue(v: unknown): unknown {
   return undefined;
 }
 
+/**
+ * What the patterns say of each field name seen so far (a log has few distinct ones): every
+ * event of a rebuild is summarised, once for the audit trail and once more for an account's.
+ */
+const fieldNames = new Map<string, { forbidden: boolean; id: boolean }>();
+function fieldName(k: string): { forbidden: boolean; id: boolean } {
+  let f = fieldNames.get(k);
+  if (!f) {
+    f = { forbidden: FORBIDDEN.test(k), id: ID_FIELD.test(k) };
+    if (fieldNames.size < 10_000) fieldNames.set(k, f);
+  }
+  return f;
+}
+
+/** Each event type's whitelist as a set (the catalog is fixed at start). */
+const allowedFields = new Map<string, ReadonlySet<string>>();
+function allowedOf(type: string): ReadonlySet<string> {
+  let a = allowedFields.get(type);
+  if (!a) {
+    a = new Set(auditFieldsOf(type));
+    if (allowedFields.size < 10_000) allowedFields.set(type, a);
+  }
+  return a;
+}
+
 /** The fields of an event an audit entry shows: its ids, plus its type's whitelisted fields. */
 export function summarize(type: string, data: unknown): Record<string, unknown> {
   if (data === null || typeof data !== 'object') return {};
   const d = data as Record<string, unknown>;
-  const allowed = new Set(auditFieldsOf(type));
+  const allowed = allowedOf(type);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(d)) {
-    if (FORBIDDEN.test(k) || k === 'workspaceId') continue;
-    const isId = ID_FIELD.test(k) && (typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string')));
+    const name = fieldName(k);
+    if (name.forbidden || k === 'workspaceId') continue;
+    const isId = name.id && (typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string')));
     if (!isId && !allowed.has(k)) continue;
     const safe = safeValue(v);
     if (safe !== undefined) out[k] = safe;

@@ -29,6 +29,7 @@ const Env = t.partial({
   KB_READ_STORE: t.keyof({ sqlite: null, mongodb: null }),
   KB_SEARCH_INDEX: t.keyof({ embedded: null, elasticsearch: null }),
   KB_SEARCH_THREAD: t.keyof({ worker: null, main: null }),
+  KB_READ_STORE_BULK_WRITER: t.keyof({ thread: null, inline: null }),
   KB_DENSE_INDEX: t.keyof({ approximate: null, exact: null }),
   // The approximate dense index (src/adapters/embedded/ivfIndex.ts, AnnSettings).
   KB_DENSE_INDEX_MIN_CHUNKS: IntIn(1000, 1_000_000_000, 'chunks'),
@@ -119,6 +120,11 @@ export interface Config {
   eventStore: 'sqlite' | 'eventstoredb';
   readStore: 'sqlite' | 'mongodb';
   searchIndex: 'embedded' | 'elasticsearch';
+  /**
+   * SQLite read store: where a rebuild (or a catch-up in spans) commits its spans: `thread` (a
+   * thread with its own connection, while the next span is projected; default) or `inline`.
+   */
+  readStoreBulkWriter: 'thread' | 'inline';
   /** Where the embedded index runs: `worker` (its own thread; default) or `main` (the event loop's thread). */
   searchThread: 'worker' | 'main';
   /** Dense kNN of the embedded index: `approximate` (an inverted file for scopes of 20,000+ chunks; default) or `exact` (always a full scan). */
@@ -258,6 +264,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readStore: e.KB_READ_STORE ?? 'sqlite',
     searchIndex: e.KB_SEARCH_INDEX ?? 'embedded',
     searchThread: e.KB_SEARCH_THREAD ?? 'worker',
+    readStoreBulkWriter: e.KB_READ_STORE_BULK_WRITER ?? 'thread',
     denseIndex: e.KB_DENSE_INDEX ?? 'approximate',
     denseAnn: {
       ...(e.KB_DENSE_INDEX_MIN_CHUNKS !== undefined ? { minChunks: e.KB_DENSE_INDEX_MIN_CHUNKS } : {}),

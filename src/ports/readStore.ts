@@ -65,6 +65,15 @@ export interface ReadStore {
    * the first query that needs them), and may buffer a transaction's writes so that a row
    * written many times is stored once. If the process dies inside, the store is still valid:
    * the next open restores whatever was deferred. Nested calls join the outer load.
+   *
+   * An adapter may also commit the load's own transactions (those `fn` runs; not another
+   * flow's, which commit as they return) after they return (on another
+   * connection, while the caller goes on with the next), provided that: they commit in the
+   * order they ran, each whole with the checkpoints it set (a process killed at any point
+   * keeps a prefix of them, so each projection resumes from its last stored checkpoint);
+   * reads and queries in this process see them as if committed; and `bulkLoad` returns only
+   * once all have committed, or rejects with the first failure (none after it is kept, and
+   * transactions begun after it reject).
    */
   bulkLoad<R>(fn: () => Promise<R>): Promise<R>;
   close(): Promise<void>;

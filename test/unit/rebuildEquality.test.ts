@@ -172,7 +172,8 @@ function generateLog(seed: number, appends: number): { stream: string; events: N
 function snapshot(store: SqliteReadStore): { tables: Map<string, [string, string][]>; checkpoints: unknown[]; indexes: string[] } {
   const db = store.database;
   const names = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rm_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
-  const tables = new Map(names.map((n) => [n, (db.prepare(`SELECT id, doc FROM ${n} ORDER BY id`).raw().all() as [string, string][])]));
+  // Every column: the document and its indexed fields' own columns.
+  const tables = new Map(names.map((n) => [n, (db.prepare(`SELECT * FROM ${n} ORDER BY id`).raw().all() as [string, string][])]));
   // The projections' positions (not the bookkeeping of a reset: `name#version`, `name#clearing`).
   const checkpoints = db.prepare("SELECT projection, position FROM checkpoints WHERE projection NOT LIKE '%#%' ORDER BY projection").all();
   const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name").all() as { name: string }[]).map((r) => r.name);
@@ -226,17 +227,30 @@ describe('rebuild: the read models a rebuild gives are the ones projected live',
     for (const [name, want] of expected.tables) expect([name, rebuiltInPlace.tables.get(name)]).toEqual([name, want]);
     await live.close();
 
-    // A new store, default spans, with buffered rows written out every few kilobytes.
-    const fresh = new SqliteReadStore(path.join(dir, 'fresh.db'), { bulkBufferChars: 4096 });
-    try {
-      await rebuildProjections(events, readModels(fresh), undefined, { transaction: (fn) => fresh.transaction(fn), bulkLoad: (fn) => fresh.bulkLoad(fn) });
-      const rebuilt = snapshot(fresh);
-      expect(rebuilt.indexes).toEqual(expected.indexes);
-      expect(rebuilt.checkpoints).toEqual(expected.checkpoints);
-      for (const [name, want] of expected.tables) expect([name, rebuilt.tables.get(name)]).toEqual([name, want]);
-      expect([...rebuilt.tables.keys()]).toEqual([...expected.tables.keys()]);
-    } finally {
-      await fresh.close();
+    // New stores: default spans, with buffered rows written out every few kilobytes, spans
+    // committed on the writer thread (the default) and on the store's own connection; and
+    // spans of a few batches on the writer thread.
+    const variants: { file: string; bulkWriter: 'thread' | 'inline'; bulkBufferChars?: number; eventsPerTransaction?: number }[] = [
+      { file: 'fresh-thread.db', bulkWriter: 'thread', bulkBufferChars: 4096 },
+      { file: 'fresh-inline.db', bulkWriter: 'inline', bulkBufferChars: 4096 },
+      { file: 'fresh-small-spans.db', bulkWriter: 'thread', eventsPerTransaction: 100 },
+    ];
+    for (const v of variants) {
+      const fresh = new SqliteReadStore(path.join(dir, v.file), { bulkWriter: v.bulkWriter, bulkBufferChars: v.bulkBufferChars });
+      try {
+        await rebuildProjections(events, readModels(fresh), undefined, {
+          transaction: (fn) => fresh.transaction(fn),
+          bulkLoad: (fn) => fresh.bulkLoad(fn),
+          eventsPerTransaction: v.eventsPerTransaction,
+        });
+        const rebuilt = snapshot(fresh);
+        expect([v.file, rebuilt.indexes]).toEqual([v.file, expected.indexes]);
+        expect([v.file, rebuilt.checkpoints]).toEqual([v.file, expected.checkpoints]);
+        for (const [name, want] of expected.tables) expect([v.file, name, rebuilt.tables.get(name)]).toEqual([v.file, name, want]);
+        expect([...rebuilt.tables.keys()]).toEqual([...expected.tables.keys()]);
+      } finally {
+        await fresh.close();
+      }
     }
   });
 });
