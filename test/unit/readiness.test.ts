@@ -25,7 +25,13 @@ describe('/readyz: every state answers what the API description says', () => {
       searchIndex: { vectorModels: async () => state.models ?? { documents: 0 } },
     } as unknown as AppContext;
     const out: { status?: number; body?: any } = {};
+    // What respond() uses of a response: express's status/json, or the headers and end of node's.
+    const headers = new Map<string, unknown>();
     const res = {
+      req: { method: 'GET', headers: {} },
+      set statusCode(code: number) {
+        out.status = code;
+      },
       status(code: number) {
         out.status = code;
         return res;
@@ -33,6 +39,12 @@ describe('/readyz: every state answers what the API description says', () => {
       json(body: unknown) {
         out.body = body;
         return res;
+      },
+      hasHeader: (name: string) => headers.has(name.toLowerCase()),
+      setHeader: (name: string, value: unknown) => void headers.set(name.toLowerCase(), value),
+      end(text?: string) {
+        out.body = text === undefined ? undefined : JSON.parse(text);
+        expect(headers.get('content-type')).toBe('application/json; charset=utf-8');
       },
     };
     await readinessHandler(ctx)({} as Request, res as unknown as Response, () => undefined);
