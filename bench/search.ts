@@ -348,9 +348,9 @@ async function benchSize(n: number, options: BenchOptions): Promise<void> {
 }
 
 /**
- * Start-up as after kill -9 following writes: the snapshot on disk is older than the file's
- * rows, here by 1,500 chunks deleted and 1,500 added since (written, then the older snapshot
- * put back, which is the state a crash leaves). The lexical index is caught up from it. The
+ * Start-up as after kill -9 following writes: the lexical snapshot and the IVF file on disk
+ * are older than the file's rows, here by 1,500 chunks deleted and 1,500 added since (written,
+ * then the older files put back, which is the state a crash leaves): both are caught up. The
  * corpus is left with the rows it had (the chunks added are deleted again).
  */
 async function caughtUpStartup(file: string, n: number): Promise<void> {
@@ -367,11 +367,14 @@ async function caughtUpStartup(file: string, n: number): Promise<void> {
   await index.upsertDocuments(docs('crash-a'));
   await index.close();
   const older = fs.readFileSync(snapshot);
+  const ivfFile = `${file}.ivf`;
+  const olderIvf = fs.existsSync(ivfFile) ? fs.readFileSync(ivfFile) : undefined;
   index = new EmbeddedSearchIndex(file);
   for (const d of docs('crash-a')) await index.deleteDocument(d.documentId);
   await index.upsertDocuments(docs('crash-b'));
   await index.close();
   fs.writeFileSync(snapshot, older);
+  if (olderIvf) fs.writeFileSync(ivfFile, olderIvf);
   const c = process.cpuUsage();
   const t = process.hrtime.bigint();
   index = new EmbeddedSearchIndex(file);
