@@ -1,4 +1,5 @@
 import { submitRunner } from '../../web/src/submit';
+import { deferred } from '../support/deferred';
 
 /** The console's submit pattern (web/src/submit.ts, the core of web/src/useSubmit.ts): busy, error, and what a failure shows. */
 describe('console: useSubmit', () => {
@@ -17,17 +18,6 @@ describe('console: useSubmit', () => {
       },
     });
     return { run, log, busy: () => running > 0, error: () => error };
-  }
-
-  /** A promise settled from outside, to look at the state while a run is under way. */
-  function deferred() {
-    let resolve!: () => void;
-    let reject!: (e: unknown) => void;
-    const promise = new Promise<void>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    return { promise, resolve, reject };
   }
 
   it('clears the last error, is busy while the call runs, and not after it succeeded', async () => {

@@ -1,19 +1,10 @@
 import { Warmup } from '../../src/app/warmup';
+import { deferred } from '../support/deferred';
 
 describe('Warmup (what /readyz reports)', () => {
-  const later = () => {
-    let resolve!: () => void;
-    let reject!: (err: Error) => void;
-    const promise = new Promise<void>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    return { promise, resolve, reject };
-  };
-
   it('is warming until every part added is done, then ready', async () => {
-    const model = later();
-    const processing = later();
+    const model = deferred();
+    const processing = deferred();
     const w = new Warmup(() => model.promise);
     w.add('document processing', () => processing.promise);
     expect(w.state).toBe('warming');
