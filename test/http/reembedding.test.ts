@@ -103,9 +103,10 @@ describe('changing the embedding model without downtime', () => {
     expect(done).toBeGreaterThanOrEqual(seen.done);
     expect(done).toBeLessThanOrEqual(TOPICS.length);
 
-    // kill -9 mid-way, then start again: the change resumes where it was (slower still, to watch it).
+    // kill -9 mid-way, then start again: the change resumes where it was (slower still, so that the
+    // CLI started below, a second or more on a loaded machine, finds it under way).
     await server.crash();
-    server = await startServer({ ...env, KB_REEMBED_PAUSE_MS: '1500' }, dataDir);
+    server = await startServer({ ...env, KB_REEMBED_PAUSE_MS: '3000' }, dataDir);
     api = await login();
     await waitReady(server.url);
     const resumed = (await readyz(server.url)).body.reembedding;
