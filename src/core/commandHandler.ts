@@ -61,17 +61,24 @@ interface CachedState {
 
 const CACHE_LIMIT = 10_000;
 /**
- * Folded states by decider and stream. A cached state is only a starting point: the
- * stream is still read from the cached revision on, so writes by other processes are
- * seen, and the append's expected revision guards the rest. States are immutable.
+ * Folded states by event store, decider and stream. A cached state is only a starting point:
+ * the stream is still read from the cached revision on, so writes by other processes are
+ * seen, and the append's expected revision guards the rest. States are immutable. Keyed by
+ * the store first: two stores in one process (the start-up rehearsal's beside the server's,
+ * tests) never see each other's streams.
  */
-const stateCache = new WeakMap<object, Map<string, CachedState>>();
+const stateCache = new WeakMap<object, WeakMap<object, Map<string, CachedState>>>();
 
-function cacheFor(decider: object): Map<string, CachedState> {
-  let m = stateCache.get(decider);
+function cacheFor(store: object, decider: object): Map<string, CachedState> {
+  let byDecider = stateCache.get(store);
+  if (!byDecider) {
+    byDecider = new WeakMap();
+    stateCache.set(store, byDecider);
+  }
+  let m = byDecider.get(decider);
   if (!m) {
     m = new Map();
-    stateCache.set(decider, m);
+    byDecider.set(decider, m);
   }
   return m;
 }
@@ -88,7 +95,7 @@ export async function loadState<S, E extends DomainEvent>(
   streamId: string,
   decider: Pick<Decider<S, never, E>, 'initialState' | 'evolve'>,
 ): Promise<{ state: S; revision: ExpectedRevision }> {
-  const cache = cacheFor(decider);
+  const cache = cacheFor(store, decider);
   const cached = cache.get(streamId);
   const from = cached ? cached.revision + 1 : 0;
   const events = await store.readStream(streamId, from);
@@ -154,7 +161,7 @@ async function decideAndAppend<S, C, E extends DomainEvent>(
       const result = await store.append(streamId, newEvents, revision);
       const next = events.reduce((s, e) => decider.evolve(s, e), state);
       if (result.nextRevision === (revision === 'no_stream' ? -1 : (revision as number)) + events.length) {
-        remember(cacheFor(decider), streamId, { state: next, revision: result.nextRevision });
+        remember(cacheFor(store, decider), streamId, { state: next, revision: result.nextRevision });
       }
       return { events, state: next, position: result.position, revision: result.nextRevision };
     } catch (err) {
