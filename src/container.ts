@@ -7,7 +7,7 @@ import { MongoClient } from 'mongodb';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { Logger } from 'pino';
 import { AppContext, APP_CONTEXT, CONFIG, LOGGER, RateLimiterFactory } from './app/context';
-import { COMPACT_SEARCH_INDEX, EXTRA_CLOSERS, MONGO_CLIENT, optional, QUERY_EMBEDDINGS, STORED_EVENT_STORE } from './app/tokens';
+import { COMPACT_SEARCH_INDEX, EXTRA_CLOSERS, MONGO_CLIENT, optional, QUERY_EMBEDDINGS, REHEARSAL, STORED_EVENT_STORE } from './app/tokens';
 import { connectOrFail, DEFAULT_CONNECT_TIMEOUT_MS } from './app/startup';
 import { runsProjections } from './roles/plan';
 import { Config } from './config/config';
@@ -95,7 +95,8 @@ const projectionFactories: ((di: DependencyContainer) => Projection)[] = [
 
 /** Background services (process managers such as the document processor), given the context and their own extras. */
 const serviceFactories: ((di: DependencyContainer, ctx: AppContext) => AppContext['services'][number])[] = [
-  (di, ctx) => documentProcessorService(ctx, optional<JobQueue>(di, JOB_QUEUE), di.resolve<KeyStore | null>(KEY_STORE)),
+  // The start-up rehearsal's processor leaves the process's spare extraction worker to the server's.
+  (di, ctx) => documentProcessorService(ctx, optional<JobQueue>(di, JOB_QUEUE), di.resolve<KeyStore | null>(KEY_STORE), optional<boolean>(di, REHEARSAL) !== true),
   (_di, ctx) => reembedderService(ctx),
   (_di, ctx) => instructionSetDocumentCleanup(ctx),
   (_di, ctx) => workspaceDeletionCleanup(ctx),
@@ -123,6 +124,24 @@ export interface BuildOptions {
   connectTimeoutMs?: number;
   /** The caller reads and replays the log only (the CLI: export, verify, rebuild, project): it loads no embedding model ahead of use. */
   logOnly?: boolean;
+  /**
+   * The start-up rehearsal's throwaway container (src/app/rehearsal.ts): it borrows the
+   * server's embedding model (neither loaded again nor closed with this container), and its
+   * document processor leaves the process's spare extraction worker to the server's.
+   */
+  rehearsal?: { embeddings: EmbeddingProvider };
+}
+
+/** The server's model, lent to the rehearsal: every call goes to it, and closing the rehearsal's container leaves it open. */
+function borrowed(p: EmbeddingProvider): EmbeddingProvider {
+  return {
+    modelId: p.modelId,
+    dimensions: p.dimensions,
+    embed: (texts) => p.embed(texts),
+    ...(p.embedDocuments ? { embedDocuments: (texts: string[]) => (p.embedDocuments as (t: string[]) => Promise<Float32Array[]>).call(p, texts) } : {}),
+    ...(p.warmup ? { warmup: (o?: { documents?: boolean }) => (p.warmup as (x?: { documents?: boolean }) => Promise<void>).call(p, o) } : {}),
+    close: async () => undefined,
+  };
 }
 
 /** What buildContainer opened so far: released in reverse order when a later step fails. */
@@ -148,17 +167,18 @@ export async function buildContainer(config: Config, logger: Logger, options: Bu
   const timeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const opened: Opened = [];
   try {
-    return await assemble(config, logger, timeoutMs, opened, options.logOnly === true);
+    return await assemble(config, logger, timeoutMs, opened, options.logOnly === true, options.rehearsal);
   } catch (err) {
     await releaseAll(opened);
     throw err;
   }
 }
 
-async function assemble(config: Config, logger: Logger, timeoutMs: number, opened: Opened, logOnly: boolean): Promise<{ di: DependencyContainer; ctx: AppContext }> {
+async function assemble(config: Config, logger: Logger, timeoutMs: number, opened: Opened, logOnly: boolean, rehearsal?: BuildOptions['rehearsal']): Promise<{ di: DependencyContainer; ctx: AppContext }> {
   const di = container.createChildContainer();
   di.register(CONFIG, { useValue: config });
   di.register(LOGGER, { useValue: logger });
+  if (rehearsal) di.register(REHEARSAL, { useValue: true });
   const closers: (() => Promise<unknown>)[] = [];
   // Each container has its own metrics registry (several containers in one process never mix).
   di.register(METRICS, { useValue: prometheusMetrics() });
@@ -222,11 +242,11 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   const builtBy = config.embeddings === 'local' && indexModel ? LOCAL_EMBEDDERS.find((name) => localModelId(name) === indexModel.modelId) : undefined;
   if (builtBy && builtBy !== 'glove') logger.warn({ model: indexModel?.modelId }, `the search index was built with KB_EMBEDDINGS=${builtBy}: using it (set KB_EMBEDDINGS to choose)`);
   const log = (msg: string): void => logger.info(msg);
-  const embeddings: EmbeddingProvider = createEmbeddingProvider(builtBy ? { ...config, embeddings: builtBy } : config, log);
+  const embeddings: EmbeddingProvider = rehearsal ? borrowed(rehearsal.embeddings) : createEmbeddingProvider(builtBy ? { ...config, embeddings: builtBy } : config, log);
   opened.push(() => embeddings.close());
   // A file that did not record its model (`unknown:<dims>d`, not a local model): vectors of the configured model's size are taken as its.
   if (embedded && indexModel?.modelId.startsWith('unknown:') && indexModel.dimensions === embeddings.dimensions) await embedded.nameLegacyModel(embeddings.modelId);
-  const embeddingModels = new ConfiguredEmbeddingModels(embeddings, (modelId) => embeddingProviderForModel(config, modelId, log));
+  const embeddingModels = new ConfiguredEmbeddingModels(embeddings, (modelId) => (rehearsal ? undefined : embeddingProviderForModel(config, modelId, log)));
   opened.push(() => embeddingModels.close());
 
   let searchIndex: SearchIndex;

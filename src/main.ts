@@ -9,6 +9,7 @@ import { createLogger } from './app/logger';
 import { StartupError } from './app/startup';
 import { buildContainer, closeContainer } from './container';
 import { startRole } from './roles/startRole';
+import { rehearses, rehearseUpload } from './roles/rehearsal';
 
 /** Configuration and connection problems: one line (no stack trace), exit code 2. */
 function exitOnStartupProblem(err: unknown): never | void {
@@ -36,6 +37,16 @@ async function main(): Promise<void> {
   }
   const { ctx, di } = built;
   const role = await startRole(di);
+  if (rehearses(config, ctx.embeddings)) {
+    // After the other warm-ups (the model it borrows, the spare extraction worker it takes), and before /readyz says ready.
+    const before = ctx.warmup.done;
+    const c = config;
+    ctx.warmup.add('start-up rehearsal', async () => {
+      await before;
+      // Not needed to serve anything: a failure only leaves the first upload slower.
+      await rehearseUpload(c, logger, ctx.embeddings).catch((err: unknown) => logger.warn({ err }, 'the start-up rehearsal failed; the first upload runs cold code'));
+    });
+  }
   // Temp files of uploads cut off by a crash of the previous run. Nothing is in flight yet: this
   // process has not started listening, and a data dir belongs to one server process. (A store
   // shared by several processes, GridFS, spares uploads younger than its own floor.)

@@ -57,6 +57,7 @@ const Env = t.partial({
   KB_KAFKA_REBALANCE_TIMEOUT_MS: PositiveInt,
   KB_READ_YOUR_WRITES_MS: IntFromString,
   KB_LINK_ID_SEARCH: t.keyof({ on: null, off: null }),
+  KB_WARMUP_REHEARSAL: t.keyof({ on: null, off: null }),
   KB_UNKNOWN_TOKEN_PER_MINUTE: IntFromString,
   // Slow clients and upload abuse (issue 11).
   KB_HEADERS_TIMEOUT_MS: PositiveInt,
@@ -164,6 +165,8 @@ export interface Config {
   analyticsMaxRows: number;
   /** GET /s/<linkId> searches like the token (decisions.md); off: only the token opens a link. */
   linkIdSearch: boolean;
+  /** At start-up, before /readyz says ready, one upload to VERIFIED and a search in a throwaway container (src/roles/rehearsal.ts; embedded default only). */
+  warmupRehearsal: boolean;
   /** Failed look-ups of a public token or link id allowed per client IP per minute (all public channels together). */
   unknownTokenPerMinute: number;
   /** Request headers must arrive within this (slow-header clients are cut off). */
@@ -292,6 +295,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     searchEventBacklog: e.KB_SEARCH_EVENT_BACKLOG ?? 1000,
     analyticsMaxRows: e.KB_ANALYTICS_MAX_ROWS ?? 200000,
     linkIdSearch: (e.KB_LINK_ID_SEARCH ?? 'on') === 'on',
+    warmupRehearsal: (e.KB_WARMUP_REHEARSAL ?? 'on') === 'on',
     unknownTokenPerMinute: e.KB_UNKNOWN_TOKEN_PER_MINUTE ?? 20,
     headersTimeoutMs: e.KB_HEADERS_TIMEOUT_MS ?? 20_000,
     bodyTimeoutMs: e.KB_BODY_TIMEOUT_MS ?? 30_000,

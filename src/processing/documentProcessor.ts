@@ -93,6 +93,8 @@ export class DocumentProcessor {
   private checkpointWrite: Promise<void> = Promise.resolve();
   /** The run in progress per document, to stop it when a newer one starts. */
   private readonly activeRuns = new Map<string, { processingId: string; abort: AbortController }>();
+  /** Without the spare: the workspaces whose files this processor extracted (their idle workers are ended at its stop). */
+  private readonly isolationKeys = new Set<string>();
 
   constructor(
     private readonly app: AppContext,
@@ -101,6 +103,12 @@ export class DocumentProcessor {
       jobQueue?: JobQueue;
       /** The data keys that seal document text in the log (none when the store does not encrypt): a run's key is made while its file is extracted. */
       keyStore?: KeyStore | null;
+      /**
+       * Whether this processor keeps the process's spare extraction worker (default true). The
+       * start-up rehearsal's processor (src/app/rehearsal.ts) does not: it neither starts nor
+       * stops the spare, and at its stop ends only the workers of its own workspaces.
+       */
+      keepsSpareWorker?: boolean;
     } = {},
   ) {}
 
@@ -115,7 +123,7 @@ export class DocumentProcessor {
     // first to run its code, nor that of the document embedding thread: both are warmed up now,
     // in the background, and /readyz says `warming` until they are.
     const { timeoutMs: _timeoutMs, ...limits } = this.app.config.extraction;
-    const spareWarm = keepSpareExtractionWorker({ warmUp: { limits, chunking: this.chunking(), eventParts: EVENT_PARTS } });
+    const spareWarm = this.keepsSpare ? keepSpareExtractionWorker({ warmUp: { limits, chunking: this.chunking(), eventParts: EVENT_PARTS } }) : Promise.resolve();
     const embedder = this.app.embeddingModels.configured;
     this.app.warmup.add('document processing', async () => {
       // Neither part is needed to process documents (a job starts its own worker; batches are
@@ -159,10 +167,14 @@ export class DocumentProcessor {
     // none is checkpointed, so all are delivered again after the restart.
     scheduler?.close();
     for (const r of this.activeRuns.values()) r.abort.abort(new RunAbandoned('stopping'));
-    await closeIdleExtractionWorkers();
+    await closeIdleExtractionWorkers(this.keepsSpare ? undefined : this.isolationKeys);
     for (const w of [...this.runFinishedWaiters]) w();
     if (!sub) return;
     await Promise.race([Promise.all([sub.stop(), scheduler?.idle()]), new Promise((r) => setTimeout(r, 3000).unref())]);
+  }
+
+  private get keepsSpare(): boolean {
+    return this.options.keepsSpareWorker !== false;
   }
 
   /** Hands each new run to the scheduler without waiting for it, so later runs (other workspaces) are seen at once. */
@@ -348,6 +360,7 @@ export class DocumentProcessor {
   private async extract(state: DocumentState, events: RecordedEvent[], signal: AbortSignal): Promise<EventReadyText> {
     const { timeoutMs: configuredTimeoutMs, ...limits } = this.app.config.extraction;
     const opts = { timeoutMs: this.options.extractTimeoutMs ?? configuredTimeoutMs, limits, signal, chunking: this.chunking(), eventParts: EVENT_PARTS, isolationKey: state.workspaceId };
+    if (!this.keepsSpare) this.isolationKeys.add(state.workspaceId);
     let raw: ExtractedText;
     if (state.source === 'content') {
       const last = [...events].reverse().find((e) => e.type === 'DocumentContentUpdated') as unknown as (DocumentEvent & { type: 'DocumentContentUpdated' }) | undefined;
@@ -421,4 +434,5 @@ function toFailure(err: unknown): { code: ProcessingFailureCode; message: string
 }
 
 /** The processor as a background service; `jobQueue` (KB_FEED=kafka) makes it take runs from the queue. */
-export const documentProcessorService = (ctx: AppContext, jobQueue?: JobQueue, keyStore?: KeyStore | null) => new DocumentProcessor(ctx, { ...(jobQueue ? { jobQueue } : {}), keyStore });
+export const documentProcessorService = (ctx: AppContext, jobQueue?: JobQueue, keyStore?: KeyStore | null, keepsSpareWorker = true) =>
+  new DocumentProcessor(ctx, { ...(jobQueue ? { jobQueue } : {}), keyStore, keepsSpareWorker });

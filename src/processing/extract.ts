@@ -295,6 +295,18 @@ export interface SpareOptions {
 export function keepSpareExtractionWorker(options: SpareOptions = {}): Promise<void> {
   keepSpare = options;
   if (spare || !existsSync(EXTRACT_WORKER_PATH)) return Promise.resolve();
+  spareWarming = startSpare(options);
+  return spareWarming;
+}
+
+/** Settles once the spare started last is warm (or dead); at once when none was started. */
+export function spareExtractionWorkerWarm(): Promise<void> {
+  return spareWarming;
+}
+
+let spareWarming: Promise<void> = Promise.resolve();
+
+function startSpare(options: SpareOptions): Promise<void> {
   const pooled = spawnWorker(undefined, options.maxHeapMb ?? DEFAULT_EXTRACT_MAX_HEAP_MB);
   pooled.worker.unref();
   pooled.onIdleExit = () => {
@@ -387,8 +399,18 @@ export function idleExtractionWorkers(): { key: string | undefined; jobs: number
   return [...idleWorkers.map((w) => ({ key: w.key, jobs: w.jobs })), ...(spare ? [{ key: undefined, jobs: 0 }] : [])];
 }
 
-/** Terminates the idle workers and the spare, and stops keeping one (at shutdown). */
-export async function closeIdleExtractionWorkers(): Promise<void> {
+/**
+ * Terminates the idle workers and the spare, and stops keeping one (at shutdown). With `keys`,
+ * only the idle workers of those keys (a processor that does not own the spare, such as the
+ * start-up rehearsal's, leaves the rest of the pool as it is).
+ */
+export async function closeIdleExtractionWorkers(keys?: ReadonlySet<string>): Promise<void> {
+  if (keys) {
+    const mine = idleWorkers.filter((w) => w.key !== undefined && keys.has(w.key));
+    for (const w of mine) dropIdle(w);
+    await Promise.all(mine.map((w) => w.worker.terminate()));
+    return;
+  }
   keepSpare = undefined;
   const all = idleWorkers.splice(0);
   if (spare) all.push(spare);

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DocumentKind } from '../../src/processing/detectType';
-import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, ExtractionErrorCode, extractText, idleExtractionWorkers, keepSpareExtractionWorker } from '../../src/processing/extract';
+import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, ExtractionErrorCode, extractText, idleExtractionWorkers, keepSpareExtractionWorker, spareExtractionWorkerWarm } from '../../src/processing/extract';
 import { chunkText, countTokens } from '../../src/processing/chunker';
 import { chunkBatches, textExtractedParts } from '../../src/domain/document/eventParts';
 import { normalizeText } from '../../src/processing/normalize';
@@ -256,6 +256,31 @@ describe('extractText', () => {
     await warming;
     expect(during).toEqual(cold);
     await closeIdleExtractionWorkers();
+  });
+
+  it('closing the workers of some keys (the start-up rehearsal\'s) leaves the spare and the other keys\' workers; the replacement spare is awaited warm', async () => {
+    const warmUp = { chunking: { chunkTokens: 60, overlapTokens: 10 }, eventParts: { budget: 4096, maxChunks: 8 } };
+    await keepSpareExtractionWorker({ warmUp });
+    await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-other' });
+    await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-rehearsal' });
+    await new Promise((resolve) => setImmediate(resolve));
+    await spareExtractionWorkerWarm();
+    expect(idleExtractionWorkers()).toEqual([
+      { key: 'ws-other', jobs: 1 },
+      { key: 'ws-rehearsal', jobs: 1 },
+      { key: undefined, jobs: 0 },
+    ]);
+    await closeIdleExtractionWorkers(new Set(['ws-rehearsal']));
+    expect(idleExtractionWorkers()).toEqual([
+      { key: 'ws-other', jobs: 1 },
+      { key: undefined, jobs: 0 },
+    ]);
+    // The spare is still kept: taken again, it is replaced again.
+    await extractText(fixture('sample.md'), 'md', { ...opts, isolationKey: 'ws-third' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(idleExtractionWorkers()).toContainEqual({ key: undefined, jobs: 0 });
+    await closeIdleExtractionWorkers();
+    expect(idleExtractionWorkers()).toEqual([]);
   });
 
   it('with eventParts, the worker hands over the text and chunks as the payloads of the events the processor made of them before', async () => {

@@ -1,0 +1,82 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { client, signUp, startServer, TestServer } from '../support/server';
+
+/**
+ * Issue 13: the start-up rehearsal (src/roles/rehearsal.ts) runs an upload to VERIFIED and a
+ * search in a throwaway container before /readyz says ready, and leaves no trace in the server's
+ * log, read models, mail or data dir.
+ */
+describe('start-up rehearsal', () => {
+  let server: TestServer | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    server = undefined;
+  });
+
+  async function ready(base: string): Promise<void> {
+    for (let i = 0; i < 600; i++) {
+      const r = await client(base).get('/readyz');
+      if (r.status === 200) return;
+      expect(r.body.status).toMatch(/^(warming|catching_up)$/);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    throw new Error('never ready');
+  }
+
+  const eventCount = (dataDir: string): number => {
+    const db = new Database(path.join(dataDir, 'events.db'), { readonly: true, fileMustExist: true });
+    try {
+      return (db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  };
+
+  it('runs before /readyz says ready, leaves nothing behind (a crashed one\'s directory included), and the server works as before', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-test-'));
+    // What a rehearsal cut off by kill -9 would leave.
+    fs.mkdirSync(path.join(dataDir, 'tmp', 'rehearsal-left-by-a-crash'), { recursive: true });
+    fs.writeFileSync(path.join(dataDir, 'tmp', 'rehearsal-left-by-a-crash', 'events.db'), 'x');
+    server = await startServer({ KB_WARMUP_REHEARSAL: 'on' }, dataDir);
+    await ready(server.url);
+    expect(server.output()).toMatch(/"msg":"start-up rehearsal warmed up"/);
+    expect(server.output()).not.toMatch(/start-up rehearsal (failed|did not close)/);
+    // Its directory (and the crashed one's) is gone; nothing went to the server's outbox.
+    expect(fs.readdirSync(path.join(dataDir, 'tmp')).filter((n) => n.startsWith('rehearsal-'))).toEqual([]);
+    expect(fs.existsSync(path.join(dataDir, 'outbox')) ? fs.readdirSync(path.join(dataDir, 'outbox')) : []).toEqual([]);
+    await server.stop();
+    // Not one event in the server's log.
+    expect(eventCount(dataDir)).toBe(0);
+
+    server = await startServer({ KB_WARMUP_REHEARSAL: 'on' }, dataDir);
+    await ready(server.url);
+    // Its account is not the server's: the same address registers as a new user.
+    const reg = await client(server.url).post('/v1/auth/register', { email: 'rehearsal@example.com', password: 'correct horse battery', name: 'R' });
+    expect(reg.status).toBe(201);
+    // And an upload goes through as usual.
+    const u = await signUp(server.url);
+    const ws = await u.api.post('/v1/workspaces', { name: 'After' });
+    const fd = new FormData();
+    fd.append('file', new Blob(['# Flaps\n\nFlaps raise the lift of a wing at low speed.']), 'flaps.md');
+    const doc = await u.api.post(`/v1/workspaces/${ws.body.id}/documents`, fd);
+    expect(doc.status).toBe(201);
+    let status = '';
+    for (let i = 0; i < 300 && status !== 'VERIFIED'; i++) {
+      status = (await u.api.get(`/v1/documents/${doc.body.id}`)).body.processingStatus;
+      if (status !== 'VERIFIED') await new Promise((res) => setTimeout(res, 50));
+    }
+    expect(status).toBe('VERIFIED');
+    const hits = await u.api.post(`/v1/workspaces/${ws.body.id}/search`, { query: 'what raises the lift of a wing' });
+    expect(hits.body.results.map((r: { documentId: string }) => r.documentId)).toEqual([doc.body.id]);
+  });
+
+  it('is skipped with KB_WARMUP_REHEARSAL=off', async () => {
+    server = await startServer({ KB_WARMUP_REHEARSAL: 'off' });
+    await ready(server.url);
+    expect(server.output()).toMatch(/"msg":"document processing warmed up"/);
+    expect(server.output()).not.toMatch(/rehearsal/);
+  });
+});
