@@ -1,4 +1,5 @@
 import { AppContext } from '../app/context';
+import { parseIsoTime } from '../util/isoTime';
 import { RecordedEvent } from '../domain/event';
 import { documentEventTraits, documentStream } from '../domain/document/events';
 import { workspaceStream } from '../domain/workspace/events';
@@ -11,9 +12,7 @@ import { setDetailNow } from '../../queries/instructionSet/instructionSetQueries
 
 /** Parse an `asOf` query value; null when it is not an ISO 8601 time. */
 export function parseAsOf(value: unknown): Date | null {
-  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(value)) return null;
-  const t = Date.parse(value);
-  return Number.isNaN(t) ? null : new Date(t);
+  return parseIsoTime(value);
 }
 
 const upTo = (events: RecordedEvent[], asOf: Date): RecordedEvent[] => {

@@ -61,4 +61,23 @@ describe('abuse: third look', () => {
       expect([p, (await outsider.api.get(p)).status]).toEqual([p, 404]);
     }
   });
+
+  it('a time that names no calendar day (February 30, April 31) is refused, not read as a day of the next month', async () => {
+    const u = await signUp(server.url, 'Dates');
+    const ws = (await u.api.post('/v1/workspaces', { name: 'Dates' })).body.id as string;
+    const doc = (await u.api.post(`/v1/workspaces/${ws}/documents`, { title: 'D', content: 'Some text.', format: 'text' })).body.id as string;
+    expect((await u.api.put(`/v1/workspaces/${ws}`, { settings: { allowPublicSearchLinks: true } })).status).toBe(200);
+    for (const bad of ['2030-02-30T00:00:00Z', '2030-04-31', '2030-13-01T00:00:00Z', '2030-00-10T00:00:00Z']) {
+      const q = encodeURIComponent(bad);
+      for (const p of [`/v1/workspaces/${ws}/documents/${doc}?asOf=${q}`, `/v1/documents/${doc}?asOf=${q}`, `/v1/workspaces/${ws}/documents/${doc}/text?asOf=${q}`, `/v1/workspaces/${ws}/analytics?from=${q}`, `/v1/workspaces/${ws}/audit?from=${q}`]) {
+        const r = await u.api.get(p);
+        expect([p, r.status, r.body?.error?.code]).toEqual([p, 400, 'VALIDATION_ERROR']);
+      }
+      const link = await u.api.post(`/api/workspaces/${ws}/public-links`, { name: 'L', allowedTags: [], expiresAt: bad });
+      expect([bad, link.status]).toEqual([bad, 400]);
+    }
+    // Real days still pass, leap days included.
+    expect((await u.api.get(`/v1/workspaces/${ws}/analytics?from=2024-02-29T00:00:00Z&to=2024-03-01T00:00:00Z`)).status).toBe(200);
+    expect((await u.api.post(`/api/workspaces/${ws}/public-links`, { name: 'L', allowedTags: [], expiresAt: '2099-02-28T12:00:00Z' })).status).toBe(201);
+  });
 });
