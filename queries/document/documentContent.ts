@@ -52,7 +52,7 @@ export async function documentContentIn(ctx: AppContext, workspaceId: string, do
   }
   const format = state.kind === 'md' ? 'markdown' : 'text';
   if (state.source === 'content') {
-    const events = (await ctx.eventStore.readStream(documentStream(documentId))) as unknown as DocumentEvent[];
+    const events = (await ctx.eventStore.readStream(documentStream(documentId), 0, new Set(['DocumentContentUpdated']))) as unknown as DocumentEvent[];
     const last = [...events].reverse().find((e): e is DocumentEvent & { type: 'DocumentContentUpdated' } => e.type === 'DocumentContentUpdated');
     if (!last) throw notFound();
     return { content: last.data.content, updatedAt: state.contentUpdatedAt, format };

@@ -14,8 +14,15 @@ export interface DocumentFile {
  * from), for a member of its workspace. 404 DOCUMENT_NOT_FOUND when the user may not read
  * the document, it is deleted, or its file is gone (erased).
  */
-export async function documentFileForUser(ctx: AppContext, userId: string, documentId: string): Promise<DocumentFile> {
+export async function documentFileForUser(
+  ctx: AppContext,
+  userId: string,
+  documentId: string,
+  /** What else the caller must meet in the document's workspace (its identity settings), checked before the file is opened. */
+  admitted: (workspaceId: string) => Promise<void> = async () => undefined,
+): Promise<DocumentFile> {
   const d = await documentForUser(ctx, userId, documentId);
+  await admitted(d.workspaceId);
   let stream: Readable;
   try {
     stream = await ctx.blobStore.get(d.blobSha256);

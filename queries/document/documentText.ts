@@ -21,6 +21,9 @@ export interface DocumentText {
 
 type Extracted = DocumentEvent & { type: 'DocumentTextExtracted' };
 
+/** What the text of a run needs: its workspace (the upload), the text, the verification and a deletion. Not the chunks and vectors (most of a large document's stream). */
+const TEXT_EVENTS: ReadonlySet<string> = new Set(['DocumentUploaded', 'DocumentTextExtracted', 'DocumentVerified', 'DocumentDeleted']);
+
 /**
  * The extracted text of a document of this workspace as search held it at `asOf` (default:
  * now): the text of the last run VERIFIED by then, its parts joined as the processor cut them.
@@ -32,7 +35,7 @@ type Extracted = DocumentEvent & { type: 'DocumentTextExtracted' };
 export async function documentTextIn(ctx: AppContext, workspaceId: string, documentId: string, asOf?: Date): Promise<DocumentText> {
   const notFound = () => new DomainError('DOCUMENT_NOT_FOUND', asOf ? 'Document not found at that time.' : 'Document not found.');
   const limit = asOf?.toISOString();
-  const all = (await ctx.eventStore.readStream(documentStream(documentId))) as RecordedEvent[];
+  const all = (await ctx.eventStore.readStream(documentStream(documentId), 0, TEXT_EVENTS)) as RecordedEvent[];
   const events = (limit === undefined ? all : all.filter((e) => e.metadata.occurredAt <= limit)) as unknown as (DocumentEvent & RecordedEvent)[];
   if (events.length === 0 || events[0].data.workspaceId !== workspaceId) throw notFound();
   if (events.some((e) => e.type === 'DocumentDeleted')) throw notFound();

@@ -1,6 +1,7 @@
 import { AppContext } from '../app/context';
+import { parseIsoTime } from '../util/isoTime';
 import { RecordedEvent } from '../domain/event';
-import { documentStream } from '../domain/document/events';
+import { documentEventTraits, documentStream } from '../domain/document/events';
 import { workspaceStream } from '../domain/workspace/events';
 import { workspaceProjection } from '../../projections/workspace/workspaceProjection';
 import { instructionSetStream } from '../domain/instructionSet/events';
@@ -11,9 +12,7 @@ import { setDetailNow } from '../../queries/instructionSet/instructionSetQueries
 
 /** Parse an `asOf` query value; null when it is not an ISO 8601 time. */
 export function parseAsOf(value: unknown): Date | null {
-  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(value)) return null;
-  const t = Date.parse(value);
-  return Number.isNaN(t) ? null : new Date(t);
+  return parseIsoTime(value);
 }
 
 const upTo = (events: RecordedEvent[], asOf: Date): RecordedEvent[] => {
@@ -21,16 +20,22 @@ const upTo = (events: RecordedEvent[], asOf: Date): RecordedEvent[] => {
   return events.filter((e) => e.metadata.occurredAt <= limit);
 };
 
+/** A workspace's tag events (not its members, invitations and settings). */
+const TAG_EVENTS: ReadonlySet<string> = new Set(['TagCreated', 'TagUpdated', 'TagDeleted']);
+
+/** A document's events that its metadata folds: all but its chunks and vectors (most of a large document's stream, which the documents projection passes over). */
+const METADATA_EVENTS: ReadonlySet<string> = new Set(Object.keys(documentEventTraits).filter((t) => !['DocumentChunked', 'ChunksEmbedded', 'ChunksReembedded', 'DocumentReembedded'].includes(t)));
+
 /**
  * A document's metadata as it was at `asOf` (the live GET's shape, its tags as they were
  * then), or null when it did not exist then (not yet uploaded, or already deleted).
  */
 export async function documentAsOf(ctx: AppContext, docId: string, asOf: Date) {
-  const events = upTo(await ctx.eventStore.readStream(documentStream(docId)), asOf);
+  const events = upTo(await ctx.eventStore.readStream(documentStream(docId), 0, METADATA_EVENTS), asOf);
   if (events.length === 0) return null;
   // The workspace's tags as they were then: names and colours of that time, deletions included.
   const workspaceId = (events[0].data as { workspaceId: string }).workspaceId;
-  const tagEvents = upTo(await ctx.eventStore.readStream(workspaceStream(workspaceId)), asOf).filter((e) => e.type.startsWith('Tag'));
+  const tagEvents = upTo(await ctx.eventStore.readStream(workspaceStream(workspaceId), 0, TAG_EVENTS), asOf).filter((e) => e.type.startsWith('Tag'));
   const store = ctx.scratchReadStore();
   try {
     await documentProjection(store).apply([...events, ...tagEvents].sort((a, b) => a.position - b.position));
@@ -44,6 +49,9 @@ export async function documentAsOf(ctx: AppContext, docId: string, asOf: Date) {
 
 /** The events of a document that decide its processing status (and failure) in the `documents` read model; none holds text. */
 const STATUS_EVENTS: ReadonlySet<string> = new Set(['DocumentUploaded', 'DocumentProcessingStarted', 'DocumentVerified', 'DocumentProcessingFailed', 'DocumentDeleted']);
+
+/** What a set's entries read of their documents: status, renames and deletions. */
+const ENTRY_EVENTS: ReadonlySet<string> = new Set([...STATUS_EVENTS, 'DocumentMetadataUpdated']);
 
 const byPosition = (a: RecordedEvent, b: RecordedEvent) => a.position - b.position;
 
@@ -61,7 +69,7 @@ export async function instructionSetAsOf(ctx: AppContext, setId: string, asOf: D
   const entryEvents: RecordedEvent[] = [];
   const statusEvents: RecordedEvent[] = [];
   for (const id of docIds) {
-    const stream = upTo(await ctx.eventStore.readStream(documentStream(id)), asOf);
+    const stream = upTo(await ctx.eventStore.readStream(documentStream(id), 0, ENTRY_EVENTS), asOf);
     entryEvents.push(...stream.filter((e) => e.type === 'DocumentMetadataUpdated' || e.type === 'DocumentDeleted'));
     statusEvents.push(...stream.filter((e) => STATUS_EVENTS.has(e.type)));
   }

@@ -119,7 +119,9 @@ export class ProjectionRunner {
   }
 
   /**
-   * `listener` is called once the projections of this process have applied a batch, before
+   * `listener` is called once the read models of this process have applied a batch (as soon as
+   * the read-store transaction committed, before the projections applied outside it, such as the
+   * search index; without one, once every projection applied it), before
    * anybody waiting for it (waitFor) is told: with the batch's events, or `undefined` when
    * they are not at hand (a catch-up span, a detached projection's batch: anything may have
    * changed). What caches read models here uses to forget what the batch changed. Subscribe
@@ -192,12 +194,18 @@ export class ProjectionRunner {
     // Read-model projections commit together; any other is applied on its own, after that commit.
     const grouped = this.batchTransaction ? members.filter((p) => p.joinsReadStoreTransaction === true) : [];
     let alone = members.filter((p) => !grouped.includes(p));
+    let told = false;
     if (this.batchTransaction && grouped.length > 0) {
       try {
         await this.batchTransaction(async () => {
           for (const p of grouped) await p.apply(events);
         });
         for (const p of grouped) this.advance(p, last);
+        // The read models changed: their listeners are told now, not after the projections
+        // applied on their own below (the search index may take long, and a write whose
+        // bounded wait ends meanwhile is answered: nothing may serve the rows it changed from before).
+        this.applied(events);
+        told = true;
       } catch {
         // Rolled back as a whole: apply them one by one below, to find the one that fails.
         alone = members;
@@ -211,7 +219,7 @@ export class ProjectionRunner {
         await this.detach(p, err);
       }
     }
-    this.applied(events);
+    if (!told) this.applied(events);
     this.notify();
   }
 

@@ -7,6 +7,7 @@ import { memberRole, unmetIdentityRequirement } from '../../queries/workspace/me
 import { AuthReadCache } from '../../queries/user/authReadCache';
 import { Role } from '../domain/workspace/events';
 import { roleAtLeast } from '../domain/workspace/decider';
+import { isUuid } from './ids';
 import './types';
 
 export { API_KEY_PREFIX, signAccessToken };
@@ -82,11 +83,13 @@ export function authOf(req: Request) {
 /**
  * 403 EMAIL_NOT_VERIFIED / MFA_ENROLMENT_REQUIRED when the workspace's settings
  * (requireVerifiedEmail, requireMfa) ask more of this member than they meet. Non-members and
- * malformed ids pass (the route answers 404 as before).
+ * malformed ids pass (the route answers 404 as before). An id in any case is the workspace's
+ * (routes lower-case the ids they are given: an upper-case one passed here unchecked before).
  */
-export async function enforceIdentityRequirements(ctx: AppContext, req: Request, workspaceId: string): Promise<void> {
+export async function enforceIdentityRequirements(ctx: AppContext, req: Request, id: string): Promise<void> {
   const auth = req.auth;
-  if (!auth || !/^[0-9a-f-]{36}$/.test(workspaceId)) return;
+  if (!auth || !isUuid(id)) return;
+  const workspaceId = id.toLowerCase();
   if (requestMemo(req).identityMet.has(workspaceId)) return;
   if (!(await roleInRequest(ctx, req, workspaceId, auth.userId))) return;
   const cache = authReadCache(ctx);

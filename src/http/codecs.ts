@@ -4,6 +4,7 @@ import { PathReporter } from 'io-ts/PathReporter';
 import { DomainError, ErrorCode } from '../domain/errors';
 import { codePointLength, textProblem, TextKind } from '../util/text';
 import { BooleanFromString, IntFromString } from '../util/stringCodecs';
+import { parseIsoTime } from '../util/isoTime';
 
 export { codePointLength, textProblem };
 
@@ -15,7 +16,7 @@ export interface IsoDateBrand {
 /** An ISO 8601 date-time string that parses. */
 export const IsoDateString = t.brand(
   t.string,
-  (s): s is t.Branded<string, IsoDateBrand> => /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) && !Number.isNaN(Date.parse(s)),
+  (s): s is t.Branded<string, IsoDateBrand> => /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) && parseIsoTime(s) !== null,
   'IsoDate',
 );
 

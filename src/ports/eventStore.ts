@@ -35,8 +35,13 @@ export type EventBatchHandler = (events: RecordedEvent[]) => Promise<void>;
  */
 export interface EventStore {
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
-  /** Events of one stream in revision order; empty when the stream does not exist. */
-  readStream(streamId: string, fromRevision?: number): Promise<RecordedEvent[]>;
+  /**
+   * Events of one stream in revision order; empty when the stream does not exist. With
+   * `types`, only the events of those types: the others are neither returned nor decoded (a
+   * document's stream holds its text, chunks and vectors, megabytes a reader of its status
+   * or metadata has no use for).
+   */
+  readStream(streamId: string, fromRevision?: number, types?: ReadonlySet<string>): Promise<RecordedEvent[]>;
   /** Events of the whole log with position > `afterPosition`, at most `maxCount`. */
   readAll(afterPosition: number, maxCount: number): Promise<RecordedEvent[]>;
   /** Global position of the last event in the log (0 when empty). */

@@ -103,6 +103,20 @@ export function eventStoreContract(name: string, make: () => Promise<EventStore>
       expect((await store.readStream(s)).map((e) => e.type)).toEqual(['ThingHappened', 'ThingHappened', 'Next', 'Again']);
     });
 
+    it('reads a stream of given types only, in revision order, from a revision', async () => {
+      const s = stream();
+      await store.append(s, [event('A'), event('B'), event('C'), event('A'), event('B')], 'no_stream');
+      expect((await store.readStream(s, 0, new Set(['A', 'C']))).map((e) => [e.type, e.revision])).toEqual([
+        ['A', 0],
+        ['C', 2],
+        ['A', 3],
+      ]);
+      expect((await store.readStream(s, 1, new Set(['A']))).map((e) => e.revision)).toEqual([3]);
+      expect(await store.readStream(s, 0, new Set(['Z']))).toEqual([]);
+      expect(await store.readStream(s, 0, new Set())).toEqual([]);
+      expect(await store.readStream(stream(), 0, new Set(['A']))).toEqual([]);
+    });
+
     it("appends with 'any' to new and existing streams", async () => {
       const s = stream();
       expect((await store.append(s, [event()], 'any')).nextRevision).toBe(0);

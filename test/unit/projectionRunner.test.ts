@@ -9,6 +9,7 @@ import { Projection, readModelProjection } from '../../src/core/projection';
 import { checkpointedConsumer, eachEvent } from '../../src/core/consumer';
 import { EventStore } from '../../src/ports/eventStore';
 import { ReadStore } from '../../src/ports/readStore';
+import { deferred } from '../support/deferred';
 
 const meta = { actorId: 'u1', authMethod: 'session' as const, correlationId: 'c', occurredAt: '2024-01-01T00:00:00.000Z', schemaVersion: 1 };
 
@@ -102,6 +103,35 @@ describe('ProjectionRunner: one feed for every projection', () => {
     expect(await runner.waitFor(r.position, 5000)).toBe(true);
     answered = true;
     expect(told).toEqual([{ ns: [1], stored: [1], afterAnswer: false }]);
+    await runner.stop();
+  });
+
+  it('tells its onApplied listeners once the read models committed a batch, not only after the projections applied outside it (a write answered when the wait times out sees no stale cache)', async () => {
+    // The search index applies a batch after the read models' commit, and may be slow. A write
+    // whose read-your-writes wait times out is answered meanwhile: what caches read models (the
+    // authentication cache: a revoked key) must have been told by then, as the store already changed.
+    const slow = deferred();
+    let checkpoint = 0;
+    const slowOutside: Projection = {
+      ...checkpointedConsumer({
+        name: 'slow-outside',
+        checkpoint: { get: async () => checkpoint, set: async (p) => void (checkpoint = p) },
+        handle: eachEvent(async () => slow.promise),
+      }),
+      reset: async () => void (checkpoint = 0),
+    };
+    const runner = new ProjectionRunner(events, [notes(store, 'a'), slowOutside], undefined, { batchTransaction: (fn) => store.transaction(fn) });
+    const told: number[][] = [];
+    runner.onApplied((batch) => told.push((batch ?? []).map((e) => (e.data as { n: number }).n)));
+    await runner.start();
+    const r = await append(1);
+    expect(await runner.waitFor(r.position, 300)).toBe(false); // answered by the time-out: the slow projection holds the batch
+    expect(await ns('a')).toEqual([1]);
+    expect(told).toEqual([[1]]);
+    slow.resolve();
+    expect(await runner.waitFor(r.position, 5000)).toBe(true);
+    expect(told.length).toBeGreaterThanOrEqual(1);
+    expect(told.every((ns) => ns.length === 1 && ns[0] === 1)).toBe(true);
     await runner.stop();
   });
 

@@ -199,8 +199,10 @@ export class EncryptingEventStore implements EventStore {
     return result;
   }
 
-  async readStream(streamId: string, fromRevision?: number): Promise<RecordedEvent[]> {
-    return this.openAll(await this.inner.readStream(streamId, fromRevision));
+  async readStream(streamId: string, fromRevision?: number, types?: ReadonlySet<string>): Promise<RecordedEvent[]> {
+    const read = await this.inner.readStream(streamId, fromRevision, types);
+    // Only those types are opened, whatever the inner store gave.
+    return this.openAll(types === undefined ? read : read.filter((e) => types.has(e.type)));
   }
 
   async readAll(afterPosition: number, maxCount: number): Promise<RecordedEvent[]> {

@@ -153,15 +153,16 @@ export class EventStoreDbEventStore implements EventStore {
     return { nextRevision: stored[stored.length - 1].revision, position: lastOfAppend.position };
   }
 
-  async readStream(streamId: string, fromRevision = 0): Promise<RecordedEvent[]> {
-    return this.readStreamByName(toStreamName(this.prefix, streamId), fromRevision);
+  async readStream(streamId: string, fromRevision = 0, types?: ReadonlySet<string>): Promise<RecordedEvent[]> {
+    return this.readStreamByName(toStreamName(this.prefix, streamId), fromRevision, types);
   }
 
-  private async readStreamByName(name: string, fromRevision: number): Promise<RecordedEvent[]> {
+  private async readStreamByName(name: string, fromRevision: number, types?: ReadonlySet<string>): Promise<RecordedEvent[]> {
     const out: RecordedEvent[] = [];
     try {
       for await (const resolved of this.client.readStream(name, { fromRevision: BigInt(fromRevision), direction: FORWARDS })) {
         if (!resolved.event) continue;
+        if (types !== undefined && !types.has(resolved.event.type)) continue; // not decoded
         const e = fromEsdbEvent(this.prefix, resolved.event);
         if (e) out.push(e);
       }

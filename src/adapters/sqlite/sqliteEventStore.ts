@@ -104,6 +104,7 @@ export class SqliteEventStore implements EventStore {
     byId: Database.Statement<[string], { stream_id: string; revision: number; position: number }>;
     insert: Database.Statement<[number, string, string, number, string, string, string, string]>;
     readStream: Database.Statement<[string, number], EventRow>;
+    readStreamOfTypes: Database.Statement<[string, number, string], EventRow>;
     head: Database.Statement<[], { position: number | null; hash: string | null }>;
     /** Each append of a group commit in a savepoint of its own (prepared once: no SQL compiled per append). */
     savepoint: Database.Statement<[]>;
@@ -142,6 +143,7 @@ export class SqliteEventStore implements EventStore {
         'INSERT INTO events (position, id, stream_id, revision, type, data, metadata, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       readStream: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision'),
+      readStreamOfTypes: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? AND type IN (SELECT value FROM json_each(?)) ORDER BY revision'),
       head: this.db.prepare('SELECT position, hash FROM events ORDER BY position DESC LIMIT 1'),
       savepoint: this.db.prepare('SAVEPOINT append'),
       release: this.db.prepare('RELEASE append'),
@@ -345,8 +347,9 @@ export class SqliteEventStore implements EventStore {
     };
   }
 
-  async readStream(streamId: string, fromRevision = 0): Promise<RecordedEvent[]> {
-    return this.stmts.readStream.all(streamId, fromRevision).map((r) => this.toRecorded(r));
+  async readStream(streamId: string, fromRevision = 0, types?: ReadonlySet<string>): Promise<RecordedEvent[]> {
+    const rows = types === undefined ? this.stmts.readStream.all(streamId, fromRevision) : this.stmts.readStreamOfTypes.all(streamId, fromRevision, JSON.stringify([...types]));
+    return rows.map((r) => this.toRecorded(r));
   }
 
   async readAll(afterPosition: number, maxCount: number): Promise<RecordedEvent[]> {

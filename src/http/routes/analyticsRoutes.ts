@@ -6,6 +6,7 @@ import { requireAuth, requireWorkspaceRole } from '../auth';
 import { Interval, workspaceAnalytics } from '../../../queries/analytics/workspaceAnalytics';
 import { RouteDocs } from '../openapi/routeDocs';
 import { AnalyticsAnswer, respond } from '../responses';
+import { parseIsoTime } from '../../util/isoTime';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PARAMS = new Set(['from', 'to', 'interval', 'asOf']);
@@ -23,9 +24,9 @@ function single(req: Request, name: string): string | undefined {
 function time(req: Request, name: string): Date | undefined {
   const v = single(req, name);
   if (v === undefined) return undefined;
-  const t = Date.parse(v);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) throw invalid(name, `${name} must be an ISO 8601 time.`);
-  return new Date(t);
+  const t = parseIsoTime(v);
+  if (!t) throw invalid(name, `${name} must be an ISO 8601 time.`);
+  return t;
 }
 
 /**

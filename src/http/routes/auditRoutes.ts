@@ -11,6 +11,7 @@ import { decode, strict } from '../codecs';
 import * as t from 'io-ts';
 import { UUID_PATTERN } from '../../domain/ids';
 import { AuditPage, LogVerificationAnswer, respond } from '../responses';
+import { parseIsoTime } from '../../util/isoTime';
 
 const ID = UUID_PATTERN;
 
@@ -42,9 +43,9 @@ function single(req: Request, name: string): string | undefined {
 function isoParam(req: Request, name: string): string | undefined {
   const v = single(req, name);
   if (v === undefined) return undefined;
-  const t = Date.parse(v);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) throw invalid(name, `${name} must be an ISO 8601 time.`);
-  return new Date(t).toISOString();
+  const t = parseIsoTime(v);
+  if (!t) throw invalid(name, `${name} must be an ISO 8601 time.`);
+  return t.toISOString();
 }
 
 /** GET /v1/workspaces/:id/audit: who did what, when, in a workspace (ADMIN and OWNER). */

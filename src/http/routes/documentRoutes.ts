@@ -18,7 +18,7 @@ import { updateDocumentMetadata } from '../../../commands/document/updateDocumen
 import { updateDocumentContent } from '../../../commands/document/updateDocumentContent';
 import { requestReprocess } from '../../../commands/document/requestReprocess';
 import { deleteDocument } from '../../../commands/document/deleteDocument';
-import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
+import { authOf, enforceIdentityRequirements, requireAuth, requireWorkspaceRole } from '../auth';
 import { allowSlowBody } from '../bodyDeadline';
 import { byUser, consumeRateLimit, rateLimit } from '../rateLimit';
 import { decode, DocumentContent, IntFromString, IsoDateString, Purpose, QueryText, strict } from '../codecs';
@@ -182,16 +182,18 @@ export function documentRoutes(ctx: AppContext): RouteModule {
     respond(res, DocumentDetail, await documentDetailIn(ctx, actor.workspaceId, documentId));
   });
 
+  // By document id, outside /workspaces/:id: the workspace's identity settings are checked once it is known (members only).
   v1.get('/documents/:docId', async (req, res) => {
     const asOf = asOfOf(req);
     // In the past, membership is checked today, in the workspace the document belonged to.
-    if (asOf) respond(res, DocumentDetail, await documentForUserAsOf(ctx, authOf(req).userId, documentIdOf(req), asOf));
-    else respond(res, DocumentDetail, await documentDetailForUser(ctx, authOf(req).userId, documentIdOf(req)));
+    const doc = asOf ? await documentForUserAsOf(ctx, authOf(req).userId, documentIdOf(req), asOf) : await documentDetailForUser(ctx, authOf(req).userId, documentIdOf(req));
+    await enforceIdentityRequirements(ctx, req, doc.workspaceId);
+    respond(res, DocumentDetail, doc);
   });
 
   // The original file (the upload, or the text a document was created from), for members of its workspace.
   v1.get('/documents/:docId/file', async (req, res) => {
-    await sendFile(res, await documentFileForUser(ctx, authOf(req).userId, documentIdOf(req)));
+    await sendFile(res, await documentFileForUser(ctx, authOf(req).userId, documentIdOf(req), (workspaceId) => enforceIdentityRequirements(ctx, req, workspaceId)));
   });
 
   // The editor's text (and the other person's, after DOCUMENT_LOCKED), for members.

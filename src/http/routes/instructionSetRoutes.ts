@@ -9,7 +9,7 @@ import { createInstructionSet } from '../../../commands/instructionSet/createIns
 import { updateInstructionSet } from '../../../commands/instructionSet/updateInstructionSet';
 import { deleteInstructionSet } from '../../../commands/instructionSet/deleteInstructionSet';
 import { addSetDocument, removeSetDocument, reorderSetDocuments } from '../../../commands/instructionSet/setDocuments';
-import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
+import { authOf, enforceIdentityRequirements, requireAuth, requireWorkspaceRole } from '../auth';
 import { decode, HumanName, HumanText, IsoDateString, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { byUser, rateLimit } from '../rateLimit';
@@ -69,7 +69,12 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
   };
 
   /** The set, if the caller is a member of its workspace; non-members get 404 NOT_FOUND like a missing set. */
-  const setForCaller = (req: Request) => setForMember(ctx, String(req.params.id), authOf(req).userId);
+  const setForCaller = async (req: Request) => {
+    const found = await setForMember(ctx, String(req.params.id), authOf(req).userId);
+    // By set id, outside /workspaces/:id: the workspace's identity settings are checked here.
+    await enforceIdentityRequirements(ctx, req, found.set.workspaceId);
+    return found;
+  };
   const cc = (req: Request) => commandContext(ctx, req);
 
   api.get('/workspaces/:workspaceId/instruction-sets', limits.list, async (req, res) => {
@@ -112,6 +117,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
       const past = UUID.test(id) ? await instructionSetAsOf(ctx, id.toLowerCase(), asOf) : null;
       const m = past ? await memberRole(ctx, past.workspaceId, authOf(req).userId) : null;
       if (!past || !m) throw new DomainError('NOT_FOUND', 'Instruction set not found at that time.');
+      await enforceIdentityRequirements(ctx, req, past.workspaceId);
       respond(res, SetDetail, past.set);
       return;
     }
