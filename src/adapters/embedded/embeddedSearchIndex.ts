@@ -36,7 +36,7 @@ export interface EmbeddedSearchIndexOptions {
 }
 
 /** A chunk's id and stored vector (what the exact re-scoring reads). */
-type VectorRow = Pick<ChunkRow, 'id' | 'vector'>;
+type VectorRow = Pick<ChunkRow, 'id' | 'vector' | 'document_id' | 'chunk_index'>;
 
 /** Rows read per query while loading. */
 const LOAD_PAGE = 4096;
@@ -765,7 +765,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
       else ids.push(id);
     }
     if (ids.length > 0) {
-      const rows = this.statements.get<[string], VectorRow>('SELECT id, vector FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
+      const rows = this.statements.get<[string], VectorRow>('SELECT id, vector, document_id, chunk_index FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
         .all(JSON.stringify(ids));
       for (const r of rows) byId.set(r.id, r);
     }
@@ -775,7 +775,18 @@ export class EmbeddedSearchIndex implements SearchIndex {
         c.cosine = v ? dotBuffer(query, v) : 0;
       }
     }
-    return { fused: fuse([...candidates.values()], k, mode, this.cfg), byId, denseIds: denseIds ?? [], lexicalIds };
+    // Candidates that tie exactly (the same text in two documents) are ordered by document and
+    // chunk, not by row id: row ids follow the order chunks were indexed in, which a replay
+    // after a crash or a rebuild does not keep, and the answer must not depend on it.
+    // (A chunk with a vector still goes before one without.)
+    const ordered = [...candidates.values()].sort((a, b) => {
+      const x = byId.get(a.key);
+      const y = byId.get(b.key);
+      if (!x || !y) return x ? -1 : y ? 1 : a.key - b.key;
+      if (!x.vector !== !y.vector) return x.vector ? -1 : 1;
+      return x.document_id < y.document_id ? -1 : x.document_id > y.document_id ? 1 : x.chunk_index - y.chunk_index;
+    });
+    return { fused: fuse(ordered, k, mode, this.cfg), byId, denseIds: denseIds ?? [], lexicalIds };
   }
 
   async search(request: SearchRequest): Promise<SearchHit[]> {
