@@ -33,7 +33,24 @@ export type UploadedDocument = DocumentUploaded['data'] & { id: string };
 export async function uploadDocument(ports: UploadDocumentPorts, input: { actor: DocumentActor; upload: StoredUpload }): Promise<UploadedDocument> {
   const { actor, upload } = input;
   const documentId = randomUUID();
-  const removeFile = () => deleteBlobIfUnused(ports, upload.blob.sha256).catch(() => undefined);
+  // The stored file is held from its put until this upload is recorded or refused (BlobStore.put).
+  let held = true;
+  const release = (): void => {
+    if (held) ports.blobStore.release(upload.blob.sha256);
+    held = false;
+  };
+  const removeFile = async (): Promise<void> => {
+    release();
+    await deleteBlobIfUnused(ports, upload.blob.sha256).catch(() => undefined);
+  };
+  try {
+    return await recordUpload(ports, actor, upload, documentId, removeFile);
+  } finally {
+    release();
+  }
+}
+
+async function recordUpload(ports: UploadDocumentPorts, actor: DocumentActor, upload: StoredUpload, documentId: string, removeFile: () => Promise<void>): Promise<UploadedDocument> {
   let purpose: Purpose;
   try {
     purpose = upload.purpose ?? (await workspacesCollection(ports.readStore).get(actor.workspaceId))?.settings.defaultDocumentPurpose ?? 'KNOWLEDGE';

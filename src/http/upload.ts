@@ -159,7 +159,9 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
   try {
     await done;
   } catch (err) {
-    if (filePromise) await filePromise.catch(() => undefined);
+    // A file stored before the body broke off is nobody's: removed unless a document uses it.
+    const stored = filePromise ? await filePromise.catch(() => undefined) : undefined;
+    if (stored) await dropStored(blobs, stored.blob.sha256, blobInUse);
     throw invalid(err instanceof RequestAbortedError ? INTERRUPTED : 'Malformed multipart/form-data request: the body ended before the closing boundary, or a part is malformed.');
   }
   if (earlyError) throw earlyError;
@@ -177,7 +179,7 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
   try {
     type = await detectType({ filename: received.filename, head: received.head, size: received.blob.size, filePath: blobs.localPath?.(received.blob.sha256) });
   } catch (err) {
-    if (!(await blobInUse(received.blob.sha256))) await blobs.delete(received.blob.sha256).catch(() => undefined);
+    await dropStored(blobs, received.blob.sha256, blobInUse);
     if (err instanceof InvalidFileTypeError) throw new DomainError('INVALID_FILE_TYPE', err.message);
     throw new DomainError('INVALID_FILE_TYPE', 'The file type could not be recognised.');
   }
@@ -186,7 +188,18 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
     if (v && v.length > 1) throw invalid(`${name}: send it once.`);
     return v?.[0];
   };
-  return { blob: received.blob, type, filename: received.filename, fields: { title: single('title'), purpose: single('purpose'), tags: parseTags(fieldValues.get('tags') ?? []) } };
+  try {
+    return { blob: received.blob, type, filename: received.filename, fields: { title: single('title'), purpose: single('purpose'), tags: parseTags(fieldValues.get('tags') ?? []) } };
+  } catch (err) {
+    await dropStored(blobs, received.blob.sha256, blobInUse);
+    throw err;
+  }
+}
+
+/** An upload's stored file it will not record: its hold ended (BlobStore.put), removed unless a document uses it. */
+async function dropStored(blobs: BlobStore, sha256: string, blobInUse: (sha256: string) => Promise<boolean>): Promise<void> {
+  blobs.release(sha256);
+  if (!(await blobInUse(sha256).catch(() => true))) await blobs.delete(sha256).catch(() => undefined);
 }
 
 /** A document's title: the `title` field, or else the file's name. */
@@ -205,7 +218,7 @@ export async function receiveDocumentUpload(req: Request, blobs: BlobStore, maxB
     const purpose = upload.fields.purpose !== undefined && upload.fields.purpose.trim() !== '' ? decode(Purpose, upload.fields.purpose.trim().toUpperCase()) : undefined;
     return { blob: upload.blob, kind: upload.type.kind, mimeType: upload.type.mimeType, filename: upload.filename, title, purpose, tags: upload.fields.tags };
   } catch (err) {
-    if (!(await blobInUse(upload.blob.sha256))) await blobs.delete(upload.blob.sha256).catch(() => undefined);
+    await dropStored(blobs, upload.blob.sha256, blobInUse);
     throw err;
   }
 }

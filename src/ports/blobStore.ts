@@ -7,12 +7,23 @@ export interface StoredBlob {
 
 /** Content-addressed storage of uploaded files. */
 export interface BlobStore {
-  /** Stream `source` in, stopping with BlobTooLargeError past `maxBytes`. Same content, same address. */
+  /**
+   * Stream `source` in, stopping with BlobTooLargeError past `maxBytes`. Same content, same
+   * address. The stored blob is then held: `delete` leaves it in place until `release` has
+   * been called once for this put. An upload holds its file from storing it until its
+   * document is recorded or refused, so that a deletion of the same bytes meanwhile (the last
+   * other document using them deleted, another upload of them refused, the erasure service's
+   * sweep), decided on a picture without this upload, cannot take the file from under it.
+   * Holds are this process's: stores shared by several processes are not covered.
+   */
   put(source: Readable, maxBytes: number): Promise<StoredBlob>;
+  /** Ends one `put`'s hold of the blob (see `put`). */
+  release(sha256: string): void;
   get(sha256: string): Promise<Readable>;
   /** Path on local disk, when the store has one (extractors that need a file). */
   localPath?(sha256: string): string;
   exists(sha256: string): Promise<boolean>;
+  /** Removes the blob unless a `put` of it still holds it (see `put`). */
   delete(sha256: string): Promise<void>;
   /**
    * Stores that stage uploads under temporary names: remove those last modified more than

@@ -107,11 +107,28 @@ function blobStoreContract(name: string, make: () => Promise<{ store: BlobStore;
       await expect(store.delete(missing)).resolves.toBeUndefined();
     });
 
-    it('delete removes the blob', async () => {
+    it('delete removes the blob once its put released it', async () => {
       const stored = await store.put(Readable.from([Buffer.from('to delete')]), 100);
+      store.release(stored.sha256);
       await store.delete(stored.sha256);
       expect(await store.exists(stored.sha256)).toBe(false);
       await expect(store.get(stored.sha256)).rejects.toThrow();
+    });
+
+    it('a blob held by a put (an upload not yet recorded) is not deleted until every put of it released it', async () => {
+      const bytes = Buffer.from('held by two uploads');
+      const first = await store.put(Readable.from([bytes]), 100);
+      const second = await store.put(Readable.from([bytes]), 100);
+      store.release(first.sha256);
+      await store.delete(first.sha256);
+      expect(await store.exists(first.sha256)).toBe(true);
+      store.release(second.sha256);
+      await store.delete(first.sha256);
+      expect(await store.exists(first.sha256)).toBe(false);
+      // A put of the bytes again stores them again.
+      const third = await store.put(Readable.from([bytes]), 100);
+      expect(await readAll(await store.get(third.sha256))).toEqual(bytes);
+      store.release(third.sha256);
     });
 
     it('refuses addresses that are not sha256 hex digests', async () => {

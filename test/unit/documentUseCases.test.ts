@@ -131,5 +131,27 @@ describe('document use cases on the embedded adapters', () => {
       await deleteDocument(env.ports, { actor: actor(workspaceId), actorRole: 'OWNER', documentId: b.id });
       expect(await env.ports.blobStore.exists(b.blob.sha256)).toBe(false);
     });
+
+    it('the same bytes being uploaded elsewhere (stored, not yet recorded) when the last document using them is deleted: the file stays for that upload', async () => {
+      const a = await uploadDocument(env.ports, { actor: actor(randomUUID()), upload: await stored(env.ports, 'same bytes, two workspaces') });
+      // Another workspace's upload of the same bytes has stored its file and not yet appended.
+      const inFlight = await stored(env.ports, 'same bytes, two workspaces');
+      await deleteDocument(env.ports, { actor: actor(a.workspaceId), actorRole: 'OWNER', documentId: a.id });
+      expect(await env.ports.blobStore.exists(a.blob.sha256)).toBe(true);
+      const b = await uploadDocument(env.ports, { actor: actor(randomUUID()), upload: inFlight });
+      expect(await env.ports.blobStore.exists(b.blob.sha256)).toBe(true);
+      // Once nobody uses it, it goes.
+      await deleteDocument(env.ports, { actor: actor(b.workspaceId), actorRole: 'OWNER', documentId: b.id });
+      expect(await env.ports.blobStore.exists(b.blob.sha256)).toBe(false);
+    });
+
+    it('a refused upload does not remove the file of another upload of the same bytes still in flight', async () => {
+      const inFlight = await stored(env.ports, 'same bytes again');
+      const refused = await stored(env.ports, 'same bytes again');
+      await refusal(uploadDocument(env.ports, { actor: actor(randomUUID()), upload: { ...refused, tags: [randomUUID()] } }));
+      expect(await env.ports.blobStore.exists(inFlight.blob.sha256)).toBe(true);
+      const d = await uploadDocument(env.ports, { actor: actor(randomUUID()), upload: inFlight });
+      expect(await env.ports.blobStore.exists(d.blob.sha256)).toBe(true);
+    });
   });
 });

@@ -775,7 +775,47 @@ export class EmbeddedSearchIndex implements SearchIndex {
         c.cosine = v ? dotBuffer(query, v) : 0;
       }
     }
-    return { fused: fuse([...candidates.values()], k, mode, this.cfg), byId, denseIds: denseIds ?? [], lexicalIds };
+    const all = fuse([...candidates.values()], candidates.size, mode, this.cfg);
+    return { fused: this.orderTies(all, k, candidates, byId).slice(0, k), byId, denseIds: denseIds ?? [], lexicalIds };
+  }
+
+  /**
+   * Candidates that tie exactly (same score, cosine and BM25: the same text in two documents)
+   * put in document and chunk order (a chunk with a vector first), in place, where a tie
+   * reaches the top `k`. Fused, they came in row-id order, and row ids follow the order chunks
+   * were indexed in, which a replay after a crash or a rebuild does not keep: the answer must
+   * not depend on it. Rows are read only for ties (rare).
+   */
+  private orderTies(fused: Fused<number>[], k: number, candidates: Map<number, Candidate<number>>, byId: Map<number, VectorRow>): Fused<number>[] {
+    const tied = (a: Fused<number>, b: Fused<number>): boolean => {
+      const x = candidates.get(a.key);
+      const y = candidates.get(b.key);
+      return a.score === b.score && x?.cosine === y?.cosine && (x?.lexical ?? 0) === (y?.lexical ?? 0);
+    };
+    for (let start = 0; start < Math.min(k, fused.length); ) {
+      let end = start + 1;
+      while (end < fused.length && tied(fused[start], fused[end])) end++;
+      if (end - start > 1) {
+        const run = fused.slice(start, end);
+        const rows = new Map(
+          this.statements.get<[string], { id: number; document_id: string; chunk_index: number }>('SELECT id, document_id, chunk_index FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
+            .all(JSON.stringify(run.map((f) => f.key)))
+            .map((r) => [r.id, r] as const),
+        );
+        run.sort((a, b) => {
+          const va = byId.get(a.key)?.vector ? 0 : 1;
+          const vb = byId.get(b.key)?.vector ? 0 : 1;
+          if (va !== vb) return va - vb;
+          const x = rows.get(a.key);
+          const y = rows.get(b.key);
+          if (!x || !y) return a.key - b.key;
+          return x.document_id < y.document_id ? -1 : x.document_id > y.document_id ? 1 : x.chunk_index - y.chunk_index;
+        });
+        fused.splice(start, run.length, ...run);
+      }
+      start = end;
+    }
+    return fused;
   }
 
   async search(request: SearchRequest): Promise<SearchHit[]> {

@@ -152,7 +152,7 @@ interface SnapshotHeader extends SnapshotStamp {
   spaces: { workspace: number; chunks: number; terms: number; escaped: [number, [number, number, number][]][] }[];
 }
 
-/** FTS5's N and average row length (decodeAverages of its averages record). */
+/** BM25's N and average row length in tokens (FTS5's formula: every column's tokens over rows). */
 export interface Bm25Stats {
   rows: number;
   avgLength: number;
@@ -176,6 +176,8 @@ export class LexicalIndex {
   /** Terms whose last live chunk was removed since the vocabulary was last trimmed. */
   private deadTerms = 0;
   private rowCount = 0;
+  /** Tokens (title and content) of the live rows: with `rowCount`, BM25's average length. */
+  private totalLength = 0;
   /** Chunks of the snapshot read last (checked by `complete`). */
   private snapshotRows = -1;
   /** The write generation of the snapshot read last. */
@@ -226,6 +228,19 @@ export class LexicalIndex {
   /** Live rows indexed (all workspaces). */
   get rows(): number {
     return this.rowCount;
+  }
+
+  /**
+   * BM25's N and average row length over the live rows (all workspaces), with FTS5's
+   * formula: tokens of every column over rows, N at least 1. These, not FTS5's averages
+   * record, rank: a contentless-delete table never takes a deleted row out of its totals
+   * (nor does `DELETE FROM` on a clear), so its figures grew with every deletion,
+   * re-processing, retitling and rebuild, and a rebuilt index ranked otherwise than the
+   * live one. Equal to FTS5's for an index that never lost a row.
+   */
+  get stats(): Bm25Stats {
+    const rows = Math.max(1, this.rowCount);
+    return { rows, avgLength: Math.max(1e-9, this.totalLength / rows) };
   }
 
   /** Postings held (live and not yet compacted), for memory figures. */
@@ -321,6 +336,7 @@ export class LexicalIndex {
     space.lenOfLex[lex] = length;
     space.lexOfRow.set(rowId, lex);
     this.rowCount++;
+    this.totalLength += length;
     for (let i = 0; i < this.tallyCount; i++) {
       const t = this.tallyTerms[i];
       const ti = this.tallyTitle[t];
@@ -361,6 +377,7 @@ export class LexicalIndex {
     space.lexOfRow.delete(rowId);
     space.docOfLex[lex] = -1;
     this.rowCount--;
+    this.totalLength -= space.lenOfLex[lex];
     space.dead++;
     if (space.dead >= this.compactMinDead && space.dead > space.live) this.compact(space);
     if (space.live === 0 && space.dead > 0) this.spaces.delete(workspace);
@@ -543,6 +560,7 @@ export class LexicalIndex {
       this.df.set(df);
       for (const [w, sp] of spaces) this.spaces.set(w, sp);
       this.rowCount = 0;
+      this.totalLength = 0;
       this.snapshotRows = header.rows;
       this.snapshotGeneration = header.generation;
       return true;
@@ -559,6 +577,7 @@ export class LexicalIndex {
     space.docOfLex[lex] = doc;
     space.dead--;
     this.rowCount++;
+    this.totalLength += space.lenOfLex[lex];
     return true;
   }
 
@@ -597,13 +616,13 @@ export class LexicalIndex {
     this.spaces.clear();
     this.df.fill(0);
     this.rowCount = 0;
+    this.totalLength = 0;
   }
 
   /**
    * The top `m` chunks of the workspace by BM25 of the stems (equal weights), among the
    * documents in `mask`: exact over every match, ordered by score then row id. `stats` are
-   * FTS5's row count and average length (its averages record: a contentless-delete table
-   * never subtracts deleted rows from them, so they are read from FTS5, not counted here).
+   * the row count and average length (`stats` of this index, when it ranks).
    * Long queries are ranked with dynamic pruning (`topPruned`), which returns the same
    * chunks with the same scores, bit for bit, as the exhaustive pass (`topExhaustive`).
    */

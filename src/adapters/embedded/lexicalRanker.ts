@@ -257,8 +257,12 @@ export class LexicalRanker implements FeedbackStatistics {
     });
   }
 
-  /** FTS5's row count and average row length in tokens (its "averages" record). */
+  /**
+   * BM25's row count and average row length in tokens: the in-memory index's, over the rows
+   * it holds; without one, FTS5's "averages" record (which counts deleted rows too).
+   */
   private averages(): { rows: number; avgLength: number } {
+    if (this.index) return this.index.stats;
     const rec = this.statements.get<[], { block: Buffer }>('SELECT block FROM chunks_fts_data WHERE id = 1').get();
     if (!rec) return { rows: Math.max(1, this.corpus.liveCount), avgLength: 1 };
     return decodeAverages(rec.block);

@@ -1,9 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
+import { constants as fsConstants, unlinkSync } from 'node:fs';
 import { FileHandle, mkdir, open, rename, stat, unlink, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { BlobStore, BlobTooLargeError, StoredBlob } from '../../ports/blobStore';
+import { BlobHolds } from '../../util/blobHolds';
 
 /** The requested blob is not in the store. */
 export class BlobNotFoundError extends Error {
@@ -33,6 +34,8 @@ function isErrno(err: unknown, code: string): boolean {
  * blob at its address is always complete. Identical content is stored once.
  */
 export class FsBlobStore implements BlobStore {
+  private readonly holds = new BlobHolds();
+
   constructor(readonly dir: string) {}
 
   localPath(sha256: string): string {
@@ -69,13 +72,22 @@ export class FsBlobStore implements BlobStore {
       await written.close();
       const sha256 = hash.digest('hex');
       const finalPath = this.localPath(sha256);
-      if (await this.exists(sha256)) {
-        await unlink(tmpPath);
-      } else {
-        await mkdir(path.dirname(finalPath), { recursive: true });
-        // Atomic; a concurrent put of the same content renames identical bytes over it.
-        await rename(tmpPath, finalPath);
-        await fsyncDir(path.dirname(finalPath));
+      // Held before it is looked up: a delete from now on leaves it (see BlobStore.put; the
+      // check and the unlink of `delete` run in one turn of the event loop, so one that began
+      // before this line has removed the file by the time `exists` looks).
+      this.holds.hold(sha256);
+      try {
+        if (await this.exists(sha256)) {
+          await unlink(tmpPath);
+        } else {
+          await mkdir(path.dirname(finalPath), { recursive: true });
+          // Atomic; a concurrent put of the same content renames identical bytes over it.
+          await rename(tmpPath, finalPath);
+          await fsyncDir(path.dirname(finalPath));
+        }
+      } catch (err) {
+        this.holds.release(sha256);
+        throw err;
       }
       return { sha256, size };
     } catch (err) {
@@ -109,10 +121,17 @@ export class FsBlobStore implements BlobStore {
     }
   }
 
-  /** Idempotent: deleting a missing blob is not an error. */
+  release(sha256: string): void {
+    this.holds.release(sha256);
+  }
+
+  /** Idempotent: deleting a missing blob is not an error. Not while a put holds it (see BlobStore.put). */
   async delete(sha256: string): Promise<void> {
+    const file = this.localPath(sha256);
+    if (this.holds.isHeld(sha256)) return;
     try {
-      await unlink(this.localPath(sha256));
+      // Synchronous: the hold check and the unlink in one turn (see put).
+      unlinkSync(file);
     } catch (err) {
       if (!isErrno(err, 'ENOENT')) throw err;
     }

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Collection, Db, GridFSBucket, MongoClient, ObjectId } from 'mongodb';
+import { BlobHolds } from '../../util/blobHolds';
 import { BlobStore, StoredBlob } from '../../ports/blobStore';
 import { BlobNotFoundError } from '../fs/fsBlobStore';
 import { HashingSizeLimit } from './hashingSizeLimit';
@@ -46,6 +47,7 @@ const TEMP_NAME = /^tmp-/;
  * start-up) removes what stale records and stale `tmp-*` files left.
  */
 export class GridFsBlobStore implements BlobStore {
+  private readonly holds = new BlobHolds();
   private readonly client: MongoClient;
   private readonly ownsClient: boolean;
   private readonly bucket: GridFSBucket;
@@ -85,6 +87,8 @@ export class GridFsBlobStore implements BlobStore {
         throw err;
       }
       const sha256 = meter.digest();
+      // Held before it is looked up: a delete from now on leaves it (see BlobStore.put).
+      this.holds.hold(sha256);
       try {
         if (await this.exists(sha256)) {
           await this.bucket.delete(id);
@@ -92,6 +96,7 @@ export class GridFsBlobStore implements BlobStore {
           await this.bucket.rename(id, sha256);
         }
       } catch (err) {
+        this.holds.release(sha256);
         // Not left behind under its temporary name for ever.
         await this.bucket.delete(id).catch(() => undefined);
         throw err;
@@ -143,9 +148,14 @@ export class GridFsBlobStore implements BlobStore {
     return (await this.bucket.find({ filename: sha256 }, { limit: 1 }).toArray()).length > 0;
   }
 
-  /** Idempotent; removes every copy (concurrent puts of the same content may leave two). */
+  release(sha256: string): void {
+    this.holds.release(sha256);
+  }
+
+  /** Idempotent; removes every copy (concurrent puts of the same content may leave two); not while a put of this process holds it. */
   async delete(sha256: string): Promise<void> {
     assertSha(sha256);
+    if (this.holds.isHeld(sha256)) return;
     for (const f of await this.bucket.find({ filename: sha256 }).toArray()) await this.bucket.delete(f._id);
   }
 
