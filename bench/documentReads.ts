@@ -1,12 +1,14 @@
 /**
  * What reading a large document's text or past costs the server: builds side by side (as
  * httpCompare), each seeded with one text document of `--mb` MB (default 5) in a
- * workspace, then for several rounds, each build in turn, 8 concurrent GETs of the document's
+ * workspace, then for several rounds, each build in turn, `--at-once` concurrent GETs of the document's
  * text (`/text`) and its metadata as of a time (`?asOf=`). Prints per route and
  * build the server's CPU per request (all threads, from /proc), its peak RSS during the burst,
  * the burst's wall time and the load average.
  *
- *   node dist/bench/documentReads.js [--rounds 3] [--mb 5] before=/path/to/old/dist/src/main.js after=dist/src/main.js
+ *   node dist/bench/documentReads.js [--rounds 3] [--mb 5] [--at-once 8] before=/path/to/old/dist/src/main.js after=dist/src/main.js
+ *
+ * (The server takes its settings from the environment: `KB_WHOLE_DOCUMENT_READS_AT_ONCE=1000` lifts the bound on such reads.)
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,7 +24,7 @@ interface Running {
   results: Map<string, { cpuMs: number[]; peakMb: number[]; wallMs: number[] }>;
 }
 
-const CONCURRENT = 8;
+let CONCURRENT = 8;
 
 function rssMbOf(pid: number | undefined): number {
   try {
@@ -104,6 +106,7 @@ async function main(): Promise<void> {
   const numberAfter = (name: string, fallback: number) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
   const rounds = numberAfter('--rounds', 3);
   const mb = numberAfter('--mb', 5);
+  CONCURRENT = numberAfter('--at-once', 8);
   const builds = args.filter((a) => a.includes('=') && !a.startsWith('-')).map((a) => ({ name: a.slice(0, a.indexOf('=')), main: a.slice(a.indexOf('=') + 1) }));
   if (builds.length === 0) builds.push({ name: 'this', main: 'dist/src/main.js' });
   const servers: Running[] = [];

@@ -64,6 +64,7 @@ const Env = t.partial({
   KB_SEARCH_EVENT_BACKLOG: PositiveInt,
   KB_ANALYTICS_MAX_ROWS: PositiveInt,
   KB_BODY_TIMEOUT_MS: PositiveInt,
+  KB_WHOLE_DOCUMENT_READS_AT_ONCE: PositiveInt,
   KB_UPLOAD_TIMEOUT_MS: PositiveInt,
   KB_KEEP_ALIVE_TIMEOUT_MS: PositiveInt,
   KB_UPLOAD_RATE_PER_MINUTE: PositiveInt,
@@ -173,6 +174,8 @@ export interface Config {
   headersTimeoutMs: number;
   /** A request body (JSON routes) must arrive within this after the headers: 408 REQUEST_TIMEOUT. */
   bodyTimeoutMs: number;
+  /** Answers holding a whole document's text or folded history (its text, content, metadata or set as of a time) built and sent at once; the others wait their turn. */
+  wholeDocumentReadsAtOnce: number;
   /** The body of an upload must arrive within this after the headers: 408 REQUEST_TIMEOUT. */
   uploadTimeoutMs: number;
   /** An idle keep-alive connection is kept this long (longer than a load balancer's idle time-out). */
@@ -299,6 +302,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     unknownTokenPerMinute: e.KB_UNKNOWN_TOKEN_PER_MINUTE ?? 20,
     headersTimeoutMs: e.KB_HEADERS_TIMEOUT_MS ?? 20_000,
     bodyTimeoutMs: e.KB_BODY_TIMEOUT_MS ?? 30_000,
+    wholeDocumentReadsAtOnce: e.KB_WHOLE_DOCUMENT_READS_AT_ONCE ?? 2,
     uploadTimeoutMs: e.KB_UPLOAD_TIMEOUT_MS ?? 10 * 60_000,
     // AWS ALB's idle time-out is 60 s: the server must not close a connection the balancer is about to reuse.
     keepAliveTimeoutMs: e.KB_KEEP_ALIVE_TIMEOUT_MS ?? 65_000,

@@ -9,7 +9,8 @@ import { base32Decode, totp } from '../../src/security/totp';
 describe('abuse: third look', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startServer({ KB_RATE_LIMITS: 'off' });
+    // One whole-document read at a time: the others wait their turn (src/http/wholeDocumentReads.ts).
+    server = await startServer({ KB_RATE_LIMITS: 'off', KB_WHOLE_DOCUMENT_READS_AT_ONCE: '1' });
   });
   afterAll(async () => {
     await server?.stop();
@@ -79,5 +80,27 @@ describe('abuse: third look', () => {
     // Real days still pass, leap days included.
     expect((await u.api.get(`/v1/workspaces/${ws}/analytics?from=2024-02-29T00:00:00Z&to=2024-03-01T00:00:00Z`)).status).toBe(200);
     expect((await u.api.post(`/api/workspaces/${ws}/public-links`, { name: 'L', allowedTags: [], expiresAt: '2099-02-28T12:00:00Z' })).status).toBe(201);
+  });
+
+  it('reads of a whole document take turns: many at once are all answered, clients that leave while waiting hold nobody up', async () => {
+    const u = await signUp(server.url, 'Turns');
+    const ws = (await u.api.post('/v1/workspaces', { name: 'Turns' })).body.id as string;
+    const text = `# Turns\n\n${'A line of the document. '.repeat(2000)}`;
+    const doc = (await u.api.post(`/v1/workspaces/${ws}/documents`, { title: 'Turns', content: text, format: 'markdown' })).body.id as string;
+    const paths = [`/v1/workspaces/${ws}/documents/${doc}/content`, `/v1/workspaces/${ws}/documents/${doc}/text`, `/v1/documents/${doc}?asOf=2999-01-01T00:00:00Z`];
+    // Some clients leave before their answer: their turn (or their place) is given up.
+    const leaving = Array.from({ length: 6 }, (_, i) => {
+      const abort = new AbortController();
+      const r = fetch(`${server.url}${paths[i % paths.length]}`, { headers: { authorization: `Bearer ${u.token}` }, signal: abort.signal }).catch(() => 'left');
+      abort.abort();
+      return r;
+    });
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => u.api.get(paths[i % paths.length])));
+    await Promise.all(leaving);
+    for (const [i, r] of answers.entries()) expect([paths[i % paths.length], r.status]).toEqual([paths[i % paths.length], 200]);
+    expect(answers[0].body.content).toBe(text);
+    expect(answers[2].body.id).toBe(doc);
+    // And nothing is left waiting: the next read is answered too.
+    expect((await u.api.get(paths[0])).status).toBe(200);
   });
 });

@@ -29,6 +29,7 @@ import { ContentAnswer, CreatedDocument, DocumentTextAnswer, DocumentDetail, Doc
 import { Uuid } from '../ids';
 import { parseAsOf } from '../../audit/timeTravel';
 import { UUID_PATTERN } from '../../domain/ids';
+import { asksForThePast, wholeDocumentRead, wholeDocumentTurns } from '../wholeDocumentReads';
 
 const ID = UUID_PATTERN;
 const Title = DocumentTitle;
@@ -109,6 +110,8 @@ function asOfOf(req: Request): Date | undefined {
 
 export function documentRoutes(ctx: AppContext): RouteModule {
   const v1 = router();
+  // A document's text, content or past: a few at once (each holds the whole text until its client has it).
+  const turns = wholeDocumentTurns(ctx);
   v1.use('/workspaces/:id/documents', requireAuth(ctx));
   v1.use('/documents', requireAuth(ctx));
 
@@ -169,7 +172,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
     respond(res, DocumentPage, await listDocuments(ctx, { workspaceId, page: q.page ?? 1, limit: q.limit ?? 20, status: q.status, purpose: q.purpose, tags, search: q.search?.trim() || undefined }));
   });
 
-  v1.get('/workspaces/:id/documents/:docId', async (req, res) => {
+  v1.get('/workspaces/:id/documents/:docId', wholeDocumentRead(turns, asksForThePast), async (req, res) => {
     const asOf = asOfOf(req);
     if (asOf) {
       // The document's metadata as it was then, folded from its events (it may be deleted now).
@@ -183,7 +186,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   });
 
   // By document id, outside /workspaces/:id: the workspace's identity settings are checked once it is known (members only).
-  v1.get('/documents/:docId', async (req, res) => {
+  v1.get('/documents/:docId', wholeDocumentRead(turns, asksForThePast), async (req, res) => {
     const asOf = asOfOf(req);
     // In the past, membership is checked today, in the workspace the document belonged to.
     const doc = asOf ? await documentForUserAsOf(ctx, authOf(req).userId, documentIdOf(req), asOf) : await documentDetailForUser(ctx, authOf(req).userId, documentIdOf(req));
@@ -197,13 +200,13 @@ export function documentRoutes(ctx: AppContext): RouteModule {
   });
 
   // The editor's text (and the other person's, after DOCUMENT_LOCKED), for members.
-  v1.get('/workspaces/:id/documents/:docId/content', async (req, res) => {
+  v1.get('/workspaces/:id/documents/:docId/content', wholeDocumentRead(turns), async (req, res) => {
     const { actor, documentId } = await scoped(req);
     respond(res, ContentAnswer, await documentContentIn(ctx, actor.workspaceId, documentId));
   });
 
   // The text search used (any kind), now or as of a past time; for members.
-  v1.get('/workspaces/:id/documents/:docId/text', async (req, res) => {
+  v1.get('/workspaces/:id/documents/:docId/text', wholeDocumentRead(turns), async (req, res) => {
     const unknown = Object.keys(req.query).filter((k) => k !== 'asOf');
     if (unknown.length) throw new DomainError('VALIDATION_ERROR', `Unknown parameter ${unknown[0]}; known: asOf.`, { field: unknown[0] });
     const asOf = asOfOf(req);

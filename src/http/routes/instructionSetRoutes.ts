@@ -18,6 +18,7 @@ import { respond, SetDetail, SetEntryAdded, SetList, SetReordered, SetSummary, S
 import { idParam, Uuid } from '../ids';
 import { instructionSetAsOf, parseAsOf } from '../../audit/timeTravel';
 import { UUID_PATTERN } from '../../domain/ids';
+import { asksForThePast, wholeDocumentRead, wholeDocumentTurns } from '../wholeDocumentReads';
 
 const Name = HumanName(200);
 const Description = t.union([HumanText(500), t.null]);
@@ -108,7 +109,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
     );
   });
 
-  api.get('/instruction-sets/:id', limits.read, async (req, res) => {
+  api.get('/instruction-sets/:id', limits.read, wholeDocumentRead(wholeDocumentTurns(ctx), asksForThePast), async (req, res) => {
     if (req.query.asOf !== undefined) {
       // The set as it was then, folded from its events (it may be deleted now).
       const asOf = parseAsOf(req.query.asOf);

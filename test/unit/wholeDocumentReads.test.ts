@@ -1,0 +1,64 @@
+import { EventEmitter } from 'node:events';
+import { Request, Response } from 'express';
+import { Turns, wholeDocumentRead } from '../../src/http/wholeDocumentReads';
+
+/** A response as the middleware sees it: 'close' once answered or left. */
+function fakeResponse(): Response & EventEmitter {
+  return Object.assign(new EventEmitter(), { writableEnded: false, destroyed: false }) as unknown as Response & EventEmitter;
+}
+
+describe('whole-document reads: a few at once, the others in turn', () => {
+  it('starts at most `atOnce`; each end lets the next waiting one start, once', () => {
+    const turns = new Turns(2);
+    const ends: (() => void)[] = [];
+    const started: number[] = [];
+    for (let i = 0; i < 5; i++) turns.take((done) => (started.push(i), ends.push(done)));
+    expect(started).toEqual([0, 1]);
+    expect(turns.load).toEqual({ running: 2, waiting: 3 });
+    ends[0]();
+    ends[0](); // a second end of the same turn frees nothing more
+    expect(started).toEqual([0, 1, 2]);
+    expect(turns.load).toEqual({ running: 2, waiting: 2 });
+    ends[1]();
+    ends[2]();
+    expect(started).toEqual([0, 1, 2, 3, 4]);
+    ends[3]();
+    ends[4]();
+    expect(turns.load).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it('a request whose client leaves while it waits gives up its place; one that left when its turn comes ends it at once', () => {
+    const turns = new Turns(1);
+    const mw = wholeDocumentRead(turns);
+    const req = {} as Request;
+    const calls: string[] = [];
+    const first = fakeResponse();
+    const leaves = fakeResponse();
+    const gone = fakeResponse();
+    const last = fakeResponse();
+    mw(req, first, () => calls.push('first'));
+    mw(req, leaves, () => calls.push('leaves'));
+    mw(req, gone, () => calls.push('gone'));
+    mw(req, last, () => calls.push('last'));
+    expect(calls).toEqual(['first']);
+    expect(turns.load).toEqual({ running: 1, waiting: 3 });
+    leaves.emit('close'); // left while waiting
+    expect(turns.load).toEqual({ running: 1, waiting: 2 });
+    Object.assign(gone, { destroyed: true }); // its connection is gone, not yet seen
+    first.emit('close'); // answered
+    expect(calls).toEqual(['first', 'last']);
+    expect(turns.load).toEqual({ running: 1, waiting: 0 });
+    last.emit('close');
+    expect(turns.load).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it('passes a request it does not apply to straight on', () => {
+    const turns = new Turns(1);
+    const mw = wholeDocumentRead(turns, (r) => (r as unknown as { past: boolean }).past);
+    const calls: string[] = [];
+    mw({ past: true } as unknown as Request, fakeResponse(), () => calls.push('past'));
+    mw({ past: false } as unknown as Request, fakeResponse(), () => calls.push('now'));
+    mw({ past: true } as unknown as Request, fakeResponse(), () => calls.push('past, waiting'));
+    expect(calls).toEqual(['past', 'now']);
+  });
+});
