@@ -77,8 +77,12 @@ export function erasureService(ctx: AppContext, { keyStore: keys, afterErasure }
   };
   const sweepBlobs = async (): Promise<void> => {
     for (const p of await pendingOf(ctx).find({})) {
-      // Held by an upload under way (BlobStore.put): deleted once it lets go, if still unused then.
-      if (await unused(p.id)) await ctx.blobStore.delete(p.id, { stillUnused: () => unused(p.id) }).catch(() => undefined);
+      if (await unused(p.id)) {
+        const gone = await ctx.blobStore.delete(p.id, { stillUnused: () => unused(p.id) }).catch(() => true);
+        // Held by an upload under way (BlobStore.put): deleted when it lets go if still unused
+        // then, and kept pending meanwhile, so a crash before that leaves it to the next sweep.
+        if (!gone) continue;
+      }
       await pendingOf(ctx).delete(p.id);
     }
   };

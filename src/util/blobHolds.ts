@@ -36,7 +36,7 @@ export class BlobHolds {
 }
 
 /** A deletion that waited for the blob's holds: asked again, and done if still unused (errors are dropped, as a sweep's are). */
-export async function deferredDelete(store: { delete(sha256: string, options?: { stillUnused?: () => Promise<boolean> }): Promise<void> }, sha256: string, stillUnused: () => Promise<boolean>): Promise<void> {
+export async function deferredDelete(store: { delete(sha256: string, options?: { stillUnused?: () => Promise<boolean> }): Promise<boolean> }, sha256: string, stillUnused: () => Promise<boolean>): Promise<void> {
   try {
     if (await stillUnused()) await store.delete(sha256, { stillUnused });
   } catch {

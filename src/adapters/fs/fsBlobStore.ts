@@ -126,12 +126,12 @@ export class FsBlobStore implements BlobStore {
   }
 
   /** Idempotent: deleting a missing blob is not an error. While a put holds it, see BlobStore.delete. */
-  async delete(sha256: string, options: { stillUnused?: () => Promise<boolean> } = {}): Promise<void> {
+  async delete(sha256: string, options: { stillUnused?: () => Promise<boolean> } = {}): Promise<boolean> {
     const file = this.localPath(sha256);
     if (this.holds.isHeld(sha256)) {
       const { stillUnused } = options;
       if (stillUnused) this.holds.defer(sha256, () => void deferredDelete(this, sha256, stillUnused));
-      return;
+      return false;
     }
     try {
       // Synchronous: the hold check and the unlink in one turn (see put).
@@ -139,6 +139,7 @@ export class FsBlobStore implements BlobStore {
     } catch (err) {
       if (!isErrno(err, 'ENOENT')) throw err;
     }
+    return true;
   }
 
   /**
