@@ -19,5 +19,6 @@ export async function requireKnownTags(readStore: ReadStore, workspaceId: string
 
 /** Content-addressed: a stored file goes once no document uses it any more. */
 export async function deleteBlobIfUnused(ports: { readStore: ReadStore; blobStore: BlobStore }, sha256: string): Promise<void> {
-  if ((await documentsCollection(ports.readStore).count({ blobSha256: sha256 })) === 0) await ports.blobStore.delete(sha256);
+  const unused = async (): Promise<boolean> => (await documentsCollection(ports.readStore).count({ blobSha256: sha256 })) === 0;
+  if (await unused()) await ports.blobStore.delete(sha256, { stillUnused: unused });
 }

@@ -69,12 +69,20 @@ export function erasureService(ctx: AppContext, { keyStore: keys, afterErasure }
   };
 
   /** Delete pending files that no live document uses; only once caught up with the whole log. */
+  const unused = async (sha: string): Promise<boolean> => {
+    const mine = await docsOf(ctx).find({ blobs: { $contains: sha }, deleted: false }, { limit: 1 });
+    const theirs = (await documentsCollection(ctx.readStore).find({ blobSha256: sha })).map((x) => x.id);
+    const stillLive = theirs.length > 0 && (await docsOf(ctx).getMany(theirs)).filter((x) => x.deleted).length < theirs.length;
+    return mine.length === 0 && !stillLive;
+  };
   const sweepBlobs = async (): Promise<void> => {
     for (const p of await pendingOf(ctx).find({})) {
-      const mine = await docsOf(ctx).find({ blobs: { $contains: p.id }, deleted: false }, { limit: 1 });
-      const theirs = (await documentsCollection(ctx.readStore).find({ blobSha256: p.id })).map((x) => x.id);
-      const stillLive = theirs.length > 0 && (await docsOf(ctx).getMany(theirs)).filter((x) => x.deleted).length < theirs.length;
-      if (mine.length === 0 && !stillLive) await ctx.blobStore.delete(p.id).catch(() => undefined);
+      if (await unused(p.id)) {
+        const gone = await ctx.blobStore.delete(p.id, { stillUnused: () => unused(p.id) }).catch(() => true);
+        // Held by an upload under way (BlobStore.put): deleted when it lets go if still unused
+        // then, and kept pending meanwhile, so a crash before that leaves it to the next sweep.
+        if (!gone) continue;
+      }
       await pendingOf(ctx).delete(p.id);
     }
   };

@@ -199,7 +199,8 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
 /** An upload's stored file it will not record: its hold ended (BlobStore.put), removed unless a document uses it. */
 async function dropStored(blobs: BlobStore, sha256: string, blobInUse: (sha256: string) => Promise<boolean>): Promise<void> {
   blobs.release(sha256);
-  if (!(await blobInUse(sha256).catch(() => true))) await blobs.delete(sha256).catch(() => undefined);
+  const unused = async (): Promise<boolean> => !(await blobInUse(sha256).catch(() => true));
+  if (await unused()) await blobs.delete(sha256, { stillUnused: unused }).catch(() => undefined);
 }
 
 /** A document's title: the `title` field, or else the file's name. */

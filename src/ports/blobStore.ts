@@ -23,8 +23,15 @@ export interface BlobStore {
   /** Path on local disk, when the store has one (extractors that need a file). */
   localPath?(sha256: string): string;
   exists(sha256: string): Promise<boolean>;
-  /** Removes the blob unless a `put` of it still holds it (see `put`). */
-  delete(sha256: string): Promise<void>;
+  /**
+   * Removes the blob. While a `put` of it holds it (see `put`), the deletion waits for the last
+   * release and then happens if `stillUnused` (the caller's own check, asked again then) says
+   * so; without it, a held blob is left. (A document recorded by the holding upload and deleted
+   * before it let go would otherwise keep its file for ever.) Resolves false when the blob was
+   * held (the deletion left to the release, which a crash forgets: a caller keeping a durable
+   * to-do keeps it then), true when it is gone.
+   */
+  delete(sha256: string, options?: { stillUnused?: () => Promise<boolean> }): Promise<boolean>;
   /**
    * Stores that stage uploads under temporary names: remove those last modified more than
    * `olderThanMs` ago (left by a crash mid-upload); returns how many were removed. A store

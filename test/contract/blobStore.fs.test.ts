@@ -104,13 +104,13 @@ function blobStoreContract(name: string, make: () => Promise<{ store: BlobStore;
       const missing = sha(Buffer.from('never stored'));
       expect(await store.exists(missing)).toBe(false);
       await expect(store.get(missing)).rejects.toThrow();
-      await expect(store.delete(missing)).resolves.toBeUndefined();
+      await expect(store.delete(missing)).resolves.toBe(true);
     });
 
     it('delete removes the blob once its put released it', async () => {
       const stored = await store.put(Readable.from([Buffer.from('to delete')]), 100);
       store.release(stored.sha256);
-      await store.delete(stored.sha256);
+      expect(await store.delete(stored.sha256)).toBe(true);
       expect(await store.exists(stored.sha256)).toBe(false);
       await expect(store.get(stored.sha256)).rejects.toThrow();
     });
@@ -129,6 +129,24 @@ function blobStoreContract(name: string, make: () => Promise<{ store: BlobStore;
       const third = await store.put(Readable.from([bytes]), 100);
       expect(await readAll(await store.get(third.sha256))).toEqual(bytes);
       store.release(third.sha256);
+    });
+
+    it('a deletion asked for while the blob is held happens at the last release if its check still says unused', async () => {
+      const gone = async (sha256: string): Promise<boolean> => {
+        for (let i = 0; i < 100 && (await store.exists(sha256)); i++) await new Promise((r) => setTimeout(r, 5));
+        return !(await store.exists(sha256));
+      };
+      const a = await store.put(Readable.from([Buffer.from('deferred, unused')]), 100);
+      expect(await store.delete(a.sha256, { stillUnused: async () => true })).toBe(false); // held: left to the release
+      expect(await store.exists(a.sha256)).toBe(true);
+      store.release(a.sha256);
+      expect(await gone(a.sha256)).toBe(true);
+      // Used by then (the holding upload recorded its document): it stays.
+      const b = await store.put(Readable.from([Buffer.from('deferred, used')]), 100);
+      await store.delete(b.sha256, { stillUnused: async () => false });
+      store.release(b.sha256);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(await store.exists(b.sha256)).toBe(true);
     });
 
     it('refuses addresses that are not sha256 hex digests', async () => {

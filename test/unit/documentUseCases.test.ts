@@ -145,6 +145,20 @@ describe('document use cases on the embedded adapters', () => {
       expect(await env.ports.blobStore.exists(b.blob.sha256)).toBe(false);
     });
 
+    it('a document deleted while its own upload still holds the file (a workspace deleted meanwhile): the file goes once the upload lets go', async () => {
+      // The upload's release held back until the document is deleted (as when its workspace was
+      // deleted while the request was in flight and the clean-up deleted the document).
+      const releases: (() => void)[] = [];
+      const store = env.ports.blobStore;
+      const holding = { ...env.ports, blobStore: Object.assign(Object.create(store) as typeof store, { release: (sha: string) => releases.push(() => store.release(sha)) }) };
+      const d = await uploadDocument(holding, { actor: actor(randomUUID()), upload: await stored(env.ports, 'deleted while held') });
+      await deleteDocument(env.ports, { actor: actor(d.workspaceId), actorRole: 'OWNER', documentId: d.id });
+      expect(await store.exists(d.blob.sha256)).toBe(true); // held: the deletion waits
+      for (const r of releases) r();
+      for (let i = 0; i < 50 && (await store.exists(d.blob.sha256)); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(await store.exists(d.blob.sha256)).toBe(false);
+    });
+
     it('a refused upload does not remove the file of another upload of the same bytes still in flight', async () => {
       const inFlight = await stored(env.ports, 'same bytes again');
       const refused = await stored(env.ports, 'same bytes again');

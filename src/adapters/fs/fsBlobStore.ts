@@ -4,7 +4,7 @@ import { FileHandle, mkdir, open, rename, stat, unlink, readdir } from 'node:fs/
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { BlobStore, BlobTooLargeError, StoredBlob } from '../../ports/blobStore';
-import { BlobHolds } from '../../util/blobHolds';
+import { BlobHolds, deferredDelete } from '../../util/blobHolds';
 
 /** The requested blob is not in the store. */
 export class BlobNotFoundError extends Error {
@@ -125,16 +125,21 @@ export class FsBlobStore implements BlobStore {
     this.holds.release(sha256);
   }
 
-  /** Idempotent: deleting a missing blob is not an error. Not while a put holds it (see BlobStore.put). */
-  async delete(sha256: string): Promise<void> {
+  /** Idempotent: deleting a missing blob is not an error. While a put holds it, see BlobStore.delete. */
+  async delete(sha256: string, options: { stillUnused?: () => Promise<boolean> } = {}): Promise<boolean> {
     const file = this.localPath(sha256);
-    if (this.holds.isHeld(sha256)) return;
+    if (this.holds.isHeld(sha256)) {
+      const { stillUnused } = options;
+      if (stillUnused) this.holds.defer(sha256, () => void deferredDelete(this, sha256, stillUnused));
+      return false;
+    }
     try {
       // Synchronous: the hold check and the unlink in one turn (see put).
       unlinkSync(file);
     } catch (err) {
       if (!isErrno(err, 'ENOENT')) throw err;
     }
+    return true;
   }
 
   /**

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Collection, Db, GridFSBucket, MongoClient, ObjectId } from 'mongodb';
-import { BlobHolds } from '../../util/blobHolds';
+import { BlobHolds, deferredDelete } from '../../util/blobHolds';
 import { BlobStore, StoredBlob } from '../../ports/blobStore';
 import { BlobNotFoundError } from '../fs/fsBlobStore';
 import { HashingSizeLimit } from './hashingSizeLimit';
@@ -153,10 +153,15 @@ export class GridFsBlobStore implements BlobStore {
   }
 
   /** Idempotent; removes every copy (concurrent puts of the same content may leave two); not while a put of this process holds it. */
-  async delete(sha256: string): Promise<void> {
+  async delete(sha256: string, options: { stillUnused?: () => Promise<boolean> } = {}): Promise<boolean> {
     assertSha(sha256);
-    if (this.holds.isHeld(sha256)) return;
+    if (this.holds.isHeld(sha256)) {
+      const { stillUnused } = options;
+      if (stillUnused) this.holds.defer(sha256, () => void deferredDelete(this, sha256, stillUnused));
+      return false;
+    }
     for (const f of await this.bucket.find({ filename: sha256 }).toArray()) await this.bucket.delete(f._id);
+    return true;
   }
 
   async close(): Promise<void> {
