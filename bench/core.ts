@@ -193,6 +193,8 @@ async function benchHttpCommands(seconds: number, clients: readonly number[]): P
   const dir = tmp('kb-bench-http-');
   const { url, proc } = await startServer(dir);
   try {
+    // The server's start-up warm-up (model, spare worker, rehearsal) is not the commands' CPU.
+    while ((await fetch(`${url}/readyz`).then((r) => (r.arrayBuffer(), r.status))) !== 200) await new Promise((r) => setTimeout(r, 20));
     const seed = await seedTagBench(url);
     for (const connections of clients) {
       const commitsBefore = await histogram(url, 'kb_event_store_group_commit_appends');
