@@ -125,7 +125,7 @@ export interface BuildOptions {
   /** The caller reads and replays the log only (the CLI: export, verify, rebuild, project): it loads no embedding model ahead of use. */
   logOnly?: boolean;
   /**
-   * The start-up rehearsal's throwaway container (src/app/rehearsal.ts): it borrows the
+   * The start-up rehearsal's throwaway container (src/roles/rehearsal.ts): it borrows the
    * server's embedding model (neither loaded again nor closed with this container), and its
    * document processor leaves the process's spare extraction worker to the server's.
    */

@@ -16,7 +16,7 @@ export const EXTRA_CLOSERS = Symbol('EXTRA_CLOSERS');
 /** The MongoClient shared by the read store, GridFS, data keys and rate limits (KB_READ_STORE=mongodb only). */
 export const MONGO_CLIENT = Symbol('MONGO_CLIENT');
 
-/** Registered (true) in the start-up rehearsal's throwaway container only (src/app/rehearsal.ts). */
+/** Registered (true) in the start-up rehearsal's throwaway container only (src/roles/rehearsal.ts). */
 export const REHEARSAL = Symbol('REHEARSAL');
 
 /** A registration that only some configurations make (KB_FEED=kafka ...): undefined when absent. */

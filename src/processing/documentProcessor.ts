@@ -105,7 +105,7 @@ export class DocumentProcessor {
       keyStore?: KeyStore | null;
       /**
        * Whether this processor keeps the process's spare extraction worker (default true). The
-       * start-up rehearsal's processor (src/app/rehearsal.ts) does not: it neither starts nor
+       * start-up rehearsal's processor (src/roles/rehearsal.ts) does not: it neither starts nor
        * stops the spare, and at its stop ends only the workers of its own workspaces.
        */
       keepsSpareWorker?: boolean;
