@@ -309,6 +309,35 @@ async function benchSize(n: number, options: BenchOptions): Promise<void> {
   index.tuneLexical({ pruneMinPostings: PRUNE_MIN_POSTINGS, feedbackFromText: false });
   index.configure(defaults);
 
+  // Fusion's cosines: every candidate's float vector read (as before) against int8 cosines
+  // with error bounds and float vectors read only where they can decide the top k; query by
+  // query in alternating order, the hits must be the same.
+  for (const run of runs.filter((r) => r.workspaceId === 'bench' && r.mode !== 'bm25' && !r.tags)) {
+    const name = `cosines all/bounded: ${run.name}`;
+    if (options.only && !options.only.test(name)) continue;
+    index.configure(run.prf ? defaults : noPrf);
+    const time = new Map([true, false].map((b) => [b, { wall: [] as number[], cpu: [] as number[] }]));
+    let differ = 0;
+    const load0 = load();
+    for (let i = 0; i < qs.length; i++) {
+      const hits = new Map<boolean, string>();
+      for (const bounded of i % 2 === 0 ? [false, true] : [true, false]) {
+        index.tuneCosines({ bounded });
+        const c = process.cpuUsage();
+        const t = process.hrtime.bigint();
+        const res = (await search(qs[i], run.workspaceId, run.mode)) as { documentId: string; chunkIndex: number; score: number }[];
+        time.get(bounded)!.wall.push(Number(process.hrtime.bigint() - t) / 1e6);
+        time.get(bounded)!.cpu.push(cpuMs(c));
+        hits.set(bounded, JSON.stringify(res.map((h) => [h.documentId, h.chunkIndex, h.score])));
+      }
+      if (hits.get(true) !== hits.get(false)) differ++;
+    }
+    const f = (w: { wall: number[]; cpu: number[] }): string => `p50 ${ms(pct(w.wall, 0.5))} p95 ${ms(pct(w.wall, 0.95))} (CPU p50 ${ms(pct(w.cpu, 0.5))})`;
+    console.log(`${name}: all ${f(time.get(false)!)} | bounded ${f(time.get(true)!)}; hits differing ${differ} of ${qs.length} queries (load average ${load0} → ${load()})`);
+  }
+  index.tuneCosines({ bounded: true });
+  index.configure(defaults);
+
   if (global.gc) global.gc();
   const mem = process.memoryUsage();
   console.log(`memory: process RSS ${mb(mem.rss)} (${mb(mem.rss - rssBefore)} more than before opening the index; the embedder is loaded), ` +

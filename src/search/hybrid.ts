@@ -182,10 +182,15 @@ export function lexicalComponent(lexical: number | undefined, cfg: HybridConfig)
 
 /** Calibrated score of one candidate under a ranking mode. */
 export function calibratedScore<K>(c: Candidate<K>, mode: RankMode, cfg: HybridConfig): number {
-  const d = denseComponent(c.cosine, cfg);
-  const l = lexicalComponent(c.lexical, cfg);
+  return calibratedScoreOf(c.cosine, c.lexical, mode, cfg);
+}
+
+/** Calibrated score of a cosine and a lexical score (as of a candidate that has them). */
+export function calibratedScoreOf(cosine: number | undefined, lexical: number | undefined, mode: RankMode, cfg: HybridConfig): number {
+  const d = denseComponent(cosine, cfg);
+  const l = lexicalComponent(lexical, cfg);
   let x: number;
-  if (mode === 'bm25' || c.cosine === undefined) x = l;
+  if (mode === 'bm25' || cosine === undefined) x = l;
   else if (mode === 'dense') x = d;
   else x = cfg.denseWeight * d + (1 - cfg.denseWeight) * l;
   return clamp01(Math.pow(x, cfg.calibrationExponent));

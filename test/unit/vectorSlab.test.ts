@@ -56,6 +56,34 @@ describe('VectorSlab', () => {
     }
   });
 
+  it('bounds the error of each int8 cosine: the exact float cosine is always within it', () => {
+    const { slab, vectors } = filled(100, 10, 7);
+    slab.add(5000, 3, null); // a row without a vector: 0, exactly
+    const rand = rng(11);
+    const ids = [...vectors.keys(), 5000, 999_999 /* not held */];
+    const cosines = new Float64Array(ids.length);
+    const errors = new Float64Array(ids.length);
+    let widest = 0;
+    let tightest = Infinity;
+    for (let q = 0; q < 30; q++) {
+      // Unit queries, and one of very uneven components (a large L1 norm is the worst case).
+      const query = q === 0 ? unit(() => 0.9, dims) : unit(rand, dims);
+      slab.approximateCosines(ids, query, cosines, errors);
+      ids.forEach((id, i) => {
+        const v = vectors.get(id);
+        if (id === 5000) return expect([cosines[i], errors[i]]).toEqual([0, 0]);
+        if (!v) return expect(errors[i]).toBe(-1);
+        const exact = dotBuffer(query, Buffer.from(v.buffer, v.byteOffset, v.byteLength));
+        expect(Math.abs(exact - cosines[i])).toBeLessThanOrEqual(errors[i]);
+        widest = Math.max(widest, errors[i]);
+        tightest = Math.min(tightest, Math.abs(exact - cosines[i]) / errors[i]);
+      });
+    }
+    // A bound that says something: well under the spread of cosines between random vectors.
+    expect(widest).toBeLessThan(0.05);
+    expect(tightest).toBeGreaterThanOrEqual(0);
+  });
+
   it('removes rows, reuses their slots and keeps each document\'s slots for the scoped scan', () => {
     const { slab, vectors } = filled(10, 3, 2);
     const query = vectors.get(5)!; // document 1

@@ -13,7 +13,7 @@ import {
   type VectorModels,
   VectorModelChangedError,
 } from '../../ports/searchIndex';
-import { type Candidate, type Fused, type HybridConfig, type HybridOverrides, type RankMode, fuse, resolveHybridConfig } from '../../search/hybrid';
+import { type Candidate, type Fused, type HybridConfig, type HybridOverrides, type RankMode, calibratedScoreOf, fuse, resolveHybridConfig } from '../../search/hybrid';
 import { rocchio } from '../../search/queryFeedback';
 import type { WeightedTerm } from '../../search/textAnalysis';
 import { unitVector } from '../../search/unitVector';
@@ -88,6 +88,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
   private nextSlab: VectorSlab | undefined;
   private readonly lexical: LexicalRanker;
   private readonly lexicalIndex: LexicalIndex;
+  /** Fusion's cosines from the int8 copies with error bounds (`tuneCosines`). */
+  private boundedCosines = true;
   private cfg: HybridConfig;
   private closed = false;
   /** Where the lexical index's snapshot is kept (none for an in-memory database). */
@@ -260,6 +262,15 @@ export class EmbeddedSearchIndex implements SearchIndex {
   tuneLexical(options: { pruneMinPostings?: number; feedbackFromText?: boolean }): void {
     if (options.pruneMinPostings !== undefined) this.lexicalIndex.pruneMinPostings = options.pruneMinPostings;
     if (options.feedbackFromText !== undefined) this.lexical.feedbackFromText = options.feedbackFromText;
+  }
+
+  /**
+   * How fusion gets its cosines (benchmarks and tests compare both ways; the results are the
+   * same): `bounded`, from the int8 copies with error bounds, reading the float vectors of the
+   * candidates that could reach the top k only; otherwise the float vectors of every candidate.
+   */
+  tuneCosines(options: { bounded: boolean }): void {
+    this.boundedCosines = options.bounded;
   }
 
   /** What the pruned BM25 searches did so far (searches, those cut off, postings read of all). */
@@ -722,7 +733,14 @@ export class EmbeddedSearchIndex implements SearchIndex {
     return n;
   }
 
-  /** One retrieval pass: candidates of both legs, their rows, exact cosines, fused ranking. */
+  /**
+   * One retrieval pass: candidates of both legs, their cosines, fused ranking. A cosine is
+   * exact wherever it can decide the top `k`: each candidate's cosine is first taken from the
+   * slab's int8 copy with a bound of its error, which bounds its fused score; the stored float
+   * vectors are read only for the candidates whose score could still reach the top `k` (at
+   * least `k` others score surely higher than every one left out), so the answer is the one
+   * exact cosines for every candidate give, at a fraction of the reads.
+   */
   private retrieve(
     terms: WeightedTerm[],
     query: Float32Array | undefined,
@@ -733,8 +751,8 @@ export class EmbeddedSearchIndex implements SearchIndex {
     denseIds?: number[],
     lexicalPool?: number[],
     poolFactor = 1,
-    known?: Map<number, VectorRow>,
-  ): { fused: Fused<number>[]; byId: Map<number, VectorRow>; denseIds: number[]; lexicalIds: number[] } {
+    exact: Map<number, number> = new Map(),
+  ): { fused: Fused<number>[]; exact: Map<number, number>; denseIds: number[]; lexicalIds: number[] } {
     const m = Math.max(k, this.cfg.candidates);
     const candidates = new Map<number, Candidate<number>>();
     let lexicalIds: number[] = [];
@@ -755,28 +773,72 @@ export class EmbeddedSearchIndex implements SearchIndex {
         else candidates.set(id, { key: id, denseRank: rank });
       });
     }
-    if (candidates.size === 0) return { fused: [], byId: new Map(), denseIds: denseIds ?? [], lexicalIds };
-    // Only the vectors here (exact cosines): the text of the few rows shown or fed back is read later.
-    const byId = new Map<number, VectorRow>();
-    const ids: number[] = [];
-    for (const id of candidates.keys()) {
-      const r = known?.get(id);
-      if (r) byId.set(id, r);
-      else ids.push(id);
-    }
-    if (ids.length > 0) {
-      const rows = this.statements.get<[string], VectorRow>('SELECT id, vector FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
-        .all(JSON.stringify(ids));
-      for (const r of rows) byId.set(r.id, r);
-    }
-    if (query) {
-      for (const c of candidates.values()) {
-        const v = byId.get(c.key)?.vector;
-        c.cosine = v ? dotBuffer(query, v) : 0;
-      }
-    }
+    if (candidates.size === 0) return { fused: [], exact, denseIds: denseIds ?? [], lexicalIds };
+    if (query) this.setCosines(query, mode, k, candidates, exact);
     const all = fuse([...candidates.values()], candidates.size, mode, this.cfg);
-    return { fused: this.orderTies(all, k, candidates, byId).slice(0, k), byId, denseIds: denseIds ?? [], lexicalIds };
+    return { fused: this.orderTies(all, k, candidates).slice(0, k), exact, denseIds: denseIds ?? [], lexicalIds };
+  }
+
+  /**
+   * Sets every candidate's cosine: exact (from the stored float vector; memoised in `exact`
+   * for the query's second pass) for each one that could be in the top `k`, the int8
+   * approximation for the rest. Reciprocal-rank fusion orders by rank, not by score: there
+   * every cosine is exact.
+   */
+  private setCosines(query: Float32Array, mode: RankMode, k: number, candidates: Map<number, Candidate<number>>, exact: Map<number, number>): void {
+    const read: number[] = [];
+    if (mode === 'bm25' || this.cfg.method !== 'weighted' || !this.boundedCosines) {
+      for (const c of candidates.values()) {
+        const known = exact.get(c.key);
+        if (known === undefined) read.push(c.key);
+        else c.cosine = known;
+      }
+    } else {
+      const list = [...candidates.values()];
+      const ids = list.map((c) => c.key);
+      const cosines = new Float64Array(ids.length);
+      const errors = new Float64Array(ids.length);
+      this.slab.approximateCosines(ids, query, cosines, errors);
+      // Each candidate's score from below and from above (the score is monotone in the
+      // cosine, either way by the configuration's signs); exact where the cosine is.
+      const lows = new Float64Array(ids.length);
+      const highs = new Float64Array(ids.length);
+      let known = 0;
+      for (let i = 0; i < list.length; i++) {
+        const c = list[i];
+        const e = exact.get(c.key);
+        if (e !== undefined) {
+          cosines[i] = e;
+          errors[i] = 0;
+        } else if (errors[i] < 0) {
+          read.push(c.key);
+          lows[i] = -Infinity;
+          highs[i] = Infinity;
+          continue;
+        } else if (errors[i] === 0) {
+          exact.set(c.key, cosines[i]);
+        }
+        c.cosine = cosines[i];
+        const x = calibratedScoreOf(cosines[i] - errors[i], c.lexical, mode, this.cfg);
+        const y = errors[i] === 0 ? x : calibratedScoreOf(cosines[i] + errors[i], c.lexical, mode, this.cfg);
+        lows[i] = Math.min(x, y);
+        highs[i] = Math.max(x, y);
+        known++;
+      }
+      // The k-th best score some candidates surely reach: one whose best possible score is
+      // under it has at least k others surely above it, and is outside the top k.
+      const floor = known >= k ? lows.slice().sort().reverse()[k - 1] : -Infinity;
+      for (let i = 0; i < list.length; i++) if (errors[i] > 0 && highs[i] >= floor - 1e-12) read.push(list[i].key);
+    }
+    if (read.length === 0) return;
+    const rows = this.statements.get<[string], VectorRow>('SELECT id, vector FROM chunks WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(read));
+    const vectors = new Map(rows.map((r) => [r.id, r.vector] as const));
+    for (const id of read) {
+      const v = vectors.get(id);
+      const cosine = v ? dotBuffer(query, v) : 0;
+      exact.set(id, cosine);
+      candidates.get(id)!.cosine = cosine;
+    }
   }
 
   /**
@@ -786,7 +848,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
    * were indexed in, which a replay after a crash or a rebuild does not keep: the answer must
    * not depend on it. Rows are read only for ties (rare).
    */
-  private orderTies(fused: Fused<number>[], k: number, candidates: Map<number, Candidate<number>>, byId: Map<number, VectorRow>): Fused<number>[] {
+  private orderTies(fused: Fused<number>[], k: number, candidates: Map<number, Candidate<number>>): Fused<number>[] {
     const tied = (a: Fused<number>, b: Fused<number>): boolean => {
       const x = candidates.get(a.key);
       const y = candidates.get(b.key);
@@ -798,17 +860,17 @@ export class EmbeddedSearchIndex implements SearchIndex {
       if (end - start > 1) {
         const run = fused.slice(start, end);
         const rows = new Map(
-          this.statements.get<[string], { id: number; document_id: string; chunk_index: number }>('SELECT id, document_id, chunk_index FROM chunks WHERE id IN (SELECT value FROM json_each(?))')
+          this.statements.get<[string], { id: number; document_id: string; chunk_index: number; has_vector: number }>(
+            'SELECT id, document_id, chunk_index, vector IS NOT NULL AS has_vector FROM chunks WHERE id IN (SELECT value FROM json_each(?))',
+          )
             .all(JSON.stringify(run.map((f) => f.key)))
             .map((r) => [r.id, r] as const),
         );
         run.sort((a, b) => {
-          const va = byId.get(a.key)?.vector ? 0 : 1;
-          const vb = byId.get(b.key)?.vector ? 0 : 1;
-          if (va !== vb) return va - vb;
           const x = rows.get(a.key);
           const y = rows.get(b.key);
           if (!x || !y) return a.key - b.key;
+          if (x.has_vector !== y.has_vector) return y.has_vector - x.has_vector;
           return x.document_id < y.document_id ? -1 : x.document_id > y.document_id ? 1 : x.chunk_index - y.chunk_index;
         });
         fused.splice(start, run.length, ...run);
@@ -839,30 +901,32 @@ export class EmbeddedSearchIndex implements SearchIndex {
     // With lexical feedback the first BM25 pass reads deeper: those rows are the pool the
     // expanded query re-ranks.
     const first = this.retrieve(terms, query, mode, request.filters, scope, k, undefined, undefined, lexicalFeedback ? Math.max(1, prf.poolDepth) : 1);
-    let { fused, byId } = first;
+    let { fused } = first;
     const denseFeedback = mode !== 'bm25' && query !== undefined && prf.denseWeight > 0;
     if (prf.docs > 0 && fused.length > 0 && (lexicalFeedback || denseFeedback)) {
       // Pseudo-relevance feedback: the first pass's top chunks expand the query, then a second pass.
-      const top = fused.slice(0, prf.docs).filter((f) => f.score > 0 && byId.has(f.key));
+      const top = fused.slice(0, prf.docs).filter((f) => f.score > 0);
       if (top.length > 0) {
-        const text = lexicalFeedback ? this.rowsById(top.map((f) => f.key)) : new Map<number, ChunkRow>();
+        const rows = this.rowsById(top.map((f) => f.key));
+        const fed = top.filter((f) => rows.has(f.key));
         const expanded = lexicalFeedback
           ? this.lexical.expand(
               terms,
-              top.filter((f) => text.has(f.key)).map((f) => ({ text: `${text.get(f.key)!.document_title} ${text.get(f.key)!.content}`, weight: f.score })),
+              fed.map((f) => ({ text: `${rows.get(f.key)!.document_title} ${rows.get(f.key)!.content}`, weight: f.score })),
               prf,
             )
           : terms;
-        const q2 = denseFeedback ? rocchio(query!, feedbackVectors(top.map((f) => byId.get(f.key)!.vector)), prf.denseWeight) : query;
-        // The dense leg is re-run only when its query changed.
+        const q2 = denseFeedback ? rocchio(query!, feedbackVectors(fed.map((f) => rows.get(f.key)!.vector)), prf.denseWeight) : query;
+        // The dense leg is re-run only when its query changed; so are the cosines.
         // A pool depth below 1 re-ranks only the head of the first pass's BM25 list.
         const pool = first.lexicalIds.slice(0, Math.max(k, Math.ceil(Math.max(k, this.cfg.candidates) * prf.poolDepth)));
-        ({ fused, byId } = this.retrieve(expanded, q2, mode, request.filters, scope, k, q2 === query ? first.denseIds : undefined, pool, 1, first.byId));
+        const same = q2 === query;
+        ({ fused } = this.retrieve(expanded, q2, mode, request.filters, scope, k, same ? first.denseIds : undefined, pool, 1, same ? first.exact : undefined));
       }
     }
 
     const hits: SearchHit[] = [];
-    const shown = this.rowsById(fused.filter((f) => byId.has(f.key)).map((f) => f.key));
+    const shown = this.rowsById(fused.map((f) => f.key));
     for (const f of fused) {
       const r = shown.get(f.key);
       if (!r) continue;

@@ -394,6 +394,40 @@ export class VectorSlab {
   }
 
   /**
+   * Rows' cosines with a float query from their int8 copies, with a bound of each one's
+   * error: the stored float vector's exact cosine lies within `[cosine − error, cosine +
+   * error]`. Each component was rounded to the nearest of 255 steps of `max/127`, so it is off
+   * by at most half a step, and the cosine by at most half a step times the query's L1 norm;
+   * a little is added for the step being a float32. A row held without a vector (or with a
+   * zero one) has cosine 0 exactly (error 0). A row the slab does not hold gets error -1.
+   */
+  approximateCosines(rowIds: readonly number[], query: Float32Array, cosines: Float64Array, errors: Float64Array): void {
+    let queryL1 = 0;
+    for (let i = 0; i < query.length; i++) queryL1 += Math.abs(query[i]);
+    const view = this.memory ? this.vectorsView() : undefined;
+    const n = Math.min(query.length, this.stride);
+    for (let r = 0; r < rowIds.length; r++) {
+      const slot = this.slotOfRow.get(rowIds[r]);
+      if (slot === undefined || !view) {
+        cosines[r] = 0;
+        errors[r] = -1;
+        continue;
+      }
+      const step = this.invScale[slot];
+      if (step === 0) {
+        cosines[r] = 0;
+        errors[r] = 0;
+        continue;
+      }
+      const base = slot * this.stride;
+      let s = 0;
+      for (let i = 0; i < n; i++) s += query[i] * view[base + i];
+      cosines[r] = s * step;
+      errors[r] = queryL1 * step * 0.5001 + 1e-9;
+    }
+  }
+
+  /**
    * Top `m` rows by approximate (int8) cosine among the scope's documents. A scope that is
    * a small part of the index is scanned alone, run by run of contiguous slots of its
    * documents; a large one in a single pass over all slots, filtered by the mask.
