@@ -12,7 +12,7 @@ describe('whole-document reads: a few at once, the others in turn', () => {
     const turns = new Turns(2);
     const ends: (() => void)[] = [];
     const started: number[] = [];
-    for (let i = 0; i < 5; i++) turns.take((done) => (started.push(i), ends.push(done)));
+    for (let i = 0; i < 5; i++) turns.take(`caller ${i}`, (done) => (started.push(i), ends.push(done)));
     expect(started).toEqual([0, 1]);
     expect(turns.load).toEqual({ running: 2, waiting: 3 });
     ends[0]();
@@ -50,6 +50,30 @@ describe('whole-document reads: a few at once, the others in turn', () => {
     expect(turns.load).toEqual({ running: 1, waiting: 0 });
     last.emit('close');
     expect(turns.load).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it('one caller holds at most half of the turns (at least one): the others find a turn it cannot take, and go first when it waits', () => {
+    expect([1, 2, 3, 4].map((n) => new Turns(n).perCaller)).toEqual([1, 1, 2, 2]);
+    const turns = new Turns(4);
+    const ends = new Map<string, () => void>();
+    const started: string[] = [];
+    const take = (caller: string, name: string) => turns.take(caller, (done) => (started.push(name), ends.set(name, done)));
+    take('hog', 'hog 1');
+    take('hog', 'hog 2');
+    take('hog', 'hog 3');
+    take('hog', 'hog 4');
+    expect(started).toEqual(['hog 1', 'hog 2']);
+    take('other', 'other 1');
+    take('third', 'third 1');
+    expect(started).toEqual(['hog 1', 'hog 2', 'other 1', 'third 1']);
+    take('other', 'other 2');
+    // A turn of another caller ends: the hog waited first but holds its share, so 'other 2' goes.
+    ends.get('third 1')!();
+    expect(started.at(-1)).toBe('other 2');
+    // One of the hog's own turns ends: its next request starts.
+    ends.get('hog 1')!();
+    expect(started.at(-1)).toBe('hog 3');
+    expect(turns.load).toEqual({ running: 4, waiting: 1 });
   });
 
   it('passes a request it does not apply to straight on', () => {
