@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { client, signUp, startServer, TestServer } from '../support/server';
+import { base32Decode, totp } from '../../src/security/totp';
+
+/**
+ * What a fourth hostile pass found: ids in upper case refused by two routes that others accept,
+ * unknown paths under the tool endpoint's prefix answered in the /v1 shape, and an invitation's
+ * accept showing a workspace to someone its identity settings keep out.
+ */
+describe('abuse: fourth look', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ KB_RATE_LIMITS: 'off', KB_LOG_LEVEL: 'warn' });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** The verification link mailed to `email` (the default mailer writes to <data dir>/outbox), used. */
+  async function verifyEmail(email: string): Promise<void> {
+    const dir = path.join(server.dataDir, 'outbox');
+    for (let i = 0; i < 200; i++) {
+      const mails = (fs.existsSync(dir) ? fs.readdirSync(dir) : []).map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).filter((r) => r.includes(`To: ${email}`));
+      const unQp = (raw: string) => raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+      const link = mails.map((m) => /https?:\/\/\S+\/verify-email\?token=[A-Za-z0-9%._-]+/.exec(unQp(m))?.[0]).find((l) => l !== undefined);
+      if (link) {
+        const token = decodeURIComponent(new URL(link).searchParams.get('token') as string);
+        expect((await client(server.url).post('/v1/auth/verify-email', { token })).status).toBe(200);
+        return;
+      }
+      await sleep(50);
+    }
+    throw new Error(`no mail to ${email}`);
+  }
+
+  it("revokes one's own API key and session by an upper-case id; another user's is not found either way", async () => {
+    const u = await signUp(server.url, 'Upper');
+    const other = await signUp(server.url, 'OtherUpper');
+    const key = (await u.api.post('/v1/api-keys', { name: 'ci' })).body as { id: string; key: string };
+    const theirs = (await other.api.post('/v1/api-keys', { name: 'theirs' })).body as { id: string; key: string };
+    const r = await u.api.delete(`/v1/api-keys/${theirs.id.toUpperCase()}`);
+    expect([r.status, r.body?.error?.code]).toEqual([404, 'API_KEY_NOT_FOUND']);
+    expect((await client(server.url, theirs.key).get('/v1/auth/me')).status).toBe(200);
+    expect((await u.api.delete(`/v1/api-keys/${key.id.toUpperCase()}`)).status).toBe(204);
+    expect((await client(server.url, key.key).get('/v1/auth/me')).status).toBe(401);
+    expect((await u.api.get('/v1/api-keys')).body.data).toEqual([]);
+
+    // A second session of u (the first is the one u.api uses), and one of the other user.
+    const second = await client(server.url).post('/v1/auth/login', { email: u.email, password: 'correct horse battery' });
+    const sessions = (await u.api.get('/v1/auth/sessions')).body.data as { id: string; current: boolean }[];
+    const notCurrent = sessions.find((s) => !s.current);
+    expect(notCurrent).toBeDefined();
+    const theirSession = ((await other.api.get('/v1/auth/sessions')).body.data as { id: string }[])[0];
+    const foreign = await u.api.delete(`/v1/auth/sessions/${theirSession.id.toUpperCase()}`);
+    expect([foreign.status, foreign.body?.error?.code]).toEqual([404, 'SESSION_NOT_FOUND']);
+    expect((await other.api.get('/v1/auth/me')).status).toBe(200);
+    expect((await u.api.delete(`/v1/auth/sessions/${notCurrent!.id.toUpperCase()}`)).status).toBe(204);
+    expect((await client(server.url).post('/v1/auth/refresh', { refreshToken: second.body.refreshToken })).status).toBe(401);
+    // Not an id at all: not found, as before.
+    expect((await u.api.delete('/v1/api-keys/not-an-id')).status).toBe(404);
+    expect((await u.api.delete('/v1/auth/sessions/not-an-id')).status).toBe(404);
+  });
+});
