@@ -62,4 +62,42 @@ describe('abuse: fourth look', () => {
     expect((await u.api.delete('/v1/api-keys/not-an-id')).status).toBe(404);
     expect((await u.api.delete('/v1/auth/sessions/not-an-id')).status).toBe(404);
   });
+
+  it('answers every unknown path, method and malformed request under /mcp in the JSON-RPC envelope, with its status', async () => {
+    const owner = await signUp(server.url, 'McpPaths');
+    const ws = (await owner.api.post('/v1/workspaces', { name: 'Mcp' })).body.id as string;
+    expect((await owner.api.put(`/v1/workspaces/${ws}`, { settings: { allowPublicSearchLinks: true } })).status).toBe(200);
+    const token = (await owner.api.post(`/api/workspaces/${ws}/public-links`, { name: 'L', allowedTags: [] })).body.token as string;
+    expect(typeof token).toBe('string');
+    const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    const cases: [string, string, string | undefined, number, number][] = [
+      // method, path, body, HTTP status, JSON-RPC code
+      ['POST', `/mcp/${token}/extra`, ping, 404, -32600],
+      ['POST', `/api/v1/mcp/${token}/extra`, ping, 404, -32600],
+      ['GET', `/mcp/${token}/tools/list`, undefined, 404, -32600],
+      ['POST', '/mcp', ping, 404, -32600],
+      ['POST', '/mcp/', ping, 404, -32600],
+      ['POST', '/api/v1/mcp', ping, 404, -32600],
+      ['POST', `/mcp/${token}/%zz`, ping, 404, -32600],
+      ['POST', '/mcp/%zz', ping, 400, -32600],
+      ['GET', `/mcp/${token}`, undefined, 405, -32600],
+      ['PUT', `/mcp/${token}`, ping, 405, -32600],
+      ['DELETE', `/api/v1/mcp/${token}`, undefined, 405, -32600],
+      ['POST', `/mcp/${token}`, '{"jsonrpc": "2.0", "id": 1, "method": ', 400, -32700],
+      ['POST', `/mcp/${token}`, '[]', 400, -32600],
+      ['POST', `/mcp/${token}`, '"ping"', 400, -32600],
+    ];
+    for (const [method, p, body, status, code] of cases) {
+      const r = await fetch(server.url + p, { method, headers: { 'content-type': 'application/json' }, body });
+      const text = await r.text();
+      const b = JSON.parse(text);
+      expect([method, p, r.status, b]).toEqual([method, p, status, { jsonrpc: '2.0', id: null, error: { code, message: expect.any(String) } }]);
+      // No token in any answer.
+      expect(text.includes(token)).toBe(false);
+    }
+    // The endpoint itself still answers.
+    const ok = await fetch(`${server.url}/mcp/${token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: ping });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
+  });
 });
