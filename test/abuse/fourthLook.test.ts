@@ -100,4 +100,43 @@ describe('abuse: fourth look', () => {
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
   });
+
+  it("accepting an invitation to a workspace whose identity settings the invitee does not meet records the membership but shows nothing of the workspace", async () => {
+    const owner = await signUp(server.url, 'Guard');
+    // The owner meets both requirements before setting them.
+    const enrol = await owner.api.post('/v1/auth/mfa/totp', {});
+    expect((await owner.api.post('/v1/auth/mfa/totp/confirm', { code: totp(base32Decode(enrol.body.secret), Date.now() / 1000) })).status).toBe(200);
+    await verifyEmail(owner.email);
+    const mfaWs = (await owner.api.post('/v1/workspaces', { name: 'Secret Mfa Name' })).body.id as string;
+    const mailWs = (await owner.api.post('/v1/workspaces', { name: 'Secret Mail Name' })).body.id as string;
+    expect((await owner.api.put(`/v1/workspaces/${mfaWs}`, { settings: { requireMfa: true } })).status).toBe(200);
+    expect((await owner.api.put(`/v1/workspaces/${mailWs}`, { settings: { requireVerifiedEmail: true } })).status).toBe(200);
+
+    const invitee = await signUp(server.url, 'Invitee');
+    const invite = async (ws: string) => (await owner.api.post(`/v1/workspaces/${ws}/invite`, { email: invitee.email, role: 'MEMBER' })).body.invitationId as string;
+    for (const [ws, code, name] of [
+      [mfaWs, 'MFA_ENROLMENT_REQUIRED', 'Secret Mfa Name'],
+      [mailWs, 'EMAIL_NOT_VERIFIED', 'Secret Mail Name'],
+    ]) {
+      const inv = await invite(ws);
+      expect(typeof inv).toBe('string');
+      const r = await invitee.api.post(`/v1/invitations/${inv.toUpperCase()}/accept`, {});
+      expect([r.status, r.body?.error?.code]).toEqual([403, code]);
+      expect(r.body.error.details).toEqual({ accepted: true, workspaceId: ws });
+      expect(r.text.includes(name)).toBe(false);
+      // The same answer as the workspace's own routes give this user; the membership is recorded.
+      const direct = await invitee.api.get(`/v1/workspaces/${ws}`);
+      expect([direct.status, direct.body?.error?.code]).toEqual([403, code]);
+      expect(((await owner.api.get(`/v1/workspaces/${ws}/members`)).body as { userId: string }[]).map((m) => m.userId)).toContain(invitee.id);
+      // Accepted once: not again.
+      expect((await invitee.api.post(`/v1/invitations/${inv}/accept`, {})).status).toBe(404);
+    }
+    // Once the requirement is met, the workspace opens.
+    await verifyEmail(invitee.email);
+    expect((await invitee.api.get(`/v1/workspaces/${mailWs}`)).body.name).toBe('Secret Mail Name');
+    // A workspace without requirements answers its details on accept, as before.
+    const open = (await owner.api.post('/v1/workspaces', { name: 'Open' })).body.id as string;
+    const ok = await invitee.api.post(`/v1/invitations/${await invite(open)}/accept`, {});
+    expect([ok.status, ok.body.id, ok.body.name, ok.body.role]).toEqual([200, open, 'Open', 'MEMBER']);
+  });
 });

@@ -171,7 +171,18 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.post('/invitations/:invitationId/accept', async (req, res) => {
-    respond(res, WorkspaceDetail, await acceptInvitation(ctx, cc(req), { invitationId: idParam(req, 'invitationId', 'INVITATION_NOT_FOUND', 'Invitation not found.'), actorEmail: authOf(req).email }));
+    const { workspaceId } = await acceptInvitation(ctx, cc(req), { invitationId: idParam(req, 'invitationId', 'INVITATION_NOT_FOUND', 'Invitation not found.'), actorEmail: authOf(req).email });
+    // The membership is recorded. The workspace itself is shown only to a caller who meets its
+    // identity settings (requireMfa, requireVerifiedEmail), as on every route of the workspace:
+    // otherwise the same 403, saying that the invitation was accepted (it cannot be accepted again).
+    await enforceIdentityRequirements(ctx, req, workspaceId).catch((err: unknown) => {
+      if (err instanceof DomainError && (err.code === 'MFA_ENROLMENT_REQUIRED' || err.code === 'EMAIL_NOT_VERIFIED')) {
+        const what = err.code === 'MFA_ENROLMENT_REQUIRED' ? 'two-factor authentication' : 'a verified e-mail address';
+        throw new DomainError(err.code, `Invitation accepted: you are a member now. This workspace requires ${what}; it opens once you have it.`, { accepted: true, workspaceId });
+      }
+      throw err;
+    });
+    respond(res, WorkspaceDetail, await getWorkspace(ctx, workspaceId, authOf(req).userId));
   });
 
   v1.get('/workspaces/:id/tags', async (req, res) => {
