@@ -103,28 +103,42 @@ function callerOf(req: Request): string {
 export function wholeDocumentRead(turns: Turns, applies: (req: Request) => boolean = () => true): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     if (!applies(req)) return next();
-    const giveUp = turns.take(callerOf(req), (done) => {
-      res.once('close', done); // after 'finish' too: the answer was handed over, or the client left (or was dropped)
-      if (res.writableEnded || res.destroyed) done();
+    // The turn (or the place in line) ends when the answer closes: after 'finish' too (handed
+    // over), or when the client left or was dropped. An answer queued behind another on its
+    // connection (pipelined requests) never gets the socket when the client closes it, and never
+    // closes: the connection's own close ends its turn too.
+    const socket = req.socket;
+    let done: (() => void) | undefined;
+    const giveUp = turns.take(callerOf(req), (end) => {
+      done = end;
+      if (res.writableEnded || res.destroyed || socket.destroyed) end();
       else {
         turnOfResponse.set(res, turns);
         next();
       }
     });
-    res.once('close', giveUp);
+    const release = () => {
+      socket.off('close', release); // a kept-alive connection carries many requests: one listener each, removed
+      if (done) done();
+      else giveUp();
+    };
+    res.once('close', release);
+    socket.once('close', release);
   };
 }
 
 /** Bytes handed to the connection at a time; the next slice goes once the connection has taken them. */
 const SLICE_BYTES = 256 * 1024;
 
-/** Resolves true once `res` drained, false when it closed or took nothing for `ms`. */
+/** Resolves true once `res` drained, false when it or its connection closed, or it took nothing for `ms`. */
 function drained(res: Response, ms: number): Promise<boolean> {
+  const socket = res.req.socket;
   return new Promise((resolve) => {
     const finish = (ok: boolean) => {
       clearTimeout(timer);
       res.off('drain', onDrain);
       res.off('close', onClose);
+      socket.off('close', onClose);
       resolve(ok);
     };
     const onDrain = () => finish(true);
@@ -132,6 +146,7 @@ function drained(res: Response, ms: number): Promise<boolean> {
     const timer = setTimeout(() => finish(false), ms);
     res.on('drain', onDrain);
     res.on('close', onClose);
+    socket.on('close', onClose);
   });
 }
 
@@ -154,7 +169,7 @@ export function respondWhole<C extends t.Mixed>(res: Response, codec: C, body: t
   }
   const send = async () => {
     for (let at = 0; bytes && at < bytes.length; at += SLICE_BYTES) {
-      if (res.destroyed) return;
+      if (res.destroyed || res.req.socket.destroyed) return;
       if (!res.write(bytes.subarray(at, at + SLICE_BYTES)) && !(await drained(res, turns.stallMs))) {
         bytes = undefined;
         res.destroy(); // the client took nothing for stallMs (or left): drop the answer, free the turn

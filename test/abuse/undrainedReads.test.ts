@@ -67,4 +67,28 @@ describe('abuse: whole-document reads whose clients never read', () => {
       expect(got.length).toBeLessThan(big.length);
     }
   }, 30_000);
+
+  it('a whole-document read pipelined behind another on a connection the client then closes gives its turn back', async () => {
+    const u = await signUp(server.url, 'Pipeliner');
+    const ws = (await u.api.post('/v1/workspaces', { name: 'Pipes' })).body.id as string;
+    const fd = new FormData();
+    fd.append('file', new Blob([' \n'.repeat(4 * 1024 * 1024)]), 'big.txt');
+    const doc = (await u.api.post(`/v1/workspaces/${ws}/documents`, fd)).body.id as string;
+    const content = `/v1/workspaces/${ws}/documents/${doc}/content`;
+    for (let round = 0; round < 2; round++) {
+      // Two requests on one connection: node answers them in order, so the second waits for the first's socket.
+      const s = await connect(server.url);
+      s.pause();
+      const request = `GET ${content} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${u.token}\r\n\r\n`;
+      s.write(request + request);
+      // Once the first answer has begun, the client leaves.
+      await new Promise<void>((resolve) => s.once('readable', () => resolve()));
+      s.destroy();
+    }
+    // The caller's share of the turns is free again: its next read is answered (before: the queued
+    // answers, which never got the closed connection, held the turns for good).
+    const r = await u.api.get(content);
+    expect(r.status).toBe(200);
+    expect(r.body.content.length).toBe(8 * 1024 * 1024);
+  }, 30_000);
 });
