@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { signUp, startServer, TestServer } from '../support/server';
-import { closedBy, connect } from '../support/rawHttp';
+import fs from 'node:fs';
+import { closedBy, connect, eventually } from '../support/rawHttp';
 
 /**
  * Whole-document reads take turns process-wide (src/http/wholeDocumentReads.ts). A client that
@@ -66,6 +67,38 @@ describe('abuse: whole-document reads whose clients never read', () => {
       expect(got.startsWith('HTTP/1.1 200')).toBe(true);
       expect(got.length).toBeLessThan(big.length);
     }
+  }, 30_000);
+
+  it('downloads of the original file whose clients never read are closed, and the stored file with them', async () => {
+    const u = await signUp(server.url, 'Downloader');
+    const ws = (await u.api.post('/v1/workspaces', { name: 'Files' })).body.id as string;
+    const bytes = 16 * 1024 * 1024;
+    const fd = new FormData();
+    fd.append('file', new Blob([' \n'.repeat(bytes / 2)]), 'big.txt');
+    const doc = (await u.api.post(`/v1/workspaces/${ws}/documents`, fd)).body.id as string;
+    const openBlobs = () => {
+      const dir = `/proc/${server.proc.pid}/fd`;
+      return fs.readdirSync(dir).filter((f) => {
+        try {
+          return fs.readlinkSync(`${dir}/${f}`).includes(`${server.dataDir}/blobs/`);
+        } catch {
+          return false; // closed meanwhile
+        }
+      }).length;
+    };
+    const stalled = [await neverReads(`/v1/documents/${doc}/file`, u.token), await neverReads(`/v1/documents/${doc}/file`, u.token)];
+    // The server opened the stored file for them, then lets go of it (before: held as long as the connections, for good).
+    expect(await eventually(() => openBlobs() > 0, 20_000)).toBe(true);
+    expect(await eventually(() => openBlobs() === 0, 20_000)).toBe(true);
+    const received = stalled.map((s) => closedBy(s));
+    for (const s of stalled) s.resume();
+    for (const got of await Promise.all(received)) {
+      expect(got.startsWith('HTTP/1.1 200')).toBe(true);
+      expect(got.length).toBeLessThan(bytes);
+    }
+    // A client that reads gets the whole file.
+    const whole = await fetch(`${server.url}/v1/documents/${doc}/file`, { headers: { authorization: `Bearer ${u.token}` } });
+    expect((await whole.arrayBuffer()).byteLength).toBe(bytes);
   }, 30_000);
 
   it('a whole-document read pipelined behind another on a connection the client then closes gives its turn back', async () => {
