@@ -101,6 +101,41 @@ describe('abuse: fourth look', () => {
     expect(await ok.json()).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
   });
 
+  it("tool calls naming another tenant's document or tag reach nothing of it; ids in any case", async () => {
+    const rpc = async (token: string, id: number, name: string, args: unknown) => {
+      const r = await fetch(`${server.url}/mcp/${token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }) });
+      return { status: r.status, body: (await r.json()) as any };
+    };
+    const tenant = async (name: string, text: string) => {
+      const u = await signUp(server.url, name);
+      const ws = (await u.api.post('/v1/workspaces', { name })).body.id as string;
+      expect((await u.api.put(`/v1/workspaces/${ws}`, { settings: { allowPublicSearchLinks: true } })).status).toBe(200);
+      const tag = (await u.api.post(`/v1/workspaces/${ws}/tags`, { name: 'Public', color: '#112233' })).body.id as string;
+      const doc = (await u.api.post(`/v1/workspaces/${ws}/documents`, { title: `${name} notes`, content: text, format: 'text', tags: [tag] })).body.id as string;
+      for (let i = 0; i < 300 && (await u.api.get(`/v1/documents/${doc}`)).body.processingStatus !== 'VERIFIED'; i++) await sleep(100);
+      const link = (toolProfile: string) => u.api.post(`/api/workspaces/${ws}/public-links`, { name: toolProfile, allowedTags: [tag], toolProfile }).then((r) => r.body.token as string);
+      return { tag, doc, search: await link('default'), chatgpt: await link('chatgpt') };
+    };
+    const a = await tenant('Alpha', 'Refunds are paid within five business days, says alpha.');
+    const b = await tenant('Bravo', 'Refunds are paid within five business days, bravo secret.');
+    // fetch: the other tenant's document is not there, in either case; one's own is, in either case.
+    for (const id of [b.doc, b.doc.toUpperCase()]) {
+      const r = await rpc(a.chatgpt, 1, 'fetch', { id });
+      expect([r.status, r.body.result?.isError]).toEqual([200, true]);
+      expect(JSON.stringify(r.body)).not.toContain('bravo secret');
+    }
+    expect(JSON.parse((await rpc(a.chatgpt, 2, 'fetch', { id: a.doc.toUpperCase() })).body.result.content[0].text).id).toBe(a.doc);
+    // search: only the link's own documents; the other tenant's tag is refused, one's own tag id in upper case is taken.
+    const found = await rpc(a.chatgpt, 3, 'search', { query: 'refunds paid business days' });
+    expect(JSON.parse(found.body.result.content[0].text).results.map((r: { id: string }) => r.id)).toEqual([a.doc]);
+    const foreignTag = await rpc(a.search, 4, 'service_search', { query: 'refunds paid', tags: [b.tag] });
+    expect([foreignTag.status, foreignTag.body.error?.code, foreignTag.body.error?.data?.allowedTags]).toEqual([400, -32602, [a.tag]]);
+    const ownTag = await rpc(a.search, 5, 'service_search', { query: 'refunds paid', tags: [a.tag.toUpperCase()] });
+    expect(ownTag.status).toBe(200);
+    const hits = JSON.parse(ownTag.body.result.content[0].text).results as { title: string; content: string }[];
+    expect(hits.map((h) => h.title)).toEqual(['Alpha notes']);
+  });
+
   it("accepting an invitation to a workspace whose identity settings the invitee does not meet records the membership but shows nothing of the workspace", async () => {
     const owner = await signUp(server.url, 'Guard');
     // The owner meets both requirements before setting them.
