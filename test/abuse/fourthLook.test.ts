@@ -134,6 +134,13 @@ describe('abuse: fourth look', () => {
     expect(ownTag.status).toBe(200);
     const hits = JSON.parse(ownTag.body.result.content[0].text).results as { title: string; content: string }[];
     expect(hits.map((h) => h.title)).toEqual(['Alpha notes']);
+    // The same link's public search takes the tag ids the same way.
+    const pub = await client(server.url).post(`/public/${a.search}/search`, { query: 'refunds paid', tags: [a.tag.toUpperCase()] });
+    expect([pub.status, pub.body.results?.map((r: { title: string }) => r.title)]).toEqual([200, ['Alpha notes']]);
+    const pubGet = await client(server.url).get(`/public/${a.search}/search?q=refunds&tags=${a.tag.toUpperCase()}`);
+    expect(pubGet.status).toBe(200);
+    const pubForeign = await client(server.url).post(`/public/${a.search}/search`, { query: 'refunds paid', tags: [b.tag] });
+    expect([pubForeign.status, pubForeign.body.error]).toEqual([400, 'TAG_NOT_ALLOWED']);
   });
 
   it("accepting an invitation to a workspace whose identity settings the invitee does not meet records the membership but shows nothing of the workspace", async () => {
