@@ -59,7 +59,12 @@ export const workspaceDocs: RouteDocs = {
     response: TransferResult,
     example: { userId: '0b7c6f1e-8a8d-4c1e-9f55-3d1f2a4b5c6d' },
   },
-  'POST /invitations/:invitationId/accept': { summary: 'Accept an invitation: answers the workspace joined', response: WorkspaceDetail },
+  'POST /invitations/:invitationId/accept': {
+    summary: 'Accept an invitation: answers the workspace joined',
+    description:
+      'When the workspace requires more of the caller (`requireVerifiedEmail`, `requireMfa` for sessions), the membership is recorded but the answer is that requirement\'s 403 (EMAIL_NOT_VERIFIED, MFA_ENROLMENT_REQUIRED) with `details: {accepted: true, workspaceId}`, as the workspace\'s own routes answer until it is met.',
+    response: WorkspaceDetail,
+  },
   'GET /workspaces/:id/tags': { summary: 'Tags of a workspace', response: TagList },
   'POST /workspaces/:id/tags': { summary: 'Create a tag (ADMIN)', body: TagBody, status: 201, response: Tag, example: { name: 'Billing', color: '#112233' } },
   'PUT /workspaces/:id/tags/:tagId': { summary: 'Rename or recolour a tag (ADMIN)', body: TagPatch, response: Tag },
