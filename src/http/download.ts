@@ -21,8 +21,8 @@ function contentTypeOf(mimeType: string): string {
 /**
  * Streams a stored file as an attachment (never rendered by the browser in our origin). A client
  * that takes nothing of it for `stallMs` loses its connection: otherwise a download never read
- * held its connection and the stored file open for good (fourth hostile look; enough of them run
- * the process out of file descriptors).
+ * held its connection and the stored file open for good (fourth hostile look: enough of them
+ * could run the process out of file descriptors).
  */
 export async function sendFile(res: Response, file: { filename: string; mimeType: string; stream: Readable }, stallMs: number): Promise<void> {
   res.status(200);
