@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { CommandContext } from '../../src/core/commandHandler';
 import { DomainError } from '../../src/domain/errors';
 import { Role } from '../../src/domain/workspace/events';
-import { getInvitation, getWorkspace } from '../../queries/workspace/workspaceQueries';
+import { getInvitation } from '../../queries/workspace/workspaceQueries';
 import { userByEmail } from '../../queries/user/userQueries';
 import { actorOf, isId, runWorkspaceCommand, WorkspaceDeps } from './runWorkspaceCommand';
 
@@ -17,13 +17,14 @@ export async function inviteMember(deps: WorkspaceDeps, cc: CommandContext, work
   return { invitationId, email: e.data.email, role: e.data.role, expiresAt: e.data.expiresAt };
 }
 
-/** Accept an invitation as the invited user; returns the workspace joined. */
+/** Accept an invitation as the invited user; returns the id of the workspace joined. */
 export async function acceptInvitation(deps: WorkspaceDeps, cc: CommandContext, input: { invitationId: string; actorEmail: string }) {
   const inv = isId(input.invitationId) ? await getInvitation(deps, input.invitationId) : null;
   if (!inv) throw new DomainError('INVITATION_NOT_FOUND', 'Invitation not found.');
   const actorId = actorOf(cc);
   await runWorkspaceCommand(deps, cc, inv.workspaceId, { type: 'AcceptInvitation', actorId, actorEmail: input.actorEmail, invitationId: input.invitationId, now: cc.now });
-  return getWorkspace(deps, inv.workspaceId, actorId);
+  // The workspace joined; what the caller may see of it (its identity settings may ask more of them first) is the route's to answer.
+  return { workspaceId: inv.workspaceId };
 }
 
 /** Revoke a pending invitation of this workspace (ADMIN); another workspace's id is not found. */

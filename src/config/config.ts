@@ -65,6 +65,7 @@ const Env = t.partial({
   KB_ANALYTICS_MAX_ROWS: PositiveInt,
   KB_BODY_TIMEOUT_MS: PositiveInt,
   KB_WHOLE_DOCUMENT_READS_AT_ONCE: PositiveInt,
+  KB_WHOLE_DOCUMENT_STALL_MS: PositiveInt,
   KB_UPLOAD_TIMEOUT_MS: PositiveInt,
   KB_KEEP_ALIVE_TIMEOUT_MS: PositiveInt,
   KB_UPLOAD_RATE_PER_MINUTE: PositiveInt,
@@ -176,6 +177,8 @@ export interface Config {
   bodyTimeoutMs: number;
   /** Answers holding a whole document's text or folded history (its text, content, metadata or set as of a time) built and sent at once; the others wait their turn. */
   wholeDocumentReadsAtOnce: number;
+  /** A client that takes none of such an answer for this long has its connection closed (the answer dropped, the turn freed). */
+  wholeDocumentStallMs: number;
   /** The body of an upload must arrive within this after the headers: 408 REQUEST_TIMEOUT. */
   uploadTimeoutMs: number;
   /** An idle keep-alive connection is kept this long (longer than a load balancer's idle time-out). */
@@ -303,6 +306,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     headersTimeoutMs: e.KB_HEADERS_TIMEOUT_MS ?? 20_000,
     bodyTimeoutMs: e.KB_BODY_TIMEOUT_MS ?? 30_000,
     wholeDocumentReadsAtOnce: e.KB_WHOLE_DOCUMENT_READS_AT_ONCE ?? 2,
+    wholeDocumentStallMs: e.KB_WHOLE_DOCUMENT_STALL_MS ?? 10_000,
     uploadTimeoutMs: e.KB_UPLOAD_TIMEOUT_MS ?? 10 * 60_000,
     // AWS ALB's idle time-out is 60 s: the server must not close a connection the balancer is about to reuse.
     keepAliveTimeoutMs: e.KB_KEEP_ALIVE_TIMEOUT_MS ?? 65_000,

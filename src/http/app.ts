@@ -144,7 +144,10 @@ export function createApp(ctx: AppContext): express.Express {
   }
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
-    next(new HttpError(404, 'NOT_FOUND', `No route for ${req.method} ${redactUrl(req.path)}.`));
+    const where = `${req.method} ${redactUrl(req.path)}`;
+    // Under the tool endpoint's prefix the answer is a JSON-RPC error (errors.ts, sendError): say where the endpoint is.
+    const message = familyOf(req.path) === 'mcp' ? `Not found: nothing answers ${where}; the tool endpoint is POST /mcp/<token>.` : `No route for ${where}.`;
+    next(new HttpError(404, 'NOT_FOUND', message));
   });
 
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {

@@ -18,19 +18,33 @@ function contentTypeOf(mimeType: string): string {
   return /^text\//.test(mimeType) ? `${mimeType}; charset=utf-8` : mimeType;
 }
 
-/** Streams a stored file as an attachment (never rendered by the browser in our origin). */
-export async function sendFile(res: Response, file: { filename: string; mimeType: string; stream: Readable }): Promise<void> {
+/**
+ * Streams a stored file as an attachment (never rendered by the browser in our origin). A client
+ * that takes nothing of it for `stallMs` loses its connection: otherwise a download never read
+ * held its connection and the stored file open for good (fourth hostile look: enough of them
+ * could run the process out of file descriptors).
+ */
+export async function sendFile(res: Response, file: { filename: string; mimeType: string; stream: Readable }, stallMs: number): Promise<void> {
   res.status(200);
   res.setHeader('Content-Type', contentTypeOf(file.mimeType));
   res.setHeader('Content-Disposition', contentDisposition(file.filename));
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
   res.setHeader('Cache-Control', 'private, no-store');
+  // The file is read only as fast as the connection takes it: no chunk read for stallMs (or the
+  // last ones not taken within it), nothing taken: both ends are closed, which ends the pipeline.
+  const stalled = setTimeout(() => {
+    file.stream.destroy();
+    res.destroy();
+  }, stallMs);
+  file.stream.on('data', () => stalled.refresh());
   try {
     await pipeline(file.stream, res);
   } catch {
     // The client left, or the file could not be read mid-way: the answer is cut short.
     file.stream.destroy();
     res.destroy();
+  } finally {
+    clearTimeout(stalled);
   }
 }

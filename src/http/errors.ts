@@ -1,5 +1,6 @@
 import { Request, Response } from 'express';
 import { DomainError, ErrorCode } from '../domain/errors';
+import { RPC } from '../mcp/protocol';
 
 /** Every error code with its HTTP status (the OpenAPI document lists them). */
 export const errorStatuses = (): [ErrorCode, number][] => Object.entries(STATUS) as [ErrorCode, number][];
@@ -114,11 +115,12 @@ export type ErrorFamily = 'v1' | 'api' | 'public' | 'mcp';
 /** Which envelope a path answers in (decisions.md, "Errors"). */
 export function familyOf(path: string): ErrorFamily {
   // Public routes are also served under the self-hosted base (/api/v1/public/..., /api/v1/mcp/...).
-  const bare = path.replace(/^\/(api\/v1|v1)(?=\/(public|mcp|s)\/)/, '');
+  const bare = path.replace(/^\/(api\/v1|v1)(?=\/(public|s)\/|\/mcp(\/|$))/, '');
   if (bare !== path) return familyOf(bare);
   if (path.startsWith('/v1/') || path === '/v1' || path.startsWith('/api/v1/') || path === '/api/v1') return 'v1';
   if (path.startsWith('/api/')) return 'api';
-  if (path.startsWith('/mcp/')) return 'mcp';
+  // The tool endpoint's prefix, the bare one included: every answer under it is a JSON-RPC message.
+  if (path.startsWith('/mcp/') || path === '/mcp') return 'mcp';
   return 'public';
 }
 
@@ -135,12 +137,27 @@ export class HttpError extends DomainError {
   }
 }
 
+/**
+ * An HTTP-level error under the tool endpoint's prefix as the JSON-RPC error it answers
+ * (spec section 7, "Tool endpoint"): no id (none was read), a JSON-RPC code by the status's
+ * kind, and the status kept. Refusals of the credential are -32002, rate limits -32000 with
+ * `data.retryAfter`, our failures -32603, anything else about the request (an unknown path, a
+ * method, a body that could not be read) -32600.
+ */
+function rpcErrorOf(status: number, err: DomainError): { jsonrpc: '2.0'; id: null; error: { code: number; message: string; data?: { retryAfter: number } } } {
+  const code = status === 401 || status === 403 ? RPC.FORBIDDEN : status === 429 ? RPC.RATE_LIMITED : status >= 500 ? RPC.INTERNAL_ERROR : RPC.INVALID_REQUEST;
+  const retryAfter = err instanceof HttpError ? Number(err.headers['Retry-After']) : NaN;
+  return { jsonrpc: '2.0', id: null, error: { code, message: err.message, ...(code === RPC.RATE_LIMITED && Number.isFinite(retryAfter) ? { data: { retryAfter } } : {}) } };
+}
+
 /** `path`: the request's path as the app sees it (inside a mounted router `req.path` has lost its prefix). */
 export function sendError(req: Request, res: Response, err: DomainError, path: string = req.path): void {
   const status = err instanceof HttpError ? err.status : statusOf(err.code);
   if (err instanceof HttpError) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
   const family = familyOf(path);
-  if (family === 'public') {
+  if (family === 'mcp') {
+    res.status(status).json(rpcErrorOf(status, err));
+  } else if (family === 'public') {
     res.status(status).json({ error: err.code, message: err.message });
   } else if (family === 'api') {
     res.status(status).json({

@@ -1,4 +1,6 @@
 import { NextFunction, Request, RequestHandler, Response } from 'express';
+import * as t from 'io-ts';
+import { respond } from './responses';
 
 /**
  * How many requests may build and send an answer holding a whole document at once (its text,
@@ -9,39 +11,78 @@ import { NextFunction, Request, RequestHandler, Response } from 'express';
  * would pass the JavaScript heap's limit and end the process (third hostile look, issue 13).
  *
  * A turn ends when the answer is finished or its connection closes; a request whose client
- * leaves while it waits gives up its place.
+ * leaves while it waits gives up its place. A client that stops taking its answer cannot keep
+ * its turn (fourth hostile look: two clients that never read held every turn of the process):
+ * the answer is written in slices, and a client that takes none of it for `stallMs` has its
+ * connection closed, which frees the answer's memory and the turn. One caller (a user, or an
+ * address before sign-in) holds at most half of the turns (at least one), so another tenant's
+ * reads always find a turn that this caller cannot take; a waiting request whose caller holds
+ * its share lets the next caller's request go first.
  */
 export class Turns {
   private running = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly runningBy = new Map<string, number>();
+  private readonly waiting: { caller: string; begin: () => void }[] = [];
+  /** The most turns one caller holds at once. */
+  readonly perCaller: number;
 
-  constructor(private readonly atOnce: number) {}
+  constructor(
+    private readonly atOnce: number,
+    /** How long an answer's client may take nothing of it before its connection is closed. */
+    readonly stallMs = 10_000,
+  ) {
+    this.perCaller = Math.max(1, Math.ceil(atOnce / 2));
+  }
 
-  /** Calls `start` now or once a turn is free; `start` gets the function that ends its turn (idempotent). Returns a function that gives up a place not yet started. */
-  take(start: (done: () => void) => void): () => void {
+  /**
+   * Calls `start` now or once a turn is free for `caller`; `start` gets the function that ends
+   * its turn (idempotent). Returns a function that gives up a place not yet started.
+   */
+  take(caller: string, start: (done: () => void) => void): () => void {
     let started = false;
     let ended = false;
     const done = () => {
       if (ended) return;
       ended = true;
       this.running -= 1;
-      this.waiting.shift()?.();
+      const held = (this.runningBy.get(caller) ?? 1) - 1;
+      if (held > 0) this.runningBy.set(caller, held);
+      else this.runningBy.delete(caller);
+      this.startWaiting();
     };
-    const begin = () => {
-      started = true;
-      this.running += 1;
-      start(done);
+    const entry = {
+      caller,
+      begin: () => {
+        started = true;
+        this.running += 1;
+        this.runningBy.set(caller, (this.runningBy.get(caller) ?? 0) + 1);
+        start(done);
+      },
     };
-    if (this.running < this.atOnce) {
-      begin();
+    if (this.running < this.atOnce && this.heldBy(caller) < this.perCaller) {
+      entry.begin();
       return () => undefined;
     }
-    this.waiting.push(begin);
+    this.waiting.push(entry);
     return () => {
       if (started) return;
-      const i = this.waiting.indexOf(begin);
+      const i = this.waiting.indexOf(entry);
       if (i >= 0) this.waiting.splice(i, 1);
     };
+  }
+
+  private heldBy(caller: string): number {
+    return this.runningBy.get(caller) ?? 0;
+  }
+
+  /** Starts waiting requests, first come first served among callers under their share. */
+  private startWaiting(): void {
+    while (this.running < this.atOnce) {
+      const i = this.waiting.findIndex((w) => this.heldBy(w.caller) < this.perCaller);
+      if (i < 0) return;
+      const [next] = this.waiting.splice(i, 1);
+      next.begin();
+    }
   }
 
   /** Requests building or sending an answer now, and waiting for a turn. */
@@ -50,26 +91,103 @@ export class Turns {
   }
 }
 
+/** The turns of a response that holds one (set when its turn starts). */
+const turnOfResponse = new WeakMap<Response, Turns>();
+
+/** Who a request counts against: the signed-in user, else the client's address. */
+function callerOf(req: Request): string {
+  return req.auth ? `user:${req.auth.userId}` : `ip:${req.ip ?? 'unknown'}`;
+}
+
 /** Route middleware: the request's answer is built and sent in one of `turns`' turns (only when `applies`, e.g. with `asOf`). */
 export function wholeDocumentRead(turns: Turns, applies: (req: Request) => boolean = () => true): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     if (!applies(req)) return next();
-    const giveUp = turns.take((done) => {
-      res.once('close', done); // after 'finish' too: the answer was handed over, or the client left
-      if (res.writableEnded || res.destroyed) done();
-      else next();
+    // The turn (or the place in line) ends when the answer closes: after 'finish' too (handed
+    // over), or when the client left or was dropped. An answer queued behind another on its
+    // connection (pipelined requests) never gets the socket when the client closes it, and never
+    // closes: the connection's own close ends its turn too.
+    const socket = req.socket;
+    let done: (() => void) | undefined;
+    const giveUp = turns.take(callerOf(req), (end) => {
+      done = end;
+      if (res.writableEnded || res.destroyed || socket.destroyed) end();
+      else {
+        turnOfResponse.set(res, turns);
+        next();
+      }
     });
-    res.once('close', giveUp);
+    const release = () => {
+      socket.off('close', release); // a kept-alive connection carries many requests: one listener each, removed
+      if (done) done();
+      else giveUp();
+    };
+    res.once('close', release);
+    socket.once('close', release);
   };
+}
+
+/** Bytes handed to the connection at a time; the next slice goes once the connection has taken them. */
+const SLICE_BYTES = 256 * 1024;
+
+/** Resolves true once `res` drained, false when it or its connection closed, or it took nothing for `ms`. */
+function drained(res: Response, ms: number): Promise<boolean> {
+  const socket = res.req.socket;
+  return new Promise((resolve) => {
+    const finish = (ok: boolean) => {
+      clearTimeout(timer);
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      socket.off('close', onClose);
+      resolve(ok);
+    };
+    const onDrain = () => finish(true);
+    const onClose = () => finish(false);
+    const timer = setTimeout(() => finish(false), ms);
+    res.on('drain', onDrain);
+    res.on('close', onClose);
+    socket.on('close', onClose);
+  });
+}
+
+/**
+ * Sends a 200 JSON answer holding a whole document. In a turn of `wholeDocumentRead`, it is
+ * written slice by slice as the client takes it; a client that takes nothing for the turns'
+ * `stallMs` loses its connection (the answer is dropped, the turn freed). Elsewhere (a route
+ * whose request did not need a turn) it is `respond`.
+ */
+export function respondWhole<C extends t.Mixed>(res: Response, codec: C, body: t.OutputOf<C>): void {
+  const turns = turnOfResponse.get(res);
+  if (!turns) return respond(res, codec, body);
+  let bytes: Buffer | undefined = Buffer.from(JSON.stringify(body), 'utf8');
+  res.statusCode = 200;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', bytes.length);
+  if (res.req.method === 'HEAD') {
+    res.end();
+    return;
+  }
+  const send = async () => {
+    for (let at = 0; bytes && at < bytes.length; at += SLICE_BYTES) {
+      if (res.destroyed || res.req.socket.destroyed) return;
+      if (!res.write(bytes.subarray(at, at + SLICE_BYTES)) && !(await drained(res, turns.stallMs))) {
+        bytes = undefined;
+        res.destroy(); // the client took nothing for stallMs (or left): drop the answer, free the turn
+        return;
+      }
+    }
+    res.end();
+  };
+  void send().finally(() => (bytes = undefined));
 }
 
 const turnsOf = new WeakMap<object, Turns>();
 
 /** The turns of one application (its context), shared by every route that reads a whole document. */
-export function wholeDocumentTurns(ctx: { config: { wholeDocumentReadsAtOnce: number } }): Turns {
+export function wholeDocumentTurns(ctx: { config: { wholeDocumentReadsAtOnce: number; wholeDocumentStallMs: number } }): Turns {
   let t = turnsOf.get(ctx);
   if (!t) {
-    t = new Turns(ctx.config.wholeDocumentReadsAtOnce);
+    t = new Turns(ctx.config.wholeDocumentReadsAtOnce, ctx.config.wholeDocumentStallMs);
     turnsOf.set(ctx, t);
   }
   return t;

@@ -86,7 +86,9 @@ export function validateSearchArguments(args: unknown, scopeTags: ScopeTag[]): S
   const ids: string[] = [];
   const refused: string[] = [];
   for (const raw of a.tags as string[]) {
-    const id = byId.get(raw) ?? byName.get(raw.trim().toLowerCase());
+    // Ids in any case, as every route takes them (ids are issued in lower case); names in any case too.
+    const key = raw.trim().toLowerCase();
+    const id = byId.get(key) ?? byName.get(key);
     if (id === undefined) refused.push(raw);
     else if (!ids.includes(id)) ids.push(id);
   }

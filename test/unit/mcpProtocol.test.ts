@@ -98,6 +98,10 @@ describe('service_search arguments', () => {
   it('resolves tag names (any case) and ids to ids', () => {
     expect(validateSearchArguments({ query: 'ok', tags: ['billing', 'id-hr', 'Billing'] }, tags).tags).toEqual(['id-billing', 'id-hr']);
   });
+  it('takes tag ids in any case, as the routes take ids', () => {
+    expect(validateSearchArguments({ query: 'ok', tags: ['ID-HR', ' Id-Billing '] }, tags).tags).toEqual(['id-hr', 'id-billing']);
+    expect(rpcError(() => validateSearchArguments({ query: 'ok', tags: ['ID-OTHER'] }, tags)).data?.field).toBe('tags');
+  });
   it('the generated description names each allowed tag with its id', () => {
     const def = toolDefinition(tags, true);
     expect(def.name).toBe('service_search');

@@ -71,7 +71,8 @@ describe('workspace use cases (embedded adapters on a temp dir)', () => {
     const inv = await inviteMember(ctx, as(owner), ws.id, { email: ' Carol3@Example.com ', role: 'ADMIN' });
     expect(inv).toMatchObject({ email: 'carol3@example.com', role: 'ADMIN' });
     expect(await codeOf(acceptInvitation(ctx, as(carol), { invitationId: randomUUID(), actorEmail: 'carol3@example.com' }))).toBe('INVITATION_NOT_FOUND');
-    expect(await acceptInvitation(ctx, as(carol), { invitationId: inv.invitationId, actorEmail: 'carol3@example.com' })).toMatchObject({ id: ws.id, role: 'ADMIN' });
+    expect(await acceptInvitation(ctx, as(carol), { invitationId: inv.invitationId, actorEmail: 'carol3@example.com' })).toEqual({ workspaceId: ws.id });
+    expect(await getWorkspace(ctx, ws.id, carol)).toMatchObject({ id: ws.id, role: 'ADMIN' });
   });
 
   it('createTag / updateTag: trimmed names, lower-case colours, an unknown tag is TAG_NOT_FOUND', async () => {

@@ -12,6 +12,7 @@ import { challengeIdOf, confirmTotp, disableTotp, loginWithMfa, startTotpEnrollm
 import { accountEvents, listApiKeys, listSessions, userById } from '../../../queries/user/userQueries';
 import { DomainError } from '../../domain/errors';
 import { authOf, requireAuth } from '../auth';
+import { idParam } from '../ids';
 import { boundedString, decode, Email, HumanName, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { consumeRateLimit, mfaChallengeLimiter, rateLimit, byIp } from '../rateLimit';
@@ -223,7 +224,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.delete('/auth/sessions/:sessionId', requireAuth(ctx), async (req, res) => {
-    const r = await revokeSession(ctx, commandContext(ctx, req), authOf(req).userId, String(req.params.sessionId));
+    const r = await revokeSession(ctx, commandContext(ctx, req), authOf(req).userId, idParam(req, 'sessionId', 'SESSION_NOT_FOUND', 'Session not found.'));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     res.status(204).end();
   });
@@ -298,7 +299,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.delete('/api-keys/:id', ...requireSession, async (req, res) => {
-    const r = await revokeApiKey(ctx, commandContext(ctx, req), authOf(req).userId, String(req.params.id));
+    const r = await revokeApiKey(ctx, commandContext(ctx, req), authOf(req).userId, idParam(req, 'id', 'API_KEY_NOT_FOUND', 'API key not found.'));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     res.status(204).end();
   });

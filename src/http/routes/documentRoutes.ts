@@ -29,7 +29,7 @@ import { ContentAnswer, CreatedDocument, DocumentTextAnswer, DocumentDetail, Doc
 import { Uuid } from '../ids';
 import { parseAsOf } from '../../audit/timeTravel';
 import { UUID_PATTERN } from '../../domain/ids';
-import { asksForThePast, wholeDocumentRead, wholeDocumentTurns } from '../wholeDocumentReads';
+import { asksForThePast, respondWhole, wholeDocumentRead, wholeDocumentTurns } from '../wholeDocumentReads';
 
 const ID = UUID_PATTERN;
 const Title = DocumentTitle;
@@ -178,11 +178,11 @@ export function documentRoutes(ctx: AppContext): RouteModule {
       // The document's metadata as it was then, folded from its events (it may be deleted now).
       const workspaceId = workspaceIdOf(req);
       await requireWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
-      respond(res, DocumentDetail, await documentInAsOf(ctx, workspaceId, documentIdOf(req), asOf));
+      respondWhole(res, DocumentDetail, await documentInAsOf(ctx, workspaceId, documentIdOf(req), asOf));
       return;
     }
     const { actor, documentId } = await scoped(req);
-    respond(res, DocumentDetail, await documentDetailIn(ctx, actor.workspaceId, documentId));
+    respondWhole(res, DocumentDetail, await documentDetailIn(ctx, actor.workspaceId, documentId));
   });
 
   // By document id, outside /workspaces/:id: the workspace's identity settings are checked once it is known (members only).
@@ -191,18 +191,18 @@ export function documentRoutes(ctx: AppContext): RouteModule {
     // In the past, membership is checked today, in the workspace the document belonged to.
     const doc = asOf ? await documentForUserAsOf(ctx, authOf(req).userId, documentIdOf(req), asOf) : await documentDetailForUser(ctx, authOf(req).userId, documentIdOf(req));
     await enforceIdentityRequirements(ctx, req, doc.workspaceId);
-    respond(res, DocumentDetail, doc);
+    respondWhole(res, DocumentDetail, doc);
   });
 
   // The original file (the upload, or the text a document was created from), for members of its workspace.
   v1.get('/documents/:docId/file', async (req, res) => {
-    await sendFile(res, await documentFileForUser(ctx, authOf(req).userId, documentIdOf(req), (workspaceId) => enforceIdentityRequirements(ctx, req, workspaceId)));
+    await sendFile(res, await documentFileForUser(ctx, authOf(req).userId, documentIdOf(req), (workspaceId) => enforceIdentityRequirements(ctx, req, workspaceId)), ctx.config.wholeDocumentStallMs);
   });
 
   // The editor's text (and the other person's, after DOCUMENT_LOCKED), for members.
   v1.get('/workspaces/:id/documents/:docId/content', wholeDocumentRead(turns), async (req, res) => {
     const { actor, documentId } = await scoped(req);
-    respond(res, ContentAnswer, await documentContentIn(ctx, actor.workspaceId, documentId));
+    respondWhole(res, ContentAnswer, await documentContentIn(ctx, actor.workspaceId, documentId));
   });
 
   // The text search used (any kind), now or as of a past time; for members.
@@ -212,7 +212,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
     const asOf = asOfOf(req);
     const workspaceId = workspaceIdOf(req);
     await requireWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
-    respond(res, DocumentTextAnswer, await documentTextIn(ctx, workspaceId, documentIdOf(req), asOf));
+    respondWhole(res, DocumentTextAnswer, await documentTextIn(ctx, workspaceId, documentIdOf(req), asOf));
   });
 
   v1.put('/workspaces/:id/documents/:docId', async (req, res) => {

@@ -18,7 +18,7 @@ import { respond, SetDetail, SetEntryAdded, SetList, SetReordered, SetSummary, S
 import { idParam, Uuid } from '../ids';
 import { instructionSetAsOf, parseAsOf } from '../../audit/timeTravel';
 import { UUID_PATTERN } from '../../domain/ids';
-import { asksForThePast, wholeDocumentRead, wholeDocumentTurns } from '../wholeDocumentReads';
+import { asksForThePast, respondWhole, wholeDocumentRead, wholeDocumentTurns } from '../wholeDocumentReads';
 
 const Name = HumanName(200);
 const Description = t.union([HumanText(500), t.null]);
@@ -119,7 +119,7 @@ export function instructionSetRoutes(ctx: AppContext): RouteModule {
       const m = past ? await memberRole(ctx, past.workspaceId, authOf(req).userId) : null;
       if (!past || !m) throw new DomainError('NOT_FOUND', 'Instruction set not found at that time.');
       await enforceIdentityRequirements(ctx, req, past.workspaceId);
-      respond(res, SetDetail, past.set);
+      respondWhole(res, SetDetail, past.set);
       return;
     }
     const { set } = await setForCaller(req);

@@ -37,7 +37,8 @@ export const publicSearchDocs: RouteDocs = {
 
 function tagList(v: string | string[] | null | undefined): string[] | undefined {
   if (v === undefined || v === null) return undefined;
-  const list = (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean);
+  // Tag ids in any case, as every route takes ids (issued in lower case).
+  const list = (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim().toLowerCase()).filter(Boolean);
   return list.length ? [...new Set(list)] : undefined;
 }
 

@@ -59,7 +59,12 @@ export const workspaceDocs: RouteDocs = {
     response: TransferResult,
     example: { userId: '0b7c6f1e-8a8d-4c1e-9f55-3d1f2a4b5c6d' },
   },
-  'POST /invitations/:invitationId/accept': { summary: 'Accept an invitation: answers the workspace joined', response: WorkspaceDetail },
+  'POST /invitations/:invitationId/accept': {
+    summary: 'Accept an invitation: answers the workspace joined',
+    description:
+      'When the workspace requires more of the caller (`requireVerifiedEmail`, `requireMfa` for sessions), the membership is recorded but the answer is that requirement\'s 403 (EMAIL_NOT_VERIFIED, MFA_ENROLMENT_REQUIRED) with `details: {accepted: true, workspaceId}`, as the workspace\'s own routes answer until it is met.',
+    response: WorkspaceDetail,
+  },
   'GET /workspaces/:id/tags': { summary: 'Tags of a workspace', response: TagList },
   'POST /workspaces/:id/tags': { summary: 'Create a tag (ADMIN)', body: TagBody, status: 201, response: Tag, example: { name: 'Billing', color: '#112233' } },
   'PUT /workspaces/:id/tags/:tagId': { summary: 'Rename or recolour a tag (ADMIN)', body: TagPatch, response: Tag },
@@ -171,7 +176,18 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.post('/invitations/:invitationId/accept', async (req, res) => {
-    respond(res, WorkspaceDetail, await acceptInvitation(ctx, cc(req), { invitationId: idParam(req, 'invitationId', 'INVITATION_NOT_FOUND', 'Invitation not found.'), actorEmail: authOf(req).email }));
+    const { workspaceId } = await acceptInvitation(ctx, cc(req), { invitationId: idParam(req, 'invitationId', 'INVITATION_NOT_FOUND', 'Invitation not found.'), actorEmail: authOf(req).email });
+    // The membership is recorded. The workspace itself is shown only to a caller who meets its
+    // identity settings (requireMfa, requireVerifiedEmail), as on every route of the workspace:
+    // otherwise the same 403, saying that the invitation was accepted (it cannot be accepted again).
+    await enforceIdentityRequirements(ctx, req, workspaceId).catch((err: unknown) => {
+      if (err instanceof DomainError && (err.code === 'MFA_ENROLMENT_REQUIRED' || err.code === 'EMAIL_NOT_VERIFIED')) {
+        const what = err.code === 'MFA_ENROLMENT_REQUIRED' ? 'two-factor authentication' : 'a verified e-mail address';
+        throw new DomainError(err.code, `Invitation accepted: you are a member now. This workspace requires ${what}; it opens once you have it.`, { accepted: true, workspaceId });
+      }
+      throw err;
+    });
+    respond(res, WorkspaceDetail, await getWorkspace(ctx, workspaceId, authOf(req).userId));
   });
 
   v1.get('/workspaces/:id/tags', async (req, res) => {
