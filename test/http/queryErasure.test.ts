@@ -54,6 +54,7 @@ describe('erasure of stored query text', () => {
     for (const ws of [kept, doomed]) await uploadVerified(owner.api, ws, 'doc.txt', 'Refunds are paid back within five business days.');
     const revoked = (await owner.api.post(`/api/workspaces/${kept}/public-links`, { historyMode: true })).body;
     const stays = (await owner.api.post(`/api/workspaces/${kept}/public-links`, { historyMode: true })).body;
+    const turnedOff = (await owner.api.post(`/api/workspaces/${kept}/public-links`, { historyMode: true })).body;
     const gone = (await owner.api.post(`/api/workspaces/${doomed}/public-links`, { historyMode: true })).body;
     const anon = client(server.url);
 
@@ -70,6 +71,12 @@ describe('erasure of stored query text', () => {
     expect((await owner.api.delete(`/api/workspaces/${kept}/public-links/${revoked.id}`)).status).toBe(204);
     await Promise.all(revokeBurst);
 
+    // The same around turning a link's history off (the link stays; what it kept goes).
+    const offBurst = burst(turnedOff.token, 'history-off-probe');
+    await offBurst[0];
+    expect((await owner.api.patch(`/api/workspaces/${kept}/public-links/${turnedOff.id}`, { historyMode: false })).status).toBe(200);
+    await Promise.all(offBurst);
+
     // The same around the workspace's deletion, and the server killed right after it.
     const deleteBurst = burst(gone.token, 'deleted-probe');
     await deleteBurst[0];
@@ -79,7 +86,7 @@ describe('erasure of stored query text', () => {
 
     server = await startServer(ENV, dir);
     await server.stop(); // a clean stop writes whatever was queued
-    for (const probe of ['revoked-probe', 'deleted-probe']) expect(rowsHolding(dir, probe)).toEqual([]);
+    for (const probe of ['revoked-probe', 'history-off-probe', 'deleted-probe']) expect(rowsHolding(dir, probe)).toEqual([]);
     // Only what should stay: the living link's query.
     const keptRows = rowsHolding(dir, 'kept-probe-query');
     expect(keptRows.length).toBe(1);
@@ -88,7 +95,7 @@ describe('erasure of stored query text', () => {
     // A rebuild of every projection from the log brings none of it back.
     const rebuilt = await cli(dir, ['rebuild']);
     expect(rebuilt.code).toBe(0);
-    for (const probe of ['revoked-probe', 'deleted-probe']) expect(rowsHolding(dir, probe)).toEqual([]);
+    for (const probe of ['revoked-probe', 'history-off-probe', 'deleted-probe']) expect(rowsHolding(dir, probe)).toEqual([]);
 
     server = await startServer(ENV, dir);
     const api = client(server.url, owner.token);
@@ -98,9 +105,12 @@ describe('erasure of stored query text', () => {
     expect(usage.body.totals.requests).toBeGreaterThanOrEqual(1);
     const queries = await api.get(`/api/workspaces/${kept}/public-links/${revoked.id}/queries`);
     expect(JSON.stringify(queries.body)).not.toContain('revoked-probe');
+    const offUsage = await api.get(`/api/workspaces/${kept}/public-links/${turnedOff.id}/usage`);
+    expect(offUsage.body).toMatchObject({ historyMode: false, storedQueries: 0 });
+    expect(offUsage.body.totals.requests).toBe(SEARCHES);
     const analytics = await api.get(`/v1/workspaces/${kept}/analytics`);
     expect(analytics.status).toBe(200);
-    expect(JSON.stringify(analytics.body)).not.toMatch(/revoked-probe|deleted-probe/);
+    expect(JSON.stringify(analytics.body)).not.toMatch(/revoked-probe|history-off-probe|deleted-probe/);
     const audit = await api.get(`/v1/workspaces/${kept}/audit`);
     expect(audit.status).toBe(200);
     expect(JSON.stringify(audit.body)).not.toMatch(/probe/);
