@@ -163,13 +163,32 @@ export function* htmlSections(html: string): Generator<ExtractedSection> {
     const section = path();
     yield section === undefined ? { text } : { text, section };
   };
+  // A long body is handed on in pieces of the same section, as Markdown's are: at a paragraph
+  // end once it has PIECE_CHARS characters (the chunks are the same as from one piece), and
+  // within a paragraph of more than twice that, after a line end or space when one is near
+  // (a 50 MB paragraph held whole needed more than the worker's 512 MB).
+  const flushHead = function* (): Generator<ExtractedSection> {
+    const max = 2 * PIECE_CHARS;
+    let cut = body.lastIndexOf('\n', max - 1) + 1;
+    if (cut < PIECE_CHARS) cut = body.lastIndexOf(' ', max - 1) + 1;
+    if (cut < PIECE_CHARS) cut = max;
+    const c = body.charCodeAt(cut - 1);
+    if (c >= 0xd800 && c <= 0xdbff) cut -= 1;
+    const rest = body.slice(cut);
+    body = body.slice(0, cut);
+    yield* flush();
+    body = rest;
+  };
   const tokens = /<(\/?)([a-z0-9]+)[^>]*>|([^<]+)/gi;
   for (const m of html.matchAll(tokens)) {
     const [, closing, tagName, textPart] = m;
     if (textPart !== undefined) {
       const text = decodeEntities(textPart);
       if (heading) heading.text += text;
-      else body += text;
+      else {
+        body += text;
+        while (body.length >= 2 * PIECE_CHARS) yield* flushHead();
+      }
       continue;
     }
     const tag = tagName.toLowerCase();
@@ -186,6 +205,7 @@ export function* htmlSections(html: string): Generator<ExtractedSection> {
       else body += '\n';
     } else if (closing && (tag === 'p' || tag === 'li' || tag === 'tr' || tag === 'table' || tag === 'ul' || tag === 'ol')) {
       body += '\n\n';
+      if (body.length >= PIECE_CHARS) yield* flush();
     } else if (closing && (tag === 'td' || tag === 'th')) {
       body += '\t';
     }

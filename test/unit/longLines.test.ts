@@ -4,7 +4,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { chunkText, splitUnits } from '../../src/processing/chunker';
 import { closeIdleExtractionWorkers, extractText } from '../../src/processing/extract';
-import { atxHeading, fileLines, headingText, MAX_HEADING_CHARS } from '../../src/processing/extractWorker';
+import { atxHeading, fileLines, headingText, htmlSections, MAX_HEADING_CHARS } from '../../src/processing/extractWorker';
 import { normalizeText } from '../../src/processing/normalize';
 
 // Files of one huge line (a 50 MB Markdown file of one line ended CORRUPT after a minute, over
@@ -70,6 +70,28 @@ describe('ATX headings', () => {
     expect(h.length).toBeLessThanOrEqual(MAX_HEADING_CHARS);
     expect(long.startsWith(h)).toBe(true);
     expect(headingText('  Install \t Linux  ')).toBe('Install Linux');
+  });
+});
+
+describe('a long .docx body (mammoth\'s HTML)', () => {
+  const paragraph = (i: number): string => `<p>Paragraph ${i} says: ${Array.from({ length: 40 }, (_, k) => ['refund', 'policy.', 'shipping', '"quoted"', 'café'][(i + k) % 5]).join(' ')}</p>`;
+
+  it('comes in pieces at paragraph ends whose chunks are those of the body whole', () => {
+    const html = `<h1>Terms</h1>${Array.from({ length: 4000 }, (_, i) => paragraph(i)).join('')}<h2>After</h2><p>Tail.</p>`;
+    const sections = [...htmlSections(html)];
+    const terms = sections.filter((s) => s.section === 'Terms');
+    expect(terms.length).toBeGreaterThan(2);
+    expect(terms.every((s) => s.text.length <= 2 * 256 * 1024)).toBe(true);
+    const whole = [{ text: terms.map((s) => s.text).join('\n\n'), section: 'Terms' }, ...sections.filter((s) => s.section !== 'Terms')];
+    expect(chunkText(sections)).toEqual(chunkText(whole));
+  });
+
+  it('a paragraph of 3 MB is cut into pieces of at most 512 Ki characters, its text whole', () => {
+    const words = Array.from({ length: 400_000 }, (_, i) => ['harbour', 'granite', 'tide'][i % 3]).join(' ');
+    const sections = [...htmlSections(`<p>${words}</p>`)];
+    expect(sections.length).toBeGreaterThan(4);
+    expect(sections.every((s) => s.text.length <= 2 * 256 * 1024)).toBe(true);
+    expect(sections.map((s) => s.text).join(' ')).toBe(words);
   });
 });
 
