@@ -4,7 +4,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { chunkText, splitUnits } from '../../src/processing/chunker';
 import { closeIdleExtractionWorkers, extractText } from '../../src/processing/extract';
-import { atxHeading, fileLines, headingText, htmlSections, MAX_HEADING_CHARS } from '../../src/processing/extractWorker';
+import { atxHeading, boundedSections, fileLines, headingText, htmlSections, MAX_HEADING_CHARS, MAX_SECTION_CHARS } from '../../src/processing/extractWorker';
 import { normalizeText } from '../../src/processing/normalize';
 
 // Files of one huge line (a 50 MB Markdown file of one line ended CORRUPT after a minute, over
@@ -92,6 +92,39 @@ describe('a long .docx body (mammoth\'s HTML)', () => {
     expect(sections.length).toBeGreaterThan(4);
     expect(sections.every((s) => s.text.length <= 2 * 256 * 1024)).toBe(true);
     expect(sections.map((s) => s.text).join(' ')).toBe(words);
+  });
+});
+
+describe('sections of any extractor (a PDF page, a legacy .doc)', () => {
+  async function all<T>(it: AsyncIterable<T>): Promise<T[]> {
+    const out: T[] = [];
+    for await (const x of it) out.push(x);
+    return out;
+  }
+  async function* of(...sections: { text: string; page?: number }[]) {
+    yield* sections;
+  }
+
+  it('a long one is cut at paragraph ends into pieces of its page, with the chunks of the whole', async () => {
+    const text = Array.from({ length: 12000 }, (_, i) => `Paragraph ${i}: the refund policy covers orders shipped within a week of purchase.`).join('\n\n');
+    const pieces = await all(boundedSections(of({ text: 'Short page.', page: 1 }, { text, page: 2 })));
+    expect(pieces[0]).toEqual({ text: 'Short page.', page: 1 });
+    const page2 = pieces.slice(1);
+    expect(page2.length).toBeGreaterThan(1);
+    expect(page2.every((p) => p.page === 2 && p.text.length <= MAX_SECTION_CHARS)).toBe(true);
+    expect(page2.map((p) => p.text).join('')).toBe(text);
+    const normalized = page2.map((p) => ({ ...p, text: normalizeText(p.text) }));
+    expect(chunkText(normalized)).toEqual(chunkText([{ text, page: 2 }]));
+  });
+
+  it('a paragraph of 5 MB, or one word of it, is cut within it, its text whole', async () => {
+    for (const text of [Array.from({ length: 700_000 }, (_, i) => ['tide', 'granite'][i % 2]).join(' '), 'é😀x'.repeat(1_300_000)]) {
+      const pieces = await all(boundedSections(of({ text })));
+      expect(pieces.length).toBeGreaterThan(4);
+      expect(pieces.every((p) => p.text.length <= MAX_SECTION_CHARS)).toBe(true);
+      expect(pieces.map((p) => p.text).join('')).toBe(text);
+      expect(pieces.every((p) => !/[\ud800-\udbff]$/.test(p.text))).toBe(true);
+    }
   });
 });
 
