@@ -461,30 +461,30 @@ export function headingText(text: string): string {
 export const MAX_SECTION_CHARS = 2 * PIECE_CHARS;
 
 /**
- * The sections of any extractor, each longer than MAX_SECTION_CHARS cut into pieces of the
- * same page and section: at a paragraph end when one is in the second half of the window
- * (the chunks are then those of the section whole), else a line end, else a space, else at
- * the bound (never inside a surrogate pair). Normalising, chunking and cutting into events'
- * payloads then never hold more than a piece: a PDF page or a legacy .doc of one huge
- * paragraph costs what many short ones do. Markdown, text and .docx already come in pieces.
+ * A section of any extractor longer than `max` characters, cut into pieces of the same page
+ * and section: at a paragraph end when one is in the second half of the window (the chunks are
+ * then those of the section whole), else a line end, else a space, else at the bound (never
+ * inside a surrogate pair). Normalising, chunking and cutting into events' payloads then never
+ * hold more than a piece: a PDF page or a legacy .doc of one huge paragraph costs what many
+ * short ones do. Markdown, text and .docx already come in pieces. A short section: itself.
  */
-export async function* boundedSections(sections: AsyncIterable<ExtractedSection>, max = MAX_SECTION_CHARS): AsyncGenerator<ExtractedSection> {
-  for await (const s of sections) {
-    let rest = s.text;
-    while (rest.length > max) {
-      let cut = rest.lastIndexOf('\n\n', max - 2) + 2;
-      if (cut < max / 2) cut = rest.lastIndexOf('\n', max - 1) + 1;
-      if (cut < max / 2) cut = rest.lastIndexOf(' ', max - 1) + 1;
-      if (cut < max / 2) cut = max;
-      const c = rest.charCodeAt(cut - 1);
-      if (c >= 0xd800 && c <= 0xdbff) cut -= 1;
-      yield { ...s, text: rest.slice(0, cut) };
-      rest = rest.slice(cut);
-    }
-    yield rest === s.text ? s : { ...s, text: rest };
+export function boundedSections(s: ExtractedSection, max = MAX_SECTION_CHARS): ExtractedSection[] {
+  if (s.text.length <= max) return [s];
+  const out: ExtractedSection[] = [];
+  let rest = s.text;
+  while (rest.length > max) {
+    let cut = rest.lastIndexOf('\n\n', max - 2) + 2;
+    if (cut < max / 2) cut = rest.lastIndexOf('\n', max - 1) + 1;
+    if (cut < max / 2) cut = rest.lastIndexOf(' ', max - 1) + 1;
+    if (cut < max / 2) cut = max;
+    const c = rest.charCodeAt(cut - 1);
+    if (c >= 0xd800 && c <= 0xdbff) cut -= 1;
+    out.push({ ...s, text: rest.slice(0, cut) });
+    rest = rest.slice(cut);
   }
+  out.push({ ...s, text: rest });
+  return out;
 }
-
 
 async function run(job: ExtractJob, send: (msg: ExtractWorkerMessage) => void, inline?: string): Promise<void> {
   try {
@@ -520,7 +520,7 @@ async function run(job: ExtractJob, send: (msg: ExtractWorkerMessage) => void, i
       }
       if (chunkChars >= BATCH_CHARS) sendChunks();
     };
-    for await (const read of boundedSections(extractSections(job.filePath, job.kind, job.limits, inline))) {
+    for await (const whole of extractSections(job.filePath, job.kind, job.limits, inline)) for (const read of boundedSections(whole)) {
       textBytes += Buffer.byteLength(read.text, 'utf8');
       if (textBytes > job.limits.maxExtractedBytes) throw textLimitError(job.kind, job.limits.maxExtractedBytes);
       // Normalised once more, as the processor did on its side before (not quite idempotent:
