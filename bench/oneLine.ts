@@ -104,9 +104,11 @@ async function once(build: string, main: string, shape: string, bytes: number): 
     }
     const ms = performance.now() - t0;
     const cpuMs = (cpuMsOf(proc.pid) ?? 0) - cpu0;
+    // Searchable: words of the file find it (a file of one random "word" has no word to search for).
+    const hits = d.processingStatus === 'VERIFIED' && !shape.endsWith('-word') ? ((await call(`${url}/v1/workspaces/${ws}/search`, 'POST', token, { query: 'zephyr lantern', limit: 5 })).results as { documentId: string }[]) : [];
     console.log(
       `${build.padEnd(8)} ${shape.padEnd(10)} ${(file.data.length / 1048576).toFixed(1)} MB: ${d.processingStatus}${d.error ? ` ${d.error.code} (${String(d.error.message).slice(0, 90)})` : ''}` +
-        ` chunks ${d.chunkCount ?? 0}, ${(ms / 1000).toFixed(1)} s to final status, server CPU ${(cpuMs / 1000).toFixed(1)} s, peak RSS ${peakRssMb(proc.pid).toFixed(0)} MB` +
+        ` chunks ${d.chunkCount ?? 0}, search hits ${shape.endsWith('-word') ? 'n/a' : hits.filter((h) => h.documentId === doc.id).length}, ${(ms / 1000).toFixed(1)} s to final status, server CPU ${(cpuMs / 1000).toFixed(1)} s, peak RSS ${peakRssMb(proc.pid).toFixed(0)} MB` +
         ` (load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')})`,
     );
   } finally {
