@@ -125,6 +125,10 @@ async function* docxSections(filePath: string, limits: ExtractionLimits): AsyncG
       const setting = err.kind === 'entries' ? 'KB_MAX_ZIP_ENTRIES' : 'KB_MAX_EXTRACTED_BYTES';
       throw limitError(`the Word document was refused: ${err.message} (${setting})`);
     }
+    if (err instanceof RangeError && /call stack/i.test(err.message)) {
+      // mammoth reads the XML recursively: thousands of nested tables or elements exhaust the stack (in well under a second).
+      throw new ExtractionError('CORRUPT', 'the Word document nests tables or other elements too deeply to be read; flatten it or save it again');
+    }
     throw new ExtractionError('CORRUPT', `the Word document could not be read (${describe(err)})`);
   }
   yield* htmlSections(html);

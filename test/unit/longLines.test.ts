@@ -6,6 +6,7 @@ import { chunkText, splitUnits } from '../../src/processing/chunker';
 import { closeIdleExtractionWorkers, extractText } from '../../src/processing/extract';
 import { atxHeading, boundedSections, fileLines, headingText, htmlSections, MAX_HEADING_CHARS, MAX_SECTION_CHARS } from '../../src/processing/extractWorker';
 import { normalizeText } from '../../src/processing/normalize';
+import { docx, entry } from '../support/zipBomb';
 
 // Files of one huge line (a 50 MB Markdown file of one line ended CORRUPT after a minute, over
 // the worker's heap): every step is linear and holds at most a piece of such a line.
@@ -179,6 +180,19 @@ describe('a Markdown or text file of one huge line', () => {
     const r = await extractText(file, 'md', { timeoutMs: 120_000, maxHeapMb: HEAP_MB, chunking: { chunkTokens: 200, overlapTokens: 40 } });
     expect(r.sections.map((s) => s.text).join('')).toBe(text);
     expect(r.chunks?.every((c) => c.tokenCount <= 200)).toBe(true);
+  });
+
+  it('a .docx nested 20,000 tables deep fails CORRUPT with a message that says so', async () => {
+    const depth = 20_000;
+    const xml =
+      '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>' +
+      '<w:tbl><w:tr><w:tc>'.repeat(depth) +
+      '<w:p><w:r><w:t>deep</w:t></w:r></w:p>' +
+      '</w:tc></w:tr></w:tbl>'.repeat(depth) +
+      '</w:body></w:document>';
+    const file = path.join(dir, 'nested.docx');
+    await writeFile(file, docx(entry('word/document.xml', xml)));
+    await expect(extractText(file, 'docx', { timeoutMs: 60_000 })).rejects.toMatchObject({ code: 'CORRUPT', message: expect.stringContaining('too deeply') });
   });
 
   it('a heading line of 1 MB gives a section path of at most MAX_HEADING_CHARS, and its text stays', async () => {
