@@ -1,6 +1,6 @@
 import { AppContext } from '../../src/app/context';
 import { sha256Hex } from '../../src/util/crypto';
-import { LINK_QUERY_HISTORY, LINK_USAGE, SearchLinkView } from '../../projections/searchLink/searchLinkProjection';
+import { LINK_QUERY_HISTORY, LINK_USAGE, SearchLinkView, searchLinksCollection } from '../../projections/searchLink/searchLinkProjection';
 import { analyticsLinkUsageCollection, AnalyticsLinkUsageView } from '../../projections/analytics/analyticsProjection';
 import { LinkUseChannel } from '../../src/domain/search/events';
 
@@ -63,7 +63,15 @@ let queue: Promise<unknown> = Promise.resolve();
 export function recordLinkUse(ctx: AppContext, link: SearchLinkView, s: UsageSample): Promise<void> {
   const now = ctx.now();
   const minute = new Date(Math.floor(now.getTime() / 60000) * 60000).toISOString();
-  const task = queue.then(async () => {
+  // In a read-store transaction, against the link as it is now rather than as the request saw
+  // it: a use answered just before the link was revoked, its history turned off or its
+  // workspace deleted would otherwise write its query text (and hashes) after that erasure
+  // had run, and keep it. The projection applies those events in transactions too, so the
+  // check and the write cannot straddle one.
+  const task = queue.then(() => ctx.readStore.transaction(() => write()));
+  const write = async (): Promise<void> => {
+    const current = await searchLinksCollection(ctx.readStore).get(link.id);
+    if (!current) return; // its workspace was deleted
     const col = clients(ctx);
     const id = `${link.id}:${minute}`;
     const b = (await col.get(id)) ?? { id, linkId: link.id, workspaceId: link.workspaceId, minute, count: 0, clientHashes: [], agentHashes: [] };
@@ -77,10 +85,10 @@ export function recordLinkUse(ctx: AppContext, link: SearchLinkView, s: UsageSam
       if (!b.agentHashes.includes(h) && b.agentHashes.length < MAX_HASHES) b.agentHashes.push(h);
     }
     await col.put(b);
-    if (link.historyMode && s.query !== undefined) {
+    if (current.historyMode && !current.revoked && s.query !== undefined) {
       await history(ctx).put({ id: `${link.id}:${now.getTime()}:${Math.random().toString(36).slice(2, 10)}`, linkId: link.id, workspaceId: link.workspaceId, query: s.query, at: now.toISOString() });
     }
-  });
+  };
   queue = task.catch(() => undefined);
   return task.then(
     () => undefined,

@@ -112,20 +112,51 @@ function validate(opts: ChunkOptions): void {
 }
 
 // A unit ends after a line break, or after sentence-ending punctuation (and closing quotes/brackets) followed by space.
-const UNIT_END_RE = /\n+|[.!?…。！？]+["'”’)\]]*[ \t]+|[。！？]/gu;
+// As a regular expression: /\n+|[.!?…。！？]+["'”’)\]]*[ \t]+|[。！？]/gu. `splitUnits` scans for the same
+// matches in one pass: the expression's backtracking takes time quadratic in a long run of
+// punctuation with no space after it (80,000 dots: 24 s).
+const isSentenceEnd = (c: number): boolean => c === 0x2e || c === 0x21 || c === 0x3f || c === 0x2026 || isCjkSentenceEnd(c);
+const isCjkSentenceEnd = (c: number): boolean => c === 0x3002 || c === 0xff01 || c === 0xff1f;
+const isCloser = (c: number): boolean => c === 0x22 || c === 0x27 || c === 0x201d || c === 0x2019 || c === 0x29 || c === 0x5d;
+const isSpaceOrTab = (c: number): boolean => c === 0x20 || c === 0x09;
+/** Where a unit end may start (found by the engine, which is fast at that; the rest is decided below). */
+const UNIT_END_START = /[\n.!?…。！？]/g;
 
 /** Cuts text into sentence/line units, keeping every character (units concatenate to `text`). */
-function splitUnits(text: string): string[] {
+export function splitUnits(text: string): string[] {
   const out: string[] = [];
   let last = 0;
-  for (const m of text.matchAll(UNIT_END_RE)) {
-    const end = (m.index ?? 0) + m[0].length;
+  const cut = (end: number): void => {
     if (end > last) {
       out.push(text.slice(last, end));
       last = end;
     }
+  };
+  const n = text.length;
+  const re = UNIT_END_START;
+  re.lastIndex = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    const i = m.index;
+    let j = i + 1;
+    if (text.charCodeAt(i) === 0x0a) {
+      while (j < n && text.charCodeAt(j) === 0x0a) j++;
+      cut(j);
+      re.lastIndex = j;
+      continue;
+    }
+    while (j < n && isSentenceEnd(text.charCodeAt(j))) j++;
+    let k = j;
+    while (k < n && isCloser(text.charCodeAt(k))) k++;
+    if (k < n && isSpaceOrTab(text.charCodeAt(k))) {
+      while (k < n && isSpaceOrTab(text.charCodeAt(k))) k++;
+      cut(k);
+    } else {
+      // No space after the run: each CJK sentence end in it ends a unit by itself.
+      for (let p = i; p < j; p++) if (isCjkSentenceEnd(text.charCodeAt(p))) cut(p + 1);
+    }
+    re.lastIndex = k;
   }
-  if (last < text.length) out.push(text.slice(last));
+  if (last < n) out.push(text.slice(last));
   return out;
 }
 

@@ -125,6 +125,10 @@ async function* docxSections(filePath: string, limits: ExtractionLimits): AsyncG
       const setting = err.kind === 'entries' ? 'KB_MAX_ZIP_ENTRIES' : 'KB_MAX_EXTRACTED_BYTES';
       throw limitError(`the Word document was refused: ${err.message} (${setting})`);
     }
+    if (err instanceof RangeError && /call stack/i.test(err.message)) {
+      // mammoth reads the XML recursively: thousands of nested tables or elements exhaust the stack (in well under a second).
+      throw new ExtractionError('CORRUPT', 'the Word document nests tables or other elements too deeply to be read; flatten it or save it again');
+    }
     throw new ExtractionError('CORRUPT', `the Word document could not be read (${describe(err)})`);
   }
   yield* htmlSections(html);
@@ -163,13 +167,32 @@ export function* htmlSections(html: string): Generator<ExtractedSection> {
     const section = path();
     yield section === undefined ? { text } : { text, section };
   };
+  // A long body is handed on in pieces of the same section, as Markdown's are: at a paragraph
+  // end once it has PIECE_CHARS characters (the chunks are the same as from one piece), and
+  // within a paragraph of more than twice that, after a line end or space when one is near
+  // (a 50 MB paragraph held whole needed more than the worker's 512 MB).
+  const flushHead = function* (): Generator<ExtractedSection> {
+    const max = 2 * PIECE_CHARS;
+    let cut = body.lastIndexOf('\n', max - 1) + 1;
+    if (cut < PIECE_CHARS) cut = body.lastIndexOf(' ', max - 1) + 1;
+    if (cut < PIECE_CHARS) cut = max;
+    const c = body.charCodeAt(cut - 1);
+    if (c >= 0xd800 && c <= 0xdbff) cut -= 1;
+    const rest = body.slice(cut);
+    body = body.slice(0, cut);
+    yield* flush();
+    body = rest;
+  };
   const tokens = /<(\/?)([a-z0-9]+)[^>]*>|([^<]+)/gi;
   for (const m of html.matchAll(tokens)) {
     const [, closing, tagName, textPart] = m;
     if (textPart !== undefined) {
       const text = decodeEntities(textPart);
       if (heading) heading.text += text;
-      else body += text;
+      else {
+        body += text;
+        while (body.length >= 2 * PIECE_CHARS) yield* flushHead();
+      }
       continue;
     }
     const tag = tagName.toLowerCase();
@@ -179,13 +202,14 @@ export function* htmlSections(html: string): Generator<ExtractedSection> {
       heading = { level, text: '' };
     } else if (level && closing && heading) {
       headings.length = heading.level - 1;
-      headings[heading.level - 1] = normalizeInline(heading.text);
+      headings[heading.level - 1] = headingText(heading.text);
       heading = undefined;
     } else if (tag === 'br') {
       if (heading) heading.text += ' ';
       else body += '\n';
     } else if (closing && (tag === 'p' || tag === 'li' || tag === 'tr' || tag === 'table' || tag === 'ul' || tag === 'ol')) {
       body += '\n\n';
+      if (body.length >= PIECE_CHARS) yield* flush();
     } else if (closing && (tag === 'td' || tag === 'th')) {
       body += '\t';
     }
@@ -252,18 +276,99 @@ async function* textSections(filePath: string, inline?: string): AsyncGenerator<
   if (last) yield last;
 }
 
-/** Lines of a file, streamed (without their line ends). */
-async function* fileLines(filePath: string, inline?: string): AsyncGenerator<string> {
-  let carry = '';
-  for await (const s of decodeFile(filePath, inline)) {
-    const parts = (carry + s).split(/\r?\n/);
-    carry = parts.pop() ?? '';
-    yield* parts;
-  }
-  if (carry) yield carry;
+/**
+ * A line longer than this many characters is handed on in pieces (see `fileLines`), so that no
+ * step (the line split, the heading and fence tests, normalisation, chunking) ever holds or
+ * scans a whole huge line: a 50 MB file of one line costs what a 50 MB file of short lines does.
+ */
+export const MAX_LINE_PIECE_CHARS = PIECE_CHARS;
+
+/** A line, or a piece of a long one (`continued`: it goes on the line of the piece before). */
+export interface LinePiece {
+  text: string;
+  continued: boolean;
 }
 
-const ATX_HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
+/** Where to cut a long line: after the last space in its first `max` characters when one is in its second half, else at `max` (never inside a surrogate pair or a CRLF). */
+function lineCut(text: string, max: number): number {
+  const space = text.lastIndexOf(' ', max - 1);
+  let cut = space >= max / 2 ? space + 1 : max;
+  const before = text.charCodeAt(cut - 1);
+  if ((before >= 0xd800 && before <= 0xdbff) || before === 0x0d) cut -= 1;
+  return cut;
+}
+
+/**
+ * Lines of a file, streamed (without their line ends: LF or CRLF). A line longer than
+ * `maxLine` characters comes in pieces of at most `maxLine` (each after the first `continued`);
+ * what is held is one read plus at most one piece, whatever the length of the line.
+ */
+export async function* fileLines(filePath: string, inline?: string, maxLine = MAX_LINE_PIECE_CHARS): AsyncGenerator<LinePiece> {
+  let carry = '';
+  let continued = false;
+  for await (const s of decodeFile(filePath, inline)) {
+    const buf = carry + s;
+    let start = 0;
+    for (let end = buf.indexOf('\n'); end >= 0; end = buf.indexOf('\n', start)) {
+      let line = buf.slice(start, end > start && buf.charCodeAt(end - 1) === 0x0d ? end - 1 : end);
+      while (line.length > maxLine) {
+        const cut = lineCut(line, maxLine);
+        yield { text: line.slice(0, cut), continued };
+        continued = true;
+        line = line.slice(cut);
+      }
+      yield { text: line, continued };
+      continued = false;
+      start = end + 1;
+    }
+    let rest = buf.slice(start);
+    while (rest.length > maxLine) {
+      const cut = lineCut(rest, maxLine);
+      yield { text: rest.slice(0, cut), continued };
+      continued = true;
+      rest = rest.slice(cut);
+    }
+    carry = rest;
+  }
+  if (carry) yield { text: carry, continued };
+}
+
+/** Heading text is kept to this many characters (it is every chunk's `section` under it). */
+export const MAX_HEADING_CHARS = 1000;
+
+/**
+ * An ATX heading line (`## Title ##`): its level and its text (undefined for a bare `#`), or
+ * undefined. The same answer as the regular expression
+ * /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/ (checked by a test), without its
+ * backtracking, which takes time quadratic in a long line's length.
+ */
+export function atxHeading(line: string): { level: number; text: string | undefined } | undefined {
+  let i = 0;
+  while (i < 3 && line.charCodeAt(i) === 0x20) i++;
+  let level = 0;
+  while (line.charCodeAt(i + level) === 0x23 /* # */ && level < 7) level++;
+  if (level < 1 || level > 6) return undefined;
+  const rest = line.slice(i + level);
+  if (rest === '') return { level, text: undefined };
+  if (!isBlank(rest.charCodeAt(0))) return undefined;
+  // `.` matches no line terminator: such a character anywhere makes the line no heading.
+  if (/[\r\u2028\u2029]/.test(rest)) return undefined;
+  let from = 0;
+  while (from < rest.length && isBlank(rest.charCodeAt(from))) from++;
+  let to = rest.length;
+  while (to > from && isBlank(rest.charCodeAt(to - 1))) to--;
+  // A closing sequence: blanks then #s at the end (the blanks inside the text, not the opening ones).
+  let hashes = to;
+  while (hashes > from && rest.charCodeAt(hashes - 1) === 0x23) hashes--;
+  if (hashes < to && hashes > from && isBlank(rest.charCodeAt(hashes - 1))) {
+    to = hashes;
+    while (to > from && isBlank(rest.charCodeAt(to - 1))) to--;
+  }
+  return { level, text: rest.slice(from, to) };
+}
+
+const isBlank = (c: number): boolean => c === 0x20 || c === 0x09;
+
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 const SETEXT_UNDERLINE = /^ {0,3}(=+|-+)[ \t]*$/;
 const NOT_PARAGRAPH_TEXT = /^ {0,3}(?:[-*+>]|\d+[.)]|#|`{3}|~{3}|\|)|^\s*$/;
@@ -279,38 +384,49 @@ async function* markdownSections(filePath: string, inline?: string): AsyncGenera
   let lines: string[] = [];
   let chars = 0;
   let fence: string | undefined;
+  /** The last of `lines` is the line read last (so a piece continuing it is appended to it). */
+  let lineOpen = false;
   const path = (): string | undefined => (headings.some(Boolean) ? headings.filter(Boolean).join(HEADING_SEPARATOR) : undefined);
   const flush = (): ExtractedSection | undefined => {
     const text = normalizeText(lines.join('\n'));
     lines = [];
     chars = 0;
+    lineOpen = false;
     if (!text) return undefined;
     const section = path();
     return section === undefined ? { text } : { text, section };
   };
   const setHeading = (level: number, text: string): void => {
     headings.length = level - 1;
-    headings[level - 1] = normalizeInline(text);
+    headings[level - 1] = headingText(text);
+  };
+  const push = (line: string): void => {
+    lines.push(line);
+    chars += line.length + 1;
+    lineOpen = true;
   };
 
-  for await (const line of fileLines(filePath, inline)) {
-    if (fence !== undefined) {
-      lines.push(line);
-      chars += line.length + 1;
+  for await (const { text: line, continued } of fileLines(filePath, inline)) {
+    if (continued) {
+      // The rest of a long line: text of the line it continues, never a heading or fence of its own.
+      if (lineOpen) {
+        lines[lines.length - 1] += line;
+        chars += line.length;
+      } else push(line);
+    } else if (fence !== undefined) {
+      push(line);
       const close = FENCE.exec(line);
       if (close && close[1][0] === fence[0] && close[1].length >= fence.length && line.trim() === close[1]) fence = undefined;
     } else if (FENCE.test(line)) {
       fence = (FENCE.exec(line) as RegExpExecArray)[1];
       lines.push(line);
-    } else if (ATX_HEADING.test(line)) {
-      const m = ATX_HEADING.exec(line) as RegExpExecArray;
+      lineOpen = true;
+    } else if (atxHeading(line)) {
+      const m = atxHeading(line) as { level: number; text: string | undefined };
       const done = flush();
       if (done) yield done;
-      setHeading(m[1].length, m[2] ?? '');
-      if ((m[2] ?? '').trim()) {
-        lines.push(line);
-        chars += line.length + 1;
-      }
+      setHeading(m.level, m.text ?? '');
+      if ((m.text ?? '').trim()) push(line);
     } else if (SETEXT_UNDERLINE.test(line) && lines.length > 0 && !NOT_PARAGRAPH_TEXT.test(lines[lines.length - 1])) {
       const title = lines.pop() as string;
       const done = flush();
@@ -318,9 +434,9 @@ async function* markdownSections(filePath: string, inline?: string): AsyncGenera
       setHeading(line.trim()[0] === '=' ? 1 : 2, title);
       lines.push(title, line);
       chars += title.length + line.length + 2;
+      lineOpen = true;
     } else {
-      lines.push(line);
-      chars += line.length + 1;
+      push(line);
     }
     // Hand long sections on in pieces, at a blank line when possible.
     if (chars >= PIECE_CHARS && (line.trim() === '' || chars >= 2 * PIECE_CHARS)) {
@@ -332,7 +448,47 @@ async function* markdownSections(filePath: string, inline?: string): AsyncGenera
   if (done) yield done;
 }
 
+/** A heading's text as its section path shows it: on one line, at most MAX_HEADING_CHARS characters (cut at a word when one ends near). */
+export function headingText(text: string): string {
+  const inline = normalizeInline(text.length > 4 * MAX_HEADING_CHARS ? text.slice(0, 4 * MAX_HEADING_CHARS) : text);
+  if (inline.length <= MAX_HEADING_CHARS) return inline;
+  let cut = inline.lastIndexOf(' ', MAX_HEADING_CHARS);
+  if (cut < MAX_HEADING_CHARS / 2) cut = MAX_HEADING_CHARS;
+  const c = inline.charCodeAt(cut - 1);
+  if (c >= 0xd800 && c <= 0xdbff) cut -= 1;
+  return inline.slice(0, cut).trimEnd();
+}
+
 // ---- worker entry -----------------------------------------------------------------------------
+
+/** A section longer than this many characters goes on in pieces (see `boundedSections`). */
+export const MAX_SECTION_CHARS = 2 * PIECE_CHARS;
+
+/**
+ * A section of any extractor longer than `max` characters, cut into pieces of the same page
+ * and section: at a paragraph end when one is in the second half of the window (the chunks are
+ * then those of the section whole), else a line end, else a space, else at the bound (never
+ * inside a surrogate pair). Normalising, chunking and cutting into events' payloads then never
+ * hold more than a piece: a PDF page or a legacy .doc of one huge paragraph costs what many
+ * short ones do. Markdown, text and .docx already come in pieces. A short section: itself.
+ */
+export function boundedSections(s: ExtractedSection, max = MAX_SECTION_CHARS): ExtractedSection[] {
+  if (s.text.length <= max) return [s];
+  const out: ExtractedSection[] = [];
+  let rest = s.text;
+  while (rest.length > max) {
+    let cut = rest.lastIndexOf('\n\n', max - 2) + 2;
+    if (cut < max / 2) cut = rest.lastIndexOf('\n', max - 1) + 1;
+    if (cut < max / 2) cut = rest.lastIndexOf(' ', max - 1) + 1;
+    if (cut < max / 2) cut = max;
+    const c = rest.charCodeAt(cut - 1);
+    if (c >= 0xd800 && c <= 0xdbff) cut -= 1;
+    out.push({ ...s, text: rest.slice(0, cut) });
+    rest = rest.slice(cut);
+  }
+  out.push({ ...s, text: rest });
+  return out;
+}
 
 async function run(job: ExtractJob, send: (msg: ExtractWorkerMessage) => void, inline?: string): Promise<void> {
   try {
@@ -368,7 +524,7 @@ async function run(job: ExtractJob, send: (msg: ExtractWorkerMessage) => void, i
       }
       if (chunkChars >= BATCH_CHARS) sendChunks();
     };
-    for await (const read of extractSections(job.filePath, job.kind, job.limits, inline)) {
+    for await (const whole of extractSections(job.filePath, job.kind, job.limits, inline)) for (const read of boundedSections(whole)) {
       textBytes += Buffer.byteLength(read.text, 'utf8');
       if (textBytes > job.limits.maxExtractedBytes) throw textLimitError(job.kind, job.limits.maxExtractedBytes);
       // Normalised once more, as the processor did on its side before (not quite idempotent:

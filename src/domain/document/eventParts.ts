@@ -12,7 +12,8 @@ export const SECTION_PIECE_BYTES = 64 * 1024;
 export function splitText(text: string, maxBytes: number): string[] {
   const out: string[] = [];
   let rest = text;
-  while (jsonBytes(rest) > maxBytes) {
+  // A string of more characters than maxBytes has more bytes of JSON too: measured only when it may fit (else this is quadratic in a long text).
+  while (rest.length > maxBytes || jsonBytes(rest) > maxBytes) {
     // Characters take 1 to 6 bytes of JSON: start from the budget and shrink by measurement.
     let n = Math.min(rest.length, maxBytes);
     for (let size = jsonBytes(rest.slice(0, n)); size > maxBytes; size = jsonBytes(rest.slice(0, n))) {
