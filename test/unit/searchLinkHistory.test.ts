@@ -5,12 +5,12 @@ import pino from 'pino';
 import { SqliteReadStore } from '../../src/adapters/sqlite/sqliteReadStore';
 import { AppContext } from '../../src/app/context';
 import { flushLinkUsage, recordLinkUse, sweepQueryHistory } from '../../queries/searchLink/linkUsage';
-import { SearchLinkView } from '../../projections/searchLink/searchLinkProjection';
+import { SearchLinkView, searchLinksCollection } from '../../projections/searchLink/searchLinkProjection';
 
 const link = (historyMode: boolean): SearchLinkView => ({
   id: historyMode ? 'on' : 'off',
   workspaceId: 'ws',
-  tokenHash: 'h',
+  tokenHash: historyMode ? 'h-on' : 'h-off',
   tokenPrefix: 'p',
   name: '',
   allowedTags: [],
@@ -34,6 +34,11 @@ describe('link query history retention', () => {
   afterAll(async () => store.close());
 
   it('keeps query text only for historyMode ON links and deletes it after 90 days', async () => {
+    // The use is written against the link as the read store holds it when it is written.
+    await store.transaction(async () => {
+      await searchLinksCollection(store).put(link(true));
+      await searchLinksCollection(store).put(link(false));
+    });
     await recordLinkUse(ctx, link(true), { channel: 'http', latencyMs: 3, ok: true, query: 'old question' });
     await recordLinkUse(ctx, link(false), { channel: 'http', latencyMs: 3, ok: true, query: 'never kept' });
     clock = new Date('2030-03-01T00:00:00Z');
