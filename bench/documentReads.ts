@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { ChildProcess } from 'node:child_process';
 import { cpuMsOf, startServer, tmp } from './core';
+import { call } from './apiCall';
 
 interface Running {
   name: string;
@@ -32,17 +33,6 @@ function rssMbOf(pid: number | undefined): number {
   } catch {
     return 0;
   }
-}
-
-async function call(url: string, method: string, token: string | undefined, body?: unknown): Promise<any> {
-  const res = await fetch(url, {
-    method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined && !(body instanceof FormData) ? { 'content-type': 'application/json' } : {}) },
-    body: body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text.slice(0, 200)}`);
-  return text ? JSON.parse(text) : undefined;
 }
 
 /** A text of about `mb` MB: sections of plain sentences. */

@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { cpuMsOf, startServer, tmp } from './core';
+import { call } from './apiCall';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -55,17 +56,6 @@ function makeFile(shape: string, bytes: number): { name: string; data: Buffer } 
   }
   parts.push(line);
   return { name: `${shape}.${ext}`, data: Buffer.from(parts.join('').trimEnd()) };
-}
-
-async function call(url: string, method: string, token: string | undefined, body?: unknown): Promise<any> {
-  const res = await fetch(url, {
-    method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined && !(body instanceof FormData) ? { 'content-type': 'application/json' } : {}) },
-    body: body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text.slice(0, 300)}`);
-  return text ? JSON.parse(text) : undefined;
 }
 
 function peakRssMb(pid: number | undefined): number {
