@@ -1,10 +1,11 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
  * `npm run bench -- core search`. Available: core (`--parts appends,http,rebuild`, `--http-seconds N`, `--http-clients 1,16`, `--rebuild-only`, `--rebuild-events N`), search (`--sizes 1000000 --keep DIR`), extract, ingest,
- * analytics (`--events N`), metrics, quality, reembed, mixed (`--seconds N`, `--chunks N`, `--keep DIR`, `--search-interval MS`).
+ * analytics (`--events N`), metrics, quality, reembed, floor (what HTTP, a JWT check, an fsynced append and express cost before the service's own work), mixed (`--seconds N`, `--chunks N`, `--keep DIR`, `--search-interval MS`).
  * `--keep DIR` means a different directory to search and to mixed: run them one at a time when using it.
  */
 import { benchCore, coreOptions } from './core';
+import { benchHttpFloor } from './httpFloor';
 import { benchSearch, sizesArg } from './search';
 import { benchExtract } from './ingest-extract';
 import { benchIngest } from './ingest';
@@ -30,6 +31,7 @@ const benches: Record<string, () => Promise<void>> = {
   mixed: () => benchMixed(mixedOptions(process.argv.slice(2))),
   quality: benchQuality,
   reembed: benchReembed,
+  floor: () => benchHttpFloor(),
 };
 
 /** Options that take a value (the value is not a bench name). */

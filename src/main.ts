@@ -10,6 +10,7 @@ import { StartupError } from './app/startup';
 import { buildContainer, closeContainer } from './container';
 import { startRole } from './roles/startRole';
 import { rehearses, rehearseUpload } from './roles/rehearsal';
+import { expressServerOptions } from './http/expressServer';
 
 /** Configuration and connection problems: one line (no stack trace), exit code 2. */
 function exitOnStartupProblem(err: unknown): never | void {
@@ -62,6 +63,7 @@ async function main(): Promise<void> {
       requestTimeout: config.headersTimeoutMs + Math.max(config.uploadTimeoutMs, config.bodyTimeoutMs),
       // How often node checks those two (default 30 s would stretch a 20 s header limit to 50 s).
       connectionsCheckingInterval: Math.min(5_000, Math.max(100, Math.floor(config.headersTimeoutMs / 4))),
+      ...expressServerOptions(role.app),
     },
     role.app,
   );
@@ -87,7 +89,7 @@ async function main(): Promise<void> {
       if (err instanceof DomainError) sendError(req, res, err);
       else res.status(500).json({ error: { code: 'INTERNAL_ERROR', message: 'Something went wrong on our side.' } });
     });
-    const ms = http.createServer({ headersTimeout: config.headersTimeoutMs, requestTimeout: config.headersTimeoutMs + config.bodyTimeoutMs }, metricsApp);
+    const ms = http.createServer({ headersTimeout: config.headersTimeoutMs, requestTimeout: config.headersTimeoutMs + config.bodyTimeoutMs, ...expressServerOptions(metricsApp) }, metricsApp);
     metricsServer = ms;
     await new Promise<void>((resolve) => ms.listen(config.metrics.port, config.host, resolve));
     const a = ms.address();

@@ -1,3 +1,4 @@
+import { expressServerOptions } from '../http/expressServer';
 import http from 'node:http';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -83,7 +84,7 @@ export async function rehearseUpload(config: Config, logger: Logger, embeddings:
   try {
     built = await buildContainer(own, quiet, { rehearsal: { embeddings } });
     role = await startRole(built.di);
-    const s = http.createServer(role.app);
+    const s = http.createServer(expressServerOptions(role.app), role.app);
     server = s;
     await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
     const address = s.address();
