@@ -24,6 +24,7 @@ import { EVENT_FEED, EventFeed } from './ports/eventFeed';
 import { SqliteEventStore } from './adapters/sqlite/sqliteEventStore';
 import { SqliteLogVerifier } from './adapters/sqlite/sqliteLogVerifier';
 import { LOG_VERIFIER, LogVerifier } from './ports/logVerifier';
+import { WalCheckpointer } from './adapters/sqlite/walCheckpointer';
 import { SqliteReadStore } from './adapters/sqlite/sqliteReadStore';
 import { SqliteKeyStore } from './adapters/sqlite/sqliteKeyStore';
 import { EmbeddedSearchIndex } from './adapters/embedded/embeddedSearchIndex';
@@ -202,6 +203,15 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   // Document text in events is sealed with a per-document key (erasure = destroying the key).
   const keyStore: KeyStore = mongoClient ? new MongoKeyStore({ client: mongoClient, dbName: config.mongoDb }) : new SqliteKeyStore(path.join(config.dataDir, 'keys.db'));
   opened.push(() => keyStore.close());
+  // The embedded SQLite files' WAL checkpoints run on a thread of their own (KB_SQLITE_CHECKPOINTS),
+  // closed after the stores (EXTRA_CLOSERS run after them; `opened` closes in reverse order).
+  let checkpointer: WalCheckpointer | undefined;
+  if (config.sqliteCheckpoints === 'thread' && (config.eventStore !== 'eventstoredb' || !mongoClient)) {
+    const c = new WalCheckpointer((err) => logger.warn({ err }, 'WAL checkpoints: the thread gave a file back to its store'));
+    checkpointer = c;
+    opened.push(() => c.close());
+    closers.push(() => c.close());
+  }
   let storedEventStore: EventStore;
   if (config.eventStore === 'eventstoredb') {
     const url = config.eventStoreDbUrl ?? '';
@@ -212,7 +222,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
       return esdb;
     }, { timeoutMs, abandon: () => esdb?.close() });
   } else {
-    storedEventStore = new SqliteEventStore(path.join(config.dataDir, 'events.db'), { synchronous: config.durability, metrics });
+    storedEventStore = new SqliteEventStore(path.join(config.dataDir, 'events.db'), { synchronous: config.durability, metrics, checkpointer });
   }
   opened.push(() => storedEventStore.close());
   const encrypting = new EncryptingEventStore(storedEventStore, keyStore);
@@ -226,7 +236,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     // The start-up sweep of interrupted uploads spares any younger than twice the longest upload.
     blobStore = new GridFsBlobStore({ client, dbName: config.mongoDb, minTempAgeMs: Math.max(60 * 60 * 1000, 2 * config.uploadTimeoutMs) });
   } else {
-    readStore = new SqliteReadStore(path.join(config.dataDir, 'read.db'), { bulkWriter: config.readStoreBulkWriter });
+    readStore = new SqliteReadStore(path.join(config.dataDir, 'read.db'), { bulkWriter: config.readStoreBulkWriter, checkpointer });
     blobStore = new FsBlobStore(path.join(config.dataDir, 'blobs'));
   }
   opened.push(() => readStore.close());

@@ -30,6 +30,7 @@ const Env = t.partial({
   KB_SEARCH_INDEX: t.keyof({ embedded: null, elasticsearch: null }),
   KB_SEARCH_THREAD: t.keyof({ worker: null, main: null }),
   KB_READ_STORE_BULK_WRITER: t.keyof({ thread: null, inline: null }),
+  KB_SQLITE_CHECKPOINTS: t.keyof({ thread: null, inline: null }),
   KB_DENSE_INDEX: t.keyof({ approximate: null, exact: null }),
   // The approximate dense index (src/adapters/embedded/ivfIndex.ts, AnnSettings).
   KB_DENSE_INDEX_MIN_CHUNKS: IntIn(1000, 1_000_000_000, 'chunks'),
@@ -128,6 +129,8 @@ export interface Config {
    * thread with its own connection, while the next span is projected; default) or `inline`.
    */
   readStoreBulkWriter: 'thread' | 'inline';
+  /** Who runs the embedded SQLite files' WAL checkpoints: a thread of their own, or each writing connection (SQLite's default). */
+  sqliteCheckpoints: 'thread' | 'inline';
   /** Where the embedded index runs: `worker` (its own thread; default) or `main` (the event loop's thread). */
   searchThread: 'worker' | 'main';
   /** Dense kNN of the embedded index: `approximate` (an inverted file for scopes of 20,000+ chunks; default) or `exact` (always a full scan). */
@@ -274,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     searchIndex: e.KB_SEARCH_INDEX ?? 'embedded',
     searchThread: e.KB_SEARCH_THREAD ?? 'worker',
     readStoreBulkWriter: e.KB_READ_STORE_BULK_WRITER ?? 'thread',
+    sqliteCheckpoints: e.KB_SQLITE_CHECKPOINTS ?? 'thread',
     denseIndex: e.KB_DENSE_INDEX ?? 'approximate',
     denseAnn: {
       ...(e.KB_DENSE_INDEX_MIN_CHUNKS !== undefined ? { minChunks: e.KB_DENSE_INDEX_MIN_CHUNKS } : {}),

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chainHash, GENESIS_HASH } from '../../core/hashChain';
 import { EventEmitter } from 'node:events';
+import { WalCheckpointer } from './walCheckpointer';
 import { Metrics, noMetrics } from '../../ports/metrics';
 import { NewEvent, RecordedEvent, EventMetadata } from '../../domain/event';
 import {
@@ -53,6 +54,8 @@ export interface SqliteEventStoreOptions {
   synchronous?: 'full' | 'normal';
   /** Append latency and group-commit sizes (default: not recorded). */
   metrics?: Pick<Metrics, 'eventStoreAppend' | 'groupCommit'>;
+  /** Runs this file's WAL checkpoints on its thread instead of this connection (on the event loop). */
+  checkpointer?: WalCheckpointer;
 }
 
 /** An append committed to the WAL, answered once the WAL is on disk. */
@@ -149,6 +152,7 @@ export class SqliteEventStore implements EventStore {
       release: this.db.prepare('RELEASE append'),
       rollbackTo: this.db.prepare('ROLLBACK TO append'),
     };
+    if (options.checkpointer && file !== ':memory:' && file !== '') void options.checkpointer.manage(file, this.db);
     const head = this.stmts.head.get();
     this.lastPosition = head?.position ?? 0;
     this.durablePosition = this.lastPosition;

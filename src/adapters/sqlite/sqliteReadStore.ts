@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { ReadStoreWriter, SpanTable, SqlValue } from './readStoreWriter';
+import { WalCheckpointer } from './walCheckpointer';
 import { Collection, FieldCondition, Filter, FindOptions, IndexSpec, ReadDoc, ReadStore } from '../../ports/readStore';
 
 
@@ -96,6 +97,8 @@ export interface SqliteReadStoreOptions {
    * on this connection. An in-memory store is always inline.
    */
   bulkWriter?: 'thread' | 'inline';
+  /** Runs this file's WAL checkpoints on its thread instead of this connection (on the event loop). */
+  checkpointer?: WalCheckpointer;
 }
 
 /** Rows per multi-row upsert when a bulk load writes its buffered rows. */
@@ -504,6 +507,7 @@ export class SqliteReadStore implements ReadStore {
       get: this.db.prepare('SELECT position FROM checkpoints WHERE projection = ?'),
       set: this.db.prepare('INSERT INTO checkpoints (projection, position) VALUES (?, ?) ON CONFLICT(projection) DO UPDATE SET position = excluded.position'),
     };
+    if (options.checkpointer && file !== ':memory:' && file !== '') void options.checkpointer.manage(file, this.db);
   }
 
   collection<T extends ReadDoc>(name: string, indexes: IndexSpec[] = []): Collection<T> {
