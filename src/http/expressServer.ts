@@ -13,6 +13,9 @@ import type net from 'node:net';
  * `req instanceof http.IncomingMessage` still holds: the app's prototypes inherit from node's.
  */
 export function expressServerOptions(app: express.Express): Pick<http.ServerOptions, 'IncomingMessage' | 'ServerResponse'> {
+  // Node's two constructors are plain functions (called with `this` below); should a later node
+  // make them classes, the server keeps node's own (slower, still correct).
+  if (/^class\b/.test(Function.prototype.toString.call(http.IncomingMessage)) || /^class\b/.test(Function.prototype.toString.call(http.ServerResponse))) return {};
   const IncomingMessage = http.IncomingMessage as unknown as (this: unknown, socket: net.Socket) => void;
   const ServerResponse = http.ServerResponse as unknown as (this: unknown, req: http.IncomingMessage, options?: unknown) => void;
   function AppRequest(this: unknown, socket: net.Socket): void {
