@@ -254,7 +254,13 @@ export declare namespace User {
   export type MfaRecoveryCodeUsed = DomainEvent<'MfaRecoveryCodeUsed', { userId: string; codeHash: string; usedAt: string }>;
   export type MfaDisabled = DomainEvent<'MfaDisabled', { userId: string; disabledAt: string }>;
   /** The account signs in through an OpenID provider as `subject` of `issuer`. */
-  export type SsoIdentityLinked = DomainEvent<'SsoIdentityLinked', { userId: string; issuer: string; subject: string; linkedAt: string }>;
+  /**
+   * `claimedUnverified`: the account's address had never been proven when the provider vouched
+   * for it, so whoever registered it (maybe not the address's owner) chose its password: that
+   * password is replaced by `passwordHash` (of a random secret nobody knows), the address counts
+   * as verified, and the credentials issued before (sessions, API keys) are revoked.
+   */
+  export type SsoIdentityLinked = DomainEvent<'SsoIdentityLinked', { userId: string; issuer: string; subject: string; linkedAt: string; claimedUnverified?: true; passwordHash?: string }>;
   export type UserEvent =
     | UserRegistered
     | SsoIdentityLinked
@@ -276,7 +282,7 @@ export declare namespace User {
   >;
   export type RefreshTokenRotated = DomainEvent<'RefreshTokenRotated', { sessionId: string; userId: string; previousHash: string; refreshTokenHash: string; expiresAt: string }>;
   export type SessionRevoked = DomainEvent<'SessionRevoked', { sessionId: string; userId: string; reason: SessionRevokedReason }>;
-  export type SessionRevokedReason = 'logout' | 'reuse_detected' | 'revoked_by_user' | 'password_reset';
+  export type SessionRevokedReason = 'logout' | 'reuse_detected' | 'revoked_by_user' | 'password_reset' | 'account_claimed';
   export type SessionEvent = SessionStarted | RefreshTokenRotated | SessionRevoked;
 }
 

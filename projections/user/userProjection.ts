@@ -113,6 +113,8 @@ export function userProjection(store: ReadStore): Projection {
         await patchUser(e.data.userId, { mfa: 'off', mfaSealedSecret: null });
         break;
       case 'SsoIdentityLinked':
+        if (e.data.claimedUnverified && e.data.passwordHash) await patchUser(e.data.userId, { emailVerified: true, passwordHash: e.data.passwordHash });
+        break;
       case 'EmailVerificationRequested':
       case 'PasswordResetRequested':
       case 'MfaRecoveryCodeUsed':

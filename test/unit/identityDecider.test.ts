@@ -53,10 +53,21 @@ describe('user decider: e-mailed links, MFA, SSO', () => {
   });
 
   it('SSO: a link is recorded once; another subject of the same issuer is refused', () => {
+    const verified: UserEvent = { type: 'EmailVerified', data: { userId: 'u', requestId: 'r', verifiedAt: now.toISOString() } };
     const linked: UserEvent = { type: 'SsoIdentityLinked', data: { userId: 'u', issuer: 'https://idp', subject: 'alice', linkedAt: now.toISOString() } };
-    spec([registered]).when({ type: 'LinkSsoIdentity', issuer: 'https://idp', subject: 'alice', now }).then([linked]);
-    spec([registered, linked]).when({ type: 'LinkSsoIdentity', issuer: 'https://idp', subject: 'alice', now }).then([]);
-    spec([registered, linked]).when({ type: 'LinkSsoIdentity', issuer: 'https://idp', subject: 'eve', now }).thenThrows('SSO_ACCOUNT_MISMATCH');
+    const link = { type: 'LinkSsoIdentity' as const, issuer: 'https://idp', subject: 'alice', passwordHash: 'unusable', now };
+    spec([registered, verified]).when(link).then([linked]);
+    spec([registered, verified, linked]).when(link).then([]);
+    spec([registered, verified, linked]).when({ ...link, subject: 'eve' }).thenThrows('SSO_ACCOUNT_MISMATCH');
+  });
+
+  it('SSO: linking an account whose address was never proven claims it (its password replaced, the address verified)', () => {
+    const claimed: UserEvent = { type: 'SsoIdentityLinked', data: { userId: 'u', issuer: 'https://idp', subject: 'alice', linkedAt: now.toISOString(), claimedUnverified: true, passwordHash: 'unusable' } };
+    const link = { type: 'LinkSsoIdentity' as const, issuer: 'https://idp', subject: 'alice', passwordHash: 'unusable', now };
+    spec([registered]).when(link).then([claimed]);
+    spec([registered, claimed]).when(link).then([]);
+    // Claimed once: the address counts as verified, so a later link of another issuer is a plain link.
+    spec([registered, claimed]).when({ ...link, issuer: 'https://other' }).then([{ ...claimed, data: { userId: 'u', issuer: 'https://other', subject: 'alice', linkedAt: now.toISOString() } }]);
   });
 });
 

@@ -45,7 +45,8 @@ export type UserCommand =
   | { type: 'ConfirmMfa'; sealedSecret: string; recoveryCodeHashes: string[]; now: Date }
   | { type: 'UseRecoveryCode'; codeHash: string; now: Date }
   | { type: 'DisableMfa'; now: Date }
-  | { type: 'LinkSsoIdentity'; issuer: string; subject: string; now: Date };
+  /** `passwordHash`: of a random secret, replacing the password when the account's address was never proven. */
+  | { type: 'LinkSsoIdentity'; issuer: string; subject: string; passwordHash: string; now: Date };
 
 const invalidToken = () => domainError('INVALID_TOKEN', 'The link is invalid or has already been used.');
 
@@ -79,7 +80,7 @@ export const userDecider = {
       case 'MfaDisabled':
         return { ...s, mfa: { status: 'off' } };
       case 'SsoIdentityLinked':
-        return { ...s, sso: new Map(s.sso).set(e.data.issuer, e.data.subject) };
+        return { ...s, sso: new Map(s.sso).set(e.data.issuer, e.data.subject), ...(e.data.claimedUnverified ? { emailVerified: true, verifications: new Map<string, string>() } : {}) };
       default: {
         const _never: never = e;
         return _never;
@@ -134,7 +135,10 @@ export const userDecider = {
         if (linked === c.subject) return [];
         // The provider now names another person with this address: never merge them silently.
         if (linked !== undefined) throw domainError('SSO_ACCOUNT_MISMATCH', 'This account is linked to another identity at the provider.');
-        return [{ type: 'SsoIdentityLinked', data: { userId, issuer: c.issuer, subject: c.subject, linkedAt: c.now.toISOString() } }];
+        // An address nobody proved (registered without confirming it): the provider's word makes it
+        // the owner's, and the password whoever registered it chose stops working (pre-registration hijack).
+        const claim = s.emailVerified ? {} : { claimedUnverified: true as const, passwordHash: c.passwordHash };
+        return [{ type: 'SsoIdentityLinked', data: { userId, issuer: c.issuer, subject: c.subject, linkedAt: c.now.toISOString(), ...claim } }];
       }
       default: {
         const _never: never = c;
@@ -194,7 +198,7 @@ export type SessionCommand =
   | { type: 'RotateRefreshToken'; presentedHash: string; newHash: string; expiresAt: Date; now: Date }
   | { type: 'EndSession'; presentedHash: string }
   /** Revoke by the owner (`userId` must match: another user's session is reported missing). */
-  | { type: 'RevokeSession'; userId: string; reason: 'revoked_by_user' | 'password_reset' };
+  | { type: 'RevokeSession'; userId: string; reason: 'revoked_by_user' | 'password_reset' | 'account_claimed' };
 
 export const sessionDecider = {
   initialState: (): SessionState => ({ status: 'none' }),

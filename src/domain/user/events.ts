@@ -22,7 +22,13 @@ export type MfaEnabled = DomainEvent<'MfaEnabled', { userId: string; recoveryCod
 export type MfaRecoveryCodeUsed = DomainEvent<'MfaRecoveryCodeUsed', { userId: string; codeHash: string; usedAt: string }>;
 export type MfaDisabled = DomainEvent<'MfaDisabled', { userId: string; disabledAt: string }>;
 /** The account signs in through an OpenID provider as `subject` of `issuer`. */
-export type SsoIdentityLinked = DomainEvent<'SsoIdentityLinked', { userId: string; issuer: string; subject: string; linkedAt: string }>;
+/**
+ * `claimedUnverified`: the account's address had never been proven when the provider vouched
+ * for it, so whoever registered it (maybe not the address's owner) chose its password: that
+ * password is replaced by `passwordHash` (of a random secret nobody knows), the address counts
+ * as verified, and the credentials issued before (sessions, API keys) are revoked.
+ */
+export type SsoIdentityLinked = DomainEvent<'SsoIdentityLinked', { userId: string; issuer: string; subject: string; linkedAt: string; claimedUnverified?: true; passwordHash?: string }>;
 export type UserEvent =
   | UserRegistered
   | SsoIdentityLinked
@@ -46,7 +52,7 @@ export type SessionStarted = DomainEvent<
 >;
 export type RefreshTokenRotated = DomainEvent<'RefreshTokenRotated', { sessionId: string; userId: string; previousHash: string; refreshTokenHash: string; expiresAt: string }>;
 export type SessionRevoked = DomainEvent<'SessionRevoked', { sessionId: string; userId: string; reason: SessionRevokedReason }>;
-export type SessionRevokedReason = 'logout' | 'reuse_detected' | 'revoked_by_user' | 'password_reset';
+export type SessionRevokedReason = 'logout' | 'reuse_detected' | 'revoked_by_user' | 'password_reset' | 'account_claimed';
 export type SessionEvent = SessionStarted | RefreshTokenRotated | SessionRevoked;
 
 export const userStream = (emailHash: string): string => `user-${emailHash}`;
@@ -64,7 +70,7 @@ export const userEventTraits: EventCatalog<UserEvent | ApiKeyEvent | SessionEven
   MfaEnabled: { audit: [], encrypted: [] },
   MfaRecoveryCodeUsed: { audit: [], encrypted: [] },
   MfaDisabled: { audit: [], encrypted: [] },
-  SsoIdentityLinked: { audit: ['issuer'], encrypted: [] },
+  SsoIdentityLinked: { audit: ['issuer', 'claimedUnverified'], encrypted: [] },
   ApiKeyCreated: { audit: ['name'], encrypted: [] },
   ApiKeyRevoked: { audit: [], encrypted: [] },
   SessionStarted: { audit: ['device', 'method'], encrypted: [] },
