@@ -9,7 +9,7 @@ import { verifyMfaChallenge } from '../../src/security/accessTokens';
 import { base32Encode, matchTotp, newTotpSecret, otpauthUri } from '../../src/security/totp';
 import { sha256Hex } from '../../src/util/crypto';
 import { usersCollection, UserView } from '../../projections/user/userProjection';
-import { SessionOrigin, startSession } from './userCommands';
+import { passwordFingerprint, SessionOrigin, startSession } from './userCommands';
 
 export const RECOVERY_CODES = 10;
 const ISSUER = 'Knowledge Base';
@@ -35,6 +35,22 @@ function acceptStep(userId: string, step: number): boolean {
   lastStep.delete(userId);
   lastStep.set(userId, step);
   if (lastStep.size > MAX_REMEMBERED) lastStep.delete(lastStep.keys().next().value as string);
+  return true;
+}
+
+/**
+ * Challenges already exchanged for a session in this process (id → when it expires): one
+ * challenge, one session (a challenge seen again after its success is refused, whatever the code).
+ */
+const spentChallenges = new Map<string, number>();
+function spendChallenge(challengeId: string, expiresAtMs: number, nowMs: number): boolean {
+  if (spentChallenges.has(challengeId)) return false;
+  spentChallenges.set(challengeId, expiresAtMs);
+  if (spentChallenges.size > MAX_REMEMBERED) {
+    for (const [id, exp] of spentChallenges) if (exp <= nowMs) spentChallenges.delete(id);
+    // Still full of live ones: the oldest go (each is at most KB_MFA_CHALLENGE_TTL old).
+    while (spentChallenges.size > MAX_REMEMBERED) spentChallenges.delete(spentChallenges.keys().next().value as string);
+  }
   return true;
 }
 
@@ -88,17 +104,23 @@ async function checkSecondFactor(ctx: AppContext, cc: CommandContext, user: User
 
 /** Second step of a sign-in with MFA: the challenge from 401 MFA_REQUIRED and a code. */
 export async function loginWithMfa(ctx: AppContext, cc: CommandContext, input: { challenge: string; code: string }, origin: SessionOrigin) {
-  const { userId } = verifyMfaChallenge(ctx, input.challenge);
-  const user = await userOf(ctx, userId).catch(() => {
-    throw new DomainError('UNAUTHORIZED', 'The sign-in challenge is invalid or has expired; sign in again.');
+  const challenge = verifyMfaChallenge(ctx, input.challenge);
+  const void_ = () => new DomainError('UNAUTHORIZED', 'The sign-in challenge is invalid or has expired; sign in again.');
+  if (spentChallenges.has(challenge.challengeId)) throw void_();
+  const user = await userOf(ctx, challenge.userId).catch(() => {
+    throw void_();
   });
-  if (user.mfa !== 'on') throw new DomainError('UNAUTHORIZED', 'The sign-in challenge is invalid or has expired; sign in again.');
+  if (user.mfa !== 'on') throw void_();
+  // The password it proved is no longer the account's (reset, or claimed through single sign-on).
+  if (challenge.password !== passwordFingerprint(user.passwordHash)) throw void_();
   await checkSecondFactor(ctx, cc, user, input.code);
+  // Checked and spent with no wait between: of two concurrent successes with one challenge, one session.
+  if (!spendChallenge(challenge.challengeId, challenge.expiresAtMs, cc.now.getTime())) throw void_();
   return startSession(ctx, cc, user.id, origin, 'mfa');
 }
 
-/** The challenge id (for a per-challenge attempt limit), without checking anything else. */
-export const challengeIdOf = (ctx: AppContext, challenge: string): string => verifyMfaChallenge(ctx, challenge).challengeId;
+/** The challenge's id and user (for the attempt limits), without checking anything else. */
+export const challengeOf = (ctx: AppContext, challenge: string): { challengeId: string; userId: string } => verifyMfaChallenge(ctx, challenge);
 
 /** Turn MFA off; needs a current code (or a recovery code). */
 export async function disableTotp(ctx: AppContext, cc: CommandContext, userId: string, code: string) {

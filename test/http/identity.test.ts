@@ -349,10 +349,13 @@ describe('identity with the outbox (embedded default): outbox, sessions, TOTP', 
     // A forged challenge, or an access token as a challenge, is refused.
     expect((await anon.post('/v1/auth/login/mfa', { challenge: ok.body.accessToken, code: totp(seed, t0) })).status).toBe(401);
 
+    // A challenge is exchanged for one session: a recovery code does not make it work twice.
     const [rc1, rc2] = confirm.body.recoveryCodes as string[];
-    const viaRecovery = await anon.post('/v1/auth/login/mfa', { challenge, code: rc1.toUpperCase() });
+    expect((await anon.post('/v1/auth/login/mfa', { challenge, code: rc1 })).status).toBe(401);
+    const challengeOfNewSignIn = async () => (await anon.post('/v1/auth/login', { email: 'mfa@example.com', password: 'correct horse battery' })).body.error.details.challenge as string;
+    const viaRecovery = await anon.post('/v1/auth/login/mfa', { challenge: await challengeOfNewSignIn(), code: rc1.toUpperCase() });
     expect(viaRecovery.status).toBe(200);
-    const again = await anon.post('/v1/auth/login/mfa', { challenge, code: rc1 });
+    const again = await anon.post('/v1/auth/login/mfa', { challenge: await challengeOfNewSignIn(), code: rc1 });
     expect(again.status).toBe(401);
     expect(again.body.error.code).toBe('INVALID_MFA_CODE');
     // API keys stay usable for servers.
