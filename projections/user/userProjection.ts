@@ -101,7 +101,7 @@ export function userProjection(store: ReadStore): Projection {
         await patchUser(e.data.userId, { emailVerified: true });
         break;
       case 'PasswordReset':
-        await patchUser(e.data.userId, { passwordHash: e.data.passwordHash });
+        await patchUser(e.data.userId, { passwordHash: e.data.passwordHash, ...(e.data.claimedUnverified ? { emailVerified: true } : {}) });
         break;
       case 'MfaEnrollmentStarted':
         await patchUser(e.data.userId, { mfa: 'pending', mfaSealedSecret: e.data.sealedSecret });

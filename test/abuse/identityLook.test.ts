@@ -23,8 +23,8 @@ async function waitFor<T>(what: string, probe: () => T | undefined, ms = 10_000)
   }
 }
 
-/** The token of the newest mailed link to `page` for `email` in the outbox (the embedded default). */
-function mailedToken(server: TestServer, email: string, page: string, skip = 0): Promise<string> {
+/** The token of a mailed link to `page` for `email` in the outbox (the embedded default), other than those in `seen`. */
+function mailedToken(server: TestServer, email: string, page: string, seen: string[] = []): Promise<string> {
   const dir = path.join(server.dataDir, 'outbox');
   return waitFor(`a ${page} mail to ${email}`, () => {
     if (!fs.existsSync(dir)) return undefined;
@@ -33,8 +33,10 @@ function mailedToken(server: TestServer, email: string, page: string, skip = 0):
       .map((f) => unQp(fs.readFileSync(path.join(dir, f), 'utf8')))
       .filter((raw) => raw.includes(`To: ${email}`))
       .map((raw) => new RegExp(`/${page}\\?token=([A-Za-z0-9%._-]+)`).exec(raw)?.[1])
-      .filter((t): t is string => t !== undefined);
-    return tokens.length > skip ? decodeURIComponent(tokens[skip]) : undefined;
+      .filter((t): t is string => t !== undefined)
+      .map((t) => decodeURIComponent(t))
+      .filter((t) => !seen.includes(t));
+    return tokens[0];
   });
 }
 
@@ -136,6 +138,28 @@ describe('recovery, rotation: after a reset, at the same time', () => {
     expect(next.body.error.code).toBe('MFA_REQUIRED');
     expect((await u.anon.post('/v1/auth/reset-password', { token, password: 'yet another password' })).body.error.code).toBe('INVALID_TOKEN');
     expect((await u.anon.post('/v1/auth/login/mfa', { challenge: next.body.error.details.challenge, code: totp(u.seed, u.t0 + 30) })).status).toBe(200);
+  });
+
+  it("pre-registration hijack by reset: the owner's reset of an address someone registered unconfirmed confirms it and ends that someone's API keys", async () => {
+    const anon = client(server.url);
+    expect((await anon.post('/v1/auth/register', { email: 'victim@example.com', password: 'the attackers pick', name: 'V' })).status).toBe(201);
+    const attacker = client(server.url, (await anon.post('/v1/auth/login', { email: 'victim@example.com', password: 'the attackers pick' })).body.accessToken);
+    const key = await attacker.post('/v1/api-keys', { name: 'left behind' });
+    expect(key.status).toBe(201);
+    // The address's owner, who never registered, uses "forgot password".
+    expect((await anon.post('/v1/auth/forgot-password', { email: 'victim@example.com' })).status).toBe(202);
+    const token = await mailedToken(server, 'victim@example.com', 'reset-password');
+    expect((await anon.post('/v1/auth/reset-password', { token, password: 'the owners own pick' })).status).toBe(200);
+    // Before: the attacker's key went on reading the account (and every workspace the owner joins).
+    expect((await client(server.url, key.body.key).get('/v1/workspaces')).status).toBe(401);
+    const owner = client(server.url, (await anon.post('/v1/auth/login', { email: 'victim@example.com', password: 'the owners own pick' })).body.accessToken);
+    expect((await owner.get('/v1/auth/me')).body.emailVerified).toBe(true);
+    // A key the owner makes now survives the owner's next reset (the README's promise for confirmed addresses).
+    const ownKey = await owner.post('/v1/api-keys', { name: 'mine' });
+    expect((await anon.post('/v1/auth/forgot-password', { email: 'victim@example.com' })).status).toBe(202);
+    const second = await mailedToken(server, 'victim@example.com', 'reset-password', [token]);
+    expect((await anon.post('/v1/auth/reset-password', { token: second, password: 'another own pick' })).status).toBe(200);
+    expect((await client(server.url, ownKey.body.key).get('/v1/workspaces')).status).toBe(200);
   });
 
   it('two refreshes with one token at the same time leave no live pair; the console cookie likewise', async () => {

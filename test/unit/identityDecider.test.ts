@@ -30,8 +30,12 @@ describe('user decider: e-mailed links, MFA, SSO', () => {
   });
 
   it('a reset link works once and voids every other outstanding reset', () => {
-    const reset: UserEvent = { type: 'PasswordReset', data: { userId: 'u', requestId: r1, passwordHash: 'new', resetAt: now.toISOString() } };
+    const reset: UserEvent = { type: 'PasswordReset', data: { userId: 'u', requestId: r1, passwordHash: 'new', resetAt: now.toISOString(), claimedUnverified: true } };
     spec([registered, resetAsked(r1), resetAsked(r2)]).when({ type: 'ResetPassword', requestId: r1, passwordHash: 'new', now }).then([reset]);
+    // An address confirmed before: a plain reset (the keys made after the confirmation stay).
+    const verified: UserEvent = { type: 'EmailVerified', data: { userId: 'u', requestId: r2, verifiedAt: now.toISOString() } };
+    const plain: UserEvent = { type: 'PasswordReset', data: { userId: 'u', requestId: r1, passwordHash: 'new', resetAt: now.toISOString() } };
+    spec([registered, verifyAsked(r2), verified, resetAsked(r1)]).when({ type: 'ResetPassword', requestId: r1, passwordHash: 'new', now }).then([plain]);
     spec([registered, resetAsked(r1), resetAsked(r2), reset]).when({ type: 'ResetPassword', requestId: r1, passwordHash: 'n', now }).thenThrows('INVALID_TOKEN');
     spec([registered, resetAsked(r1), resetAsked(r2), reset]).when({ type: 'ResetPassword', requestId: r2, passwordHash: 'n', now }).thenThrows('INVALID_TOKEN');
     spec([registered, resetAsked(r1)]).when({ type: 'ResetPassword', requestId: r1, passwordHash: 'n', now: late }).thenThrows('EXPIRED');

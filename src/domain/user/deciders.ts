@@ -66,7 +66,7 @@ export const userDecider = {
       case 'PasswordResetRequested':
         return { ...s, resets: new Map(s.resets).set(e.data.requestId, e.data.expiresAt) };
       case 'PasswordReset':
-        return { ...s, resets: new Map(), used: new Set(s.used).add(e.data.requestId) };
+        return { ...s, resets: new Map(), used: new Set(s.used).add(e.data.requestId), ...(e.data.claimedUnverified ? { emailVerified: true, verifications: new Map<string, string>() } : {}) };
       case 'MfaEnrollmentStarted':
         return { ...s, mfa: { status: 'pending', sealedSecret: e.data.sealedSecret } };
       case 'MfaEnabled':
@@ -115,7 +115,8 @@ export const userDecider = {
         const expiresAt = s.resets.get(c.requestId);
         if (expiresAt === undefined || s.used.has(c.requestId)) throw invalidToken();
         if (Date.parse(expiresAt) <= c.now.getTime()) throw domainError('EXPIRED', 'The link has expired; ask for a new one.');
-        return [{ type: 'PasswordReset', data: { userId, requestId: c.requestId, passwordHash: c.passwordHash, resetAt: c.now.toISOString() } }];
+        // The mailed link proves the address; if nothing had before, what was made without that proof goes (API keys: see the process manager).
+        return [{ type: 'PasswordReset', data: { userId, requestId: c.requestId, passwordHash: c.passwordHash, resetAt: c.now.toISOString(), ...(s.emailVerified ? {} : { claimedUnverified: true as const }) } }];
       }
       case 'StartMfaEnrollment':
         if (s.mfa.status === 'on') throw domainError('MFA_ALREADY_ENABLED', 'Two-factor authentication is already enabled; disable it first.');

@@ -14,7 +14,12 @@ export type UserRegistered = DomainEvent<'UserRegistered', { userId: string; ema
 export type EmailVerificationRequested = DomainEvent<'EmailVerificationRequested', { userId: string; requestId: string; email: string; expiresAt: string }>;
 export type EmailVerified = DomainEvent<'EmailVerified', { userId: string; requestId: string; verifiedAt: string }>;
 export type PasswordResetRequested = DomainEvent<'PasswordResetRequested', { userId: string; requestId: string; email: string; expiresAt: string }>;
-export type PasswordReset = DomainEvent<'PasswordReset', { userId: string; requestId: string; passwordHash: string; resetAt: string }>;
+/**
+ * `claimedUnverified`: the address had never been confirmed before this reset, whose mailed
+ * link proves it: the address now counts as verified, and the API keys made before (by whoever
+ * registered the address without owning it, perhaps) are revoked with the sessions.
+ */
+export type PasswordReset = DomainEvent<'PasswordReset', { userId: string; requestId: string; passwordHash: string; resetAt: string; claimedUnverified?: true }>;
 /** `sealedSecret`: the TOTP seed sealed with the identity key (AES-256-GCM), never in clear. */
 export type MfaEnrollmentStarted = DomainEvent<'MfaEnrollmentStarted', { userId: string; sealedSecret: string; startedAt: string }>;
 /** `recoveryCodeHashes`: SHA-256 of each recovery code (random, 50 bits), shown once at confirmation. */
@@ -65,7 +70,7 @@ export const userEventTraits: EventCatalog<UserEvent | ApiKeyEvent | SessionEven
   EmailVerificationRequested: { audit: ['expiresAt'], encrypted: [] },
   EmailVerified: { audit: [], encrypted: [] },
   PasswordResetRequested: { audit: ['expiresAt'], encrypted: [] },
-  PasswordReset: { audit: [], encrypted: [] },
+  PasswordReset: { audit: ['claimedUnverified'], encrypted: [] },
   MfaEnrollmentStarted: { audit: [], encrypted: [] },
   MfaEnabled: { audit: [], encrypted: [] },
   MfaRecoveryCodeUsed: { audit: [], encrypted: [] },
