@@ -162,6 +162,20 @@ describe('recovery, rotation: after a reset, at the same time', () => {
     expect((await client(server.url, ownKey.body.key).get('/v1/workspaces')).status).toBe(200);
   });
 
+  it("a leaked API key cannot enrol a second factor of its own (the owner would be locked out: a reset leaves it on) nor turn one off", async () => {
+    const anon = client(server.url);
+    expect((await anon.post('/v1/auth/register', { email: 'keyed@example.com', password: PASSWORD, name: 'K' })).status).toBe(201);
+    const session = client(server.url, (await anon.post('/v1/auth/login', { email: 'keyed@example.com', password: PASSWORD })).body.accessToken);
+    const key = client(server.url, (await session.post('/v1/api-keys', { name: 'ci' })).body.key);
+    // Before: 201 and the seed, then confirm with it: the password alone no longer signed the owner in.
+    const enrol = await key.post('/v1/auth/mfa/totp', {});
+    expect([enrol.status, enrol.body.error?.code]).toEqual([403, 'FORBIDDEN']);
+    expect((await key.post('/v1/auth/mfa/totp/confirm', { code: '123456' })).status).toBe(403);
+    expect((await key.post('/v1/auth/mfa/totp/disable', { code: '123456' })).status).toBe(403);
+    expect((await session.get('/v1/auth/me')).body.mfaEnabled).toBe(false);
+    expect((await session.post('/v1/auth/mfa/totp', {})).status).toBe(201);
+  });
+
   it('two refreshes with one token at the same time leave no live pair; the console cookie likewise', async () => {
     const anon = client(server.url);
     expect((await anon.post('/v1/auth/register', { email: 'rotate@example.com', password: PASSWORD, name: 'R' })).status).toBe(201);

@@ -236,21 +236,29 @@ export function authRoutes(ctx: AppContext): RouteModule {
     respond(res, SecurityEventList, { data: await accountEvents(ctx, authOf(req).userId, 200) });
   });
 
-  v1.post('/auth/mfa/totp', requireAuth(ctx), async (req, res) => {
+  // Keys and the second factor are managed from a signed-in session: a leaked key must not mint its own
+  // replacements, nor enrol a second factor of its own (the owner could not sign in again: a reset leaves it on).
+  const requireSession = [
+    requireAuth(ctx),
+    (req: Request, _res: Response, next: NextFunction) =>
+      next(authOf(req).authMethod === 'session' ? undefined : new DomainError('FORBIDDEN', `${req.path.startsWith('/auth/mfa') ? 'Two-step sign-in is' : 'API keys are'} managed from a signed-in session, not with an API key.`)),
+  ];
+
+  v1.post('/auth/mfa/totp', ...requireSession, async (req, res) => {
     decode(EmptyBody, req.body ?? {});
     const r = await startTotpEnrollment(ctx, commandContext(ctx, req), authOf(req).userId);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     respond(res, TotpEnrollment, { otpauthUri: r.otpauthUri, secret: r.secret }, 201);
   });
 
-  v1.post('/auth/mfa/totp/confirm', requireAuth(ctx), async (req, res) => {
+  v1.post('/auth/mfa/totp/confirm', ...requireSession, async (req, res) => {
     const body = decode(CodeBody, req.body);
     const r = await confirmTotp(ctx, commandContext(ctx, req), authOf(req).userId, body.code);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     respond(res, TotpConfirmed, { mfaEnabled: true, recoveryCodes: r.recoveryCodes });
   });
 
-  v1.post('/auth/mfa/totp/disable', requireAuth(ctx), async (req, res) => {
+  v1.post('/auth/mfa/totp/disable', ...requireSession, async (req, res) => {
     const body = decode(CodeBody, req.body);
     const userId = authOf(req).userId;
     const r = await mfaFailures.guard(userId, () => disableTotp(ctx, commandContext(ctx, req), userId, body.code));
@@ -283,13 +291,6 @@ export function authRoutes(ctx: AppContext): RouteModule {
     if (!user) throw new DomainError('UNAUTHORIZED', 'Unknown user.');
     respond(res, Me, { id: user.id, email: user.email, name: user.name, emailVerified: user.emailVerified === true, mfaEnabled: user.mfa === 'on' });
   });
-
-  // Keys are managed from a signed-in session: a leaked key must not mint its own replacements.
-  const requireSession = [
-    requireAuth(ctx),
-    (req: Request, _res: Response, next: NextFunction) =>
-      next(authOf(req).authMethod === 'session' ? undefined : new DomainError('FORBIDDEN', 'API keys are managed from a signed-in session, not with an API key.')),
-  ];
 
   v1.post('/api-keys', ...requireSession, async (req, res) => {
     const body = decode(ApiKeyBody, req.body);
