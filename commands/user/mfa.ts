@@ -8,7 +8,7 @@ import { identityKeys } from '../../src/security/identityKeys';
 import { verifyMfaChallenge } from '../../src/security/accessTokens';
 import { base32Encode, matchTotp, newTotpSecret, otpauthUri } from '../../src/security/totp';
 import { sha256Hex } from '../../src/util/crypto';
-import { usersCollection, UserView } from '../../projections/user/userProjection';
+import { sessionsCollection, usersCollection, UserView } from '../../projections/user/userProjection';
 import { passwordFingerprint, SessionOrigin, startSession } from './userCommands';
 
 export const RECOVERY_CODES = 10;
@@ -71,8 +71,18 @@ function totpMatches(ctx: AppContext, user: UserView, code: string, now: Date): 
   return step !== null && acceptStep(user.id, step);
 }
 
-/** Start (or restart) enrolment: a new seed, shown once as an otpauth URI; stored sealed. */
-export async function startTotpEnrollment(ctx: AppContext, cc: CommandContext, userId: string) {
+/**
+ * Start (or restart) enrolment: a new seed, shown once as an otpauth URI; stored sealed.
+ * Only from a session signed in recently (KB_MFA_ENROL_SIGNIN_AGE): a stolen refresh token
+ * keeps a session alive for days, and a second factor of the thief's own would lock the owner
+ * out for good (a reset leaves it on).
+ */
+export async function startTotpEnrollment(ctx: AppContext, cc: CommandContext, userId: string, sessionId: string) {
+  const session = await sessionsCollection(ctx.readStore).get(sessionId);
+  const maxAge = ctx.config.identity.mfaEnrolSigninAge;
+  const signedInAt = session && session.userId === userId && !session.revoked ? Date.parse(session.createdAt ?? '') : NaN;
+  if (!(cc.now.getTime() - signedInAt <= maxAge * 1000))
+    throw new DomainError('FORBIDDEN', `Sign in again to set up two-step sign-in: it needs a sign-in of the last ${maxAge >= 120 ? `${Math.round(maxAge / 60)} minutes` : `${maxAge} seconds`}.`);
   const user = await userOf(ctx, userId);
   const seed = newTotpSecret();
   const sealedSecret = identityKeys(ctx).sealSeed(seed, user.id);

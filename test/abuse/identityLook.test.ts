@@ -197,3 +197,27 @@ describe('recovery, rotation: after a reset, at the same time', () => {
     expect(renews.some((r) => r.status === 401)).toBe(true);
   });
 });
+
+describe('a second factor is set up only from a recent sign-in', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ KB_MFA_ENROL_SIGNIN_AGE: '5' });
+  }, 60_000);
+  afterAll(() => server?.stop());
+
+  it('a session kept alive by refreshes (a stolen refresh token, say) cannot enrol a second factor of its own; a fresh sign-in can', async () => {
+    const anon = client(server.url);
+    expect((await anon.post('/v1/auth/register', { email: 'old@example.com', password: PASSWORD, name: 'O' })).status).toBe(201);
+    const login = await anon.post('/v1/auth/login', { email: 'old@example.com', password: PASSWORD });
+    // The session outlives the bound (the wait is the session's age, not a measured figure).
+    await new Promise((r) => setTimeout(r, 5_500));
+    const renewed = await anon.post('/v1/auth/refresh', { refreshToken: login.body.refreshToken });
+    expect(renewed.status).toBe(200);
+    const stale = await client(server.url, renewed.body.accessToken).post('/v1/auth/mfa/totp', {});
+    // Before: 201 and a seed of the thief's own.
+    expect([stale.status, stale.body.error?.code]).toEqual([403, 'FORBIDDEN']);
+    expect(stale.body.error.message).toMatch(/Sign in again/);
+    const fresh = client(server.url, (await anon.post('/v1/auth/login', { email: 'old@example.com', password: PASSWORD })).body.accessToken);
+    expect((await fresh.post('/v1/auth/mfa/totp', {})).status).toBe(201);
+  });
+});

@@ -246,7 +246,8 @@ export function authRoutes(ctx: AppContext): RouteModule {
 
   v1.post('/auth/mfa/totp', ...requireSession, async (req, res) => {
     decode(EmptyBody, req.body ?? {});
-    const r = await startTotpEnrollment(ctx, commandContext(ctx, req), authOf(req).userId);
+    const a = authOf(req);
+    const r = await startTotpEnrollment(ctx, commandContext(ctx, req), a.userId, a.sessionId ?? '');
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     respond(res, TotpEnrollment, { otpauthUri: r.otpauthUri, secret: r.secret }, 201);
   });
