@@ -84,6 +84,9 @@ export async function startTotpEnrollment(ctx: AppContext, cc: CommandContext, u
   if (!(cc.now.getTime() - signedInAt <= maxAge * 1000))
     throw new DomainError('FORBIDDEN', `Sign in again to set up two-step sign-in: it needs a sign-in of the last ${maxAge >= 120 ? `${Math.round(maxAge / 60)} minutes` : `${maxAge} seconds`}.`);
   const user = await userOf(ctx, userId);
+  // On an address nobody confirmed, a second factor would let whoever registered it keep the owner out for good
+  // (the owner's reset confirms the address but leaves the factor on): confirmed accounts only.
+  if (user.emailVerified !== true) throw new DomainError('EMAIL_NOT_VERIFIED', 'Confirm your e-mail address first (the mailed link; POST /v1/auth/resend-verification mails it again): two-step sign-in is set up on a confirmed account only.');
   const seed = newTotpSecret();
   const sealedSecret = identityKeys(ctx).sealSeed(seed, user.id);
   const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'StartMfaEnrollment', sealedSecret, now: cc.now }, cc);

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { client, startServer, TestServer } from '../support/server';
+import { client, confirmAddress, startServer, TestServer } from '../support/server';
 import { base32Decode, totp } from '../../src/security/totp';
 
 /*
@@ -44,6 +44,7 @@ function mailedToken(server: TestServer, email: string, page: string, seen: stri
 async function withTotp(server: TestServer, email: string) {
   const anon = client(server.url);
   expect((await anon.post('/v1/auth/register', { email, password: PASSWORD, name: 'M' })).status).toBe(201);
+  await confirmAddress(server, email);
   const login = await anon.post('/v1/auth/login', { email, password: PASSWORD });
   expect(login.status).toBe(200);
   const api = client(server.url, login.body.accessToken);
@@ -173,6 +174,10 @@ describe('recovery, rotation: after a reset, at the same time', () => {
     expect((await key.post('/v1/auth/mfa/totp/confirm', { code: '123456' })).status).toBe(403);
     expect((await key.post('/v1/auth/mfa/totp/disable', { code: '123456' })).status).toBe(403);
     expect((await session.get('/v1/auth/me')).body.mfaEnabled).toBe(false);
+    // From the owner's session: on a confirmed address only.
+    const unconfirmed = await session.post('/v1/auth/mfa/totp', {});
+    expect([unconfirmed.status, unconfirmed.body.error?.code]).toEqual([403, 'EMAIL_NOT_VERIFIED']);
+    await confirmAddress(server, 'keyed@example.com');
     expect((await session.post('/v1/auth/mfa/totp', {})).status).toBe(201);
   });
 
@@ -208,6 +213,7 @@ describe('a second factor is set up only from a recent sign-in', () => {
   it('a session kept alive by refreshes (a stolen refresh token, say) cannot enrol a second factor of its own; a fresh sign-in can', async () => {
     const anon = client(server.url);
     expect((await anon.post('/v1/auth/register', { email: 'old@example.com', password: PASSWORD, name: 'O' })).status).toBe(201);
+    await confirmAddress(server, 'old@example.com');
     const login = await anon.post('/v1/auth/login', { email: 'old@example.com', password: PASSWORD });
     // The session outlives the bound (the wait is the session's age, not a measured figure).
     await new Promise((r) => setTimeout(r, 5_500));
