@@ -89,8 +89,9 @@ export async function finishSso(ctx: AppContext, cc: CommandContext, callbackUrl
     if (!user) throw new DomainError('SERVICE_UNAVAILABLE', 'The account is being created; try again.');
     created = true;
   }
-  // Used only when the account's address was never proven: its password is replaced by one nobody knows.
-  const passwordHash = user.emailVerified === true ? '' : await hashPassword(randomBytes(32).toString('base64url'));
+  // Used only when the account's address was never proven (the decider judges that from the stream, not
+  // from the read model, which may lag): its password is replaced by one nobody knows.
+  const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
   const link = await handleCommand(ctx.eventStore, userStream(sha256Hex(email)), userDecider, { type: 'LinkSsoIdentity', issuer: id.issuer, subject: id.subject, passwordHash, now: cc.now }, { ...cc, actorId: user.id });
   const linked = link.events[0];
   if (linked?.type === 'SsoIdentityLinked' && linked.data.claimedUnverified) {
