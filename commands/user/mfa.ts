@@ -62,13 +62,13 @@ async function userOf(ctx: AppContext, userId: string): Promise<UserView> {
 
 const stream = (u: UserView) => userStream(sha256Hex(u.email));
 
-/** Whether a TOTP code matches the user's sealed seed (and was not used before). */
-function totpMatches(ctx: AppContext, user: UserView, code: string, now: Date): boolean {
-  if (!user.mfaSealedSecret) return false;
+/** The step of a TOTP code that matches the user's sealed seed and was not used before in this process; null otherwise. */
+function totpStep(ctx: AppContext, user: UserView, code: string, now: Date): number | null {
+  if (!user.mfaSealedSecret) return null;
   const seed = identityKeys(ctx).openSeed(user.mfaSealedSecret, user.id);
-  if (!seed) return false;
+  if (!seed) return null;
   const step = matchTotp(seed, code, now);
-  return step !== null && acceptStep(user.id, step);
+  return step !== null && acceptStep(user.id, step) ? step : null;
 }
 
 /**
@@ -98,18 +98,23 @@ export async function confirmTotp(ctx: AppContext, cc: CommandContext, userId: s
   const user = await userOf(ctx, userId);
   if (user.mfa === 'on') throw new DomainError('MFA_ALREADY_ENABLED', 'Two-factor authentication is already enabled.');
   if (user.mfa !== 'pending' || !user.mfaSealedSecret) throw new DomainError('MFA_NOT_ENROLLED', 'Start the enrolment first (POST /v1/auth/mfa/totp).');
-  if (!totpMatches(ctx, user, code, cc.now)) throw invalidCode();
+  if (totpStep(ctx, user, code, cc.now) === null) throw invalidCode();
   const codes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
   const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'ConfirmMfa', sealedSecret: user.mfaSealedSecret, recoveryCodeHashes: codes.map(recoveryHash), now: cc.now }, cc);
   return { recoveryCodes: codes, position: r.position };
 }
 
-/** A TOTP code, or a recovery code (spent by an event). Throws INVALID_MFA_CODE. */
+/**
+ * A TOTP code (its step recorded on the user's stream: a replay is refused by every process,
+ * after a restart too), or a recovery code (spent by an event). Throws INVALID_MFA_CODE.
+ */
 async function checkSecondFactor(ctx: AppContext, cc: CommandContext, user: UserView, code: string): Promise<number> {
   const trimmed = code.trim();
   if (/^\d{6}$/.test(trimmed)) {
-    if (totpMatches(ctx, user, trimmed, cc.now)) return 0;
-    throw invalidCode();
+    const step = totpStep(ctx, user, trimmed, cc.now);
+    if (step === null) throw invalidCode();
+    const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'AcceptTotpCode', step, now: cc.now }, { ...cc, actorId: user.id });
+    return r.position;
   }
   const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'UseRecoveryCode', codeHash: recoveryHash(trimmed), now: cc.now }, { ...cc, actorId: user.id });
   return r.position;

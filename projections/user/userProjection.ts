@@ -118,6 +118,7 @@ export function userProjection(store: ReadStore): Projection {
       case 'EmailVerificationRequested':
       case 'PasswordResetRequested':
       case 'MfaRecoveryCodeUsed':
+      case 'MfaCodeAccepted':
         break;
       case 'ApiKeyCreated':
         await keys.put({ id: e.data.keyId, userId: e.data.userId, name: e.data.name, prefix: e.data.prefix, keyHash: e.data.keyHash, createdAt: e.data.createdAt, revoked: false });

@@ -227,3 +227,31 @@ describe('a second factor is set up only from a recent sign-in', () => {
     expect((await fresh.post('/v1/auth/mfa/totp', {})).status).toBe(201);
   });
 });
+
+describe('a TOTP code is good once, after a restart too', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({});
+  }, 60_000);
+  afterAll(() => server?.stop());
+
+  it('a code used to sign in is refused after the server restarts (the step is on the log, not in the memory of one process)', async () => {
+    const u = await withTotp(server, 'restart@example.com');
+    const code = totp(u.seed, u.t0 + 30);
+    expect((await u.anon.post('/v1/auth/login/mfa', { challenge: await u.challenge(), code })).status).toBe(200);
+    expect((await u.anon.post('/v1/auth/login/mfa', { challenge: await u.challenge(), code })).body.error.code).toBe('INVALID_MFA_CODE');
+    await server.stop();
+    server = await startServer({}, server.dataDir);
+    const anon = client(server.url);
+    const again = await anon.post('/v1/auth/login', { email: 'restart@example.com', password: PASSWORD });
+    // Before: the restarted process had forgotten the step, and the same code (still in its window) signed in again.
+    const replay = await anon.post('/v1/auth/login/mfa', { challenge: again.body.error.details.challenge, code });
+    expect([replay.status, replay.body.error?.code]).toEqual([401, 'INVALID_MFA_CODE']);
+    // A recovery code still works; the trail records the accepted code without the code.
+    const ok = await anon.post('/v1/auth/login/mfa', { challenge: again.body.error.details.challenge, code: u.recoveryCodes[0] });
+    expect(ok.status).toBe(200);
+    const trail = (await client(server.url, ok.body.accessToken).get('/v1/auth/security-events')).body.data as { action: string; summary: Record<string, unknown> }[];
+    expect(trail.filter((e) => e.action === 'MfaCodeAccepted')).toHaveLength(1);
+    expect(JSON.stringify(trail)).not.toContain(code);
+  });
+});

@@ -56,6 +56,17 @@ describe('user decider: e-mailed links, MFA, SSO', () => {
     spec([registered]).when({ type: 'DisableMfa', now }).then([]);
   });
 
+  it('TOTP: a step is accepted once; an older one after it is refused too; none without MFA on', () => {
+    const started: UserEvent = { type: 'MfaEnrollmentStarted', data: { userId: 'u', sealedSecret: 's1', startedAt: now.toISOString() } };
+    const enabled: UserEvent = { type: 'MfaEnabled', data: { userId: 'u', recoveryCodeHashes: [], enabledAt: now.toISOString() } };
+    const accepted: UserEvent = { type: 'MfaCodeAccepted', data: { userId: 'u', step: 100, acceptedAt: now.toISOString() } };
+    spec([registered, started, enabled]).when({ type: 'AcceptTotpCode', step: 100, now }).then([accepted]);
+    spec([registered, started, enabled, accepted]).when({ type: 'AcceptTotpCode', step: 100, now }).thenThrows('INVALID_MFA_CODE');
+    spec([registered, started, enabled, accepted]).when({ type: 'AcceptTotpCode', step: 99, now }).thenThrows('INVALID_MFA_CODE');
+    spec([registered, started, enabled, accepted]).when({ type: 'AcceptTotpCode', step: 101, now }).then([{ ...accepted, data: { ...accepted.data, step: 101 } }]);
+    spec([registered, started]).when({ type: 'AcceptTotpCode', step: 100, now }).thenThrows('INVALID_MFA_CODE');
+  });
+
   it('SSO: a link is recorded once; another subject of the same issuer is refused', () => {
     const verified: UserEvent = { type: 'EmailVerified', data: { userId: 'u', requestId: 'r', verifiedAt: now.toISOString() } };
     const linked: UserEvent = { type: 'SsoIdentityLinked', data: { userId: 'u', issuer: 'https://idp', subject: 'alice', linkedAt: now.toISOString() } };

@@ -3,7 +3,8 @@ import { ApiKeyEvent, SessionEvent, UserEvent } from './events';
 
 // ---- user ---------------------------------------------------------------
 
-export type MfaState = { status: 'off' } | { status: 'pending'; sealedSecret: string } | { status: 'on'; sealedSecret: string; recoveryCodeHashes: Set<string> };
+/** `lastStep`: the 30-second step of the last TOTP code accepted while on (a code is good once). */
+export type MfaState = { status: 'off' } | { status: 'pending'; sealedSecret: string } | { status: 'on'; sealedSecret: string; recoveryCodeHashes: Set<string>; lastStep?: number };
 
 export type UserState =
   | { exists: false }
@@ -44,6 +45,7 @@ export type UserCommand =
   | { type: 'StartMfaEnrollment'; sealedSecret: string; now: Date }
   | { type: 'ConfirmMfa'; sealedSecret: string; recoveryCodeHashes: string[]; now: Date }
   | { type: 'UseRecoveryCode'; codeHash: string; now: Date }
+  | { type: 'AcceptTotpCode'; step: number; now: Date }
   | { type: 'DisableMfa'; now: Date }
   /** `passwordHash`: of a random secret, replacing the password when the account's address was never proven. */
   | { type: 'LinkSsoIdentity'; issuer: string; subject: string; passwordHash: string; now: Date };
@@ -79,6 +81,8 @@ export const userDecider = {
       }
       case 'MfaDisabled':
         return { ...s, mfa: { status: 'off' } };
+      case 'MfaCodeAccepted':
+        return s.mfa.status === 'on' ? { ...s, mfa: { ...s.mfa, lastStep: Math.max(s.mfa.lastStep ?? -1, e.data.step) } } : s;
       case 'SsoIdentityLinked':
         return { ...s, sso: new Map(s.sso).set(e.data.issuer, e.data.subject), ...(e.data.claimedUnverified ? { emailVerified: true, verifications: new Map<string, string>() } : {}) };
       default: {
@@ -128,6 +132,10 @@ export const userDecider = {
       case 'UseRecoveryCode':
         if (s.mfa.status !== 'on' || !s.mfa.recoveryCodeHashes.has(c.codeHash)) throw domainError('INVALID_MFA_CODE', 'The code is not valid.');
         return [{ type: 'MfaRecoveryCodeUsed', data: { userId, codeHash: c.codeHash, usedAt: c.now.toISOString() } }];
+      case 'AcceptTotpCode':
+        // Replayed (this step or an older one was accepted already, maybe by another process): refused.
+        if (s.mfa.status !== 'on' || (s.mfa.lastStep !== undefined && c.step <= s.mfa.lastStep)) throw domainError('INVALID_MFA_CODE', 'The code is not valid.');
+        return [{ type: 'MfaCodeAccepted', data: { userId, step: c.step, acceptedAt: c.now.toISOString() } }];
       case 'DisableMfa':
         if (s.mfa.status === 'off') return [];
         return [{ type: 'MfaDisabled', data: { userId, disabledAt: c.now.toISOString() } }];

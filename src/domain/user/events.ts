@@ -26,6 +26,8 @@ export type MfaEnrollmentStarted = DomainEvent<'MfaEnrollmentStarted', { userId:
 export type MfaEnabled = DomainEvent<'MfaEnabled', { userId: string; recoveryCodeHashes: string[]; enabledAt: string }>;
 export type MfaRecoveryCodeUsed = DomainEvent<'MfaRecoveryCodeUsed', { userId: string; codeHash: string; usedAt: string }>;
 export type MfaDisabled = DomainEvent<'MfaDisabled', { userId: string; disabledAt: string }>;
+/** A TOTP code accepted (sign-in, turning it off): `step` is its 30-second counter; a code of that step or an earlier one is refused after (by every process, after a restart too). */
+export type MfaCodeAccepted = DomainEvent<'MfaCodeAccepted', { userId: string; step: number; acceptedAt: string }>;
 /** The account signs in through an OpenID provider as `subject` of `issuer`. */
 /**
  * `claimedUnverified`: the account's address had never been proven when the provider vouched
@@ -44,7 +46,8 @@ export type UserEvent =
   | MfaEnrollmentStarted
   | MfaEnabled
   | MfaRecoveryCodeUsed
-  | MfaDisabled;
+  | MfaDisabled
+  | MfaCodeAccepted;
 
 export type ApiKeyCreated = DomainEvent<'ApiKeyCreated', { keyId: string; userId: string; name: string; prefix: string; keyHash: string; createdAt: string }>;
 export type ApiKeyRevoked = DomainEvent<'ApiKeyRevoked', { keyId: string; userId: string; revokedAt: string }>;
@@ -75,6 +78,7 @@ export const userEventTraits: EventCatalog<UserEvent | ApiKeyEvent | SessionEven
   MfaEnabled: { audit: [], encrypted: [] },
   MfaRecoveryCodeUsed: { audit: [], encrypted: [] },
   MfaDisabled: { audit: [], encrypted: [] },
+  MfaCodeAccepted: { audit: [], encrypted: [] },
   SsoIdentityLinked: { audit: ['issuer', 'claimedUnverified'], encrypted: [] },
   ApiKeyCreated: { audit: ['name'], encrypted: [] },
   ApiKeyRevoked: { audit: [], encrypted: [] },
