@@ -83,7 +83,10 @@ export async function finishSso(ctx: AppContext, cc: CommandContext, callbackUrl
   let created = false;
   if (!user) {
     // No password anyone knows: the account signs in through the provider (or resets one by mail).
-    const reg = await registerUser(ctx, cc, { email, password: randomBytes(32).toString('base64url'), name: (id.name ?? email.split('@')[0]).slice(0, 200), emailVerified: true });
+    // The provider's name, held to what registration accepts (no control characters or line breaks, 200 at most).
+    // eslint-disable-next-line no-control-regex -- control characters are what it removes
+    const name = (id.name ?? '').replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').trim().slice(0, 200) || email.split('@')[0];
+    const reg = await registerUser(ctx, cc, { email, password: randomBytes(32).toString('base64url'), name, emailVerified: true });
     await ctx.runner.waitFor(reg.position, ctx.config.readYourWritesMs);
     user = await userByEmail(ctx, email);
     if (!user) throw new DomainError('SERVICE_UNAVAILABLE', 'The account is being created; try again.');

@@ -191,6 +191,9 @@ describe('single sign-on with OpenID Connect (a real oidc-provider in a child pr
     const upper = await signIn('upper');
     expect(upper.status).toBe(200);
     expect(upper.body.user.email).toBe('upper@corp.example');
+    // The provider's name is held to what registration accepts (before: kept as the provider sent it).
+    const lb = await signIn('linebreaks');
+    expect((await client(server.url, lb.body.accessToken).get('/v1/auth/me')).body.name).toBe('Line Break Name');
     for (const [account, code] of [
       ['trailingdot', 'SSO_FAILED'],
       ['subdomain', 'SSO_DOMAIN_NOT_ALLOWED'],

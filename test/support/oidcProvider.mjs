@@ -18,6 +18,7 @@ const accounts = new Map([
   ['noaddress', { email: 'corp.example', email_verified: true, name: 'NA' }],
   ['controls', { email: 'ctl\n@corp.example', email_verified: true, name: 'C' }],
   ['noclaim', { email: 'noclaim@corp.example', name: 'NC' }],
+  ['linebreaks', { email: 'lb@corp.example', email_verified: true, name: 'Line\nBreak\u0000Name\u2028' }],
 ]);
 
 const provider = new Provider(`http://127.0.0.1:${port}`, {
