@@ -39,7 +39,7 @@ async function startServer() {
     });
     proc.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
   });
-  return { url: `http://127.0.0.1:${port}`, stop: () => new Promise((r) => (proc.on('exit', r), proc.kill('SIGTERM'))).then(() => fs.rmSync(dataDir, { recursive: true, force: true })) };
+  return { url: `http://127.0.0.1:${port}`, dataDir, stop: () => new Promise((r) => (proc.on('exit', r), proc.kill('SIGTERM'))).then(() => fs.rmSync(dataDir, { recursive: true, force: true })) };
 }
 
 async function call(base, token, method, p, body) {
@@ -53,10 +53,23 @@ async function call(base, token, method, p, body) {
   return text ? JSON.parse(text) : undefined;
 }
 
-async function seed(base) {
+/** Confirm an address from the verification mail in the outbox (two-step sign-in is set up on confirmed accounts only). */
+async function confirmAddress(base, dataDir, email) {
+  const dir = path.join(dataDir, 'outbox');
+  for (let i = 0; i < 200; i++) {
+    const mails = (fs.existsSync(dir) ? fs.readdirSync(dir) : []).map((f) => fs.readFileSync(path.join(dir, f), 'utf8').replace(/=\r?\n/g, '').replace(/=3D/g, '='));
+    const token = mails.filter((m) => m.includes(`To: ${email}`)).map((m) => /\/verify-email\?token=([A-Za-z0-9%._-]+)/.exec(m)?.[1]).find(Boolean);
+    if (token) return call(base, null, 'POST', '/v1/auth/verify-email', { token: decodeURIComponent(token) });
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no verification mail to ${email}`);
+}
+
+async function seed(base, dataDir) {
   const email = 'ada@example.com';
   const password = 'correct horse battery';
   await call(base, null, 'POST', '/v1/auth/register', { email, password, name: 'Ada Lovelace' });
+  await confirmAddress(base, dataDir, email);
   const { accessToken: t } = await call(base, null, 'POST', '/v1/auth/login', { email, password });
   const ws = await call(base, t, 'POST', '/v1/workspaces', { name: 'Product handbook' });
   await call(base, t, 'POST', '/v1/workspaces', { name: 'Research notes' });
@@ -103,7 +116,7 @@ async function main() {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
   });
   try {
-    const s = await seed(server.url);
+    const s = await seed(server.url, server.dataDir);
     const sizes = { desktop: { width: 1280, height: 860 }, mobile: { width: 360, height: 780 } };
     for (const scheme of ['light', 'dark']) {
       for (const [size, viewport] of Object.entries(sizes)) {

@@ -7,7 +7,7 @@ import { userStream } from '../../src/domain/user/events';
 import { identityKeys } from '../../src/security/identityKeys';
 import { hashPassword, sha256Hex } from '../../src/util/crypto';
 import { usersCollection } from '../../projections/user/userProjection';
-import { revokeAllSessions } from './sessions';
+import { revokeAllSessions, revokeApiKeysCreatedBefore } from './sessions';
 
 const invalidToken = () => new DomainError('INVALID_TOKEN', 'The link is invalid or has already been used.');
 
@@ -50,7 +50,9 @@ export async function requestPasswordReset(ctx: AppContext, cc: CommandContext, 
 /**
  * Set a new password with the token of a reset mail (single use, short-lived; every other
  * outstanding reset link dies with it), then revoke every session of the account. API keys
- * stay valid: they are credentials of servers, managed and revoked on their own.
+ * stay valid: they are credentials of servers, managed and revoked on their own; except when
+ * the account's address had never been confirmed (the link confirms it now): its keys were
+ * made by whoever registered the address, maybe not its owner, and are revoked too.
  */
 export async function resetPassword(ctx: AppContext, cc: CommandContext, token: string, password: string) {
   const req = identityKeys(ctx).requestOf('reset-password', token);
@@ -62,5 +64,8 @@ export async function resetPassword(ctx: AppContext, cc: CommandContext, token: 
   const r = await handleCommand(ctx.eventStore, userStream(sha256Hex(user.email)), userDecider, { type: 'ResetPassword', requestId: req.requestId, passwordHash, now: cc.now }, ucc);
   // The mail process manager does it again from the log (a crash right here loses nothing).
   const revoked = await revokeAllSessions(ctx, { ...ucc, authMethod: 'system' }, user.id, 'password_reset');
-  return { position: Math.max(r.position, revoked.position) };
+  const reset = r.events[0];
+  // The address was never confirmed before: its API keys were made without proof of owning it.
+  const keys = reset?.type === 'PasswordReset' && reset.data.claimedUnverified ? await revokeApiKeysCreatedBefore(ctx, { ...ucc, authMethod: 'system' }, user.id, reset.data.resetAt) : { position: 0 };
+  return { position: Math.max(r.position, revoked.position, keys.position) };
 }

@@ -3,7 +3,7 @@ import { RecordedEvent } from '../../src/domain/event';
 import { checkpointedConsumer, eachEvent, followingService, readStoreCheckpoint } from '../../src/core/consumer';
 import { MailMessage, MailSender } from '../../src/ports/mail';
 import { identityKeys, MailTokenPurpose } from '../../src/security/identityKeys';
-import { revokeAllSessions } from './sessions';
+import { revokeAllSessions, revokeApiKeysCreatedBefore, revokeClaimedCredentials } from './sessions';
 import { joinByInvitation } from './invitationSignup';
 
 const CHECKPOINT = 'identity_mailer';
@@ -88,9 +88,19 @@ export function identityMailer(ctx: AppContext, mail: MailSender): AppContext['s
 
   const handle = async (e: RecordedEvent) => {
     if (e.type === 'PasswordReset') {
-      const { userId } = e.data as { userId: string };
+      const { userId, resetAt, claimedUnverified } = e.data as { userId: string; resetAt: string; claimedUnverified?: true };
       if (!(await ctx.runner.waitFor(e.position, 30_000))) throw new Error('read models did not catch up; retrying');
-      await revokeAllSessions(ctx, { actorId: userId, authMethod: 'system', correlationId: e.metadata.correlationId, now: new Date() }, userId, 'password_reset');
+      const cc = { actorId: userId, authMethod: 'system' as const, correlationId: e.metadata.correlationId, now: new Date() };
+      await revokeAllSessions(ctx, cc, userId, 'password_reset');
+      if (claimedUnverified) await revokeApiKeysCreatedBefore(ctx, cc, userId, resetAt);
+      return;
+    }
+    if (e.type === 'SsoIdentityLinked') {
+      const d = e.data as { userId: string; linkedAt: string; claimedUnverified?: true };
+      if (!d.claimedUnverified) return;
+      if (!(await ctx.runner.waitFor(e.position, 30_000))) throw new Error('read models did not catch up; retrying');
+      // Again from the log (the route did it first): what was issued before the claim, not the session it started.
+      await revokeClaimedCredentials(ctx, { actorId: d.userId, authMethod: 'system', correlationId: e.metadata.correlationId, now: new Date() }, d.userId, d.linkedAt);
       return;
     }
     if (e.type === 'UserRegistered') {

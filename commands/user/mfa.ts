@@ -8,8 +8,8 @@ import { identityKeys } from '../../src/security/identityKeys';
 import { verifyMfaChallenge } from '../../src/security/accessTokens';
 import { base32Encode, matchTotp, newTotpSecret, otpauthUri } from '../../src/security/totp';
 import { sha256Hex } from '../../src/util/crypto';
-import { usersCollection, UserView } from '../../projections/user/userProjection';
-import { SessionOrigin, startSession } from './userCommands';
+import { sessionsCollection, usersCollection, UserView } from '../../projections/user/userProjection';
+import { passwordFingerprint, SessionOrigin, startSession } from './userCommands';
 
 export const RECOVERY_CODES = 10;
 const ISSUER = 'Knowledge Base';
@@ -38,6 +38,22 @@ function acceptStep(userId: string, step: number): boolean {
   return true;
 }
 
+/**
+ * Challenges already exchanged for a session in this process (id → when it expires): one
+ * challenge, one session (a challenge seen again after its success is refused, whatever the code).
+ */
+const spentChallenges = new Map<string, number>();
+function spendChallenge(challengeId: string, expiresAtMs: number, nowMs: number): boolean {
+  if (spentChallenges.has(challengeId)) return false;
+  spentChallenges.set(challengeId, expiresAtMs);
+  if (spentChallenges.size > MAX_REMEMBERED) {
+    for (const [id, exp] of spentChallenges) if (exp <= nowMs) spentChallenges.delete(id);
+    // Still full of live ones: the oldest go (each is at most KB_MFA_CHALLENGE_TTL old).
+    while (spentChallenges.size > MAX_REMEMBERED) spentChallenges.delete(spentChallenges.keys().next().value as string);
+  }
+  return true;
+}
+
 async function userOf(ctx: AppContext, userId: string): Promise<UserView> {
   const user = await usersCollection(ctx.readStore).get(userId);
   if (!user) throw new DomainError('USER_NOT_FOUND', 'User not found.');
@@ -46,18 +62,31 @@ async function userOf(ctx: AppContext, userId: string): Promise<UserView> {
 
 const stream = (u: UserView) => userStream(sha256Hex(u.email));
 
-/** Whether a TOTP code matches the user's sealed seed (and was not used before). */
-function totpMatches(ctx: AppContext, user: UserView, code: string, now: Date): boolean {
-  if (!user.mfaSealedSecret) return false;
+/** The step of a TOTP code that matches the user's sealed seed and was not used before in this process; null otherwise. */
+function totpStep(ctx: AppContext, user: UserView, code: string, now: Date): number | null {
+  if (!user.mfaSealedSecret) return null;
   const seed = identityKeys(ctx).openSeed(user.mfaSealedSecret, user.id);
-  if (!seed) return false;
+  if (!seed) return null;
   const step = matchTotp(seed, code, now);
-  return step !== null && acceptStep(user.id, step);
+  return step !== null && acceptStep(user.id, step) ? step : null;
 }
 
-/** Start (or restart) enrolment: a new seed, shown once as an otpauth URI; stored sealed. */
-export async function startTotpEnrollment(ctx: AppContext, cc: CommandContext, userId: string) {
+/**
+ * Start (or restart) enrolment: a new seed, shown once as an otpauth URI; stored sealed.
+ * Only from a session signed in recently (KB_MFA_ENROL_SIGNIN_AGE): a stolen refresh token
+ * keeps a session alive for days, and a second factor of the thief's own would lock the owner
+ * out for good (a reset leaves it on).
+ */
+export async function startTotpEnrollment(ctx: AppContext, cc: CommandContext, userId: string, sessionId: string) {
+  const session = await sessionsCollection(ctx.readStore).get(sessionId);
+  const maxAge = ctx.config.identity.mfaEnrolSigninAge;
+  const signedInAt = session && session.userId === userId && !session.revoked ? Date.parse(session.createdAt ?? '') : NaN;
+  if (!(cc.now.getTime() - signedInAt <= maxAge * 1000))
+    throw new DomainError('FORBIDDEN', `Sign in again to set up two-step sign-in: it needs a sign-in of the last ${maxAge >= 120 ? `${Math.round(maxAge / 60)} minutes` : `${maxAge} seconds`}.`);
   const user = await userOf(ctx, userId);
+  // On an address nobody confirmed, a second factor would let whoever registered it keep the owner out for good
+  // (the owner's reset confirms the address but leaves the factor on): confirmed accounts only.
+  if (user.emailVerified !== true) throw new DomainError('EMAIL_NOT_VERIFIED', 'Confirm your e-mail address first (the mailed link; POST /v1/auth/resend-verification mails it again): two-step sign-in is set up on a confirmed account only.');
   const seed = newTotpSecret();
   const sealedSecret = identityKeys(ctx).sealSeed(seed, user.id);
   const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'StartMfaEnrollment', sealedSecret, now: cc.now }, cc);
@@ -69,18 +98,23 @@ export async function confirmTotp(ctx: AppContext, cc: CommandContext, userId: s
   const user = await userOf(ctx, userId);
   if (user.mfa === 'on') throw new DomainError('MFA_ALREADY_ENABLED', 'Two-factor authentication is already enabled.');
   if (user.mfa !== 'pending' || !user.mfaSealedSecret) throw new DomainError('MFA_NOT_ENROLLED', 'Start the enrolment first (POST /v1/auth/mfa/totp).');
-  if (!totpMatches(ctx, user, code, cc.now)) throw invalidCode();
+  if (totpStep(ctx, user, code, cc.now) === null) throw invalidCode();
   const codes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
   const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'ConfirmMfa', sealedSecret: user.mfaSealedSecret, recoveryCodeHashes: codes.map(recoveryHash), now: cc.now }, cc);
   return { recoveryCodes: codes, position: r.position };
 }
 
-/** A TOTP code, or a recovery code (spent by an event). Throws INVALID_MFA_CODE. */
+/**
+ * A TOTP code (its step recorded on the user's stream: a replay is refused by every process,
+ * after a restart too), or a recovery code (spent by an event). Throws INVALID_MFA_CODE.
+ */
 async function checkSecondFactor(ctx: AppContext, cc: CommandContext, user: UserView, code: string): Promise<number> {
   const trimmed = code.trim();
   if (/^\d{6}$/.test(trimmed)) {
-    if (totpMatches(ctx, user, trimmed, cc.now)) return 0;
-    throw invalidCode();
+    const step = totpStep(ctx, user, trimmed, cc.now);
+    if (step === null) throw invalidCode();
+    const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'AcceptTotpCode', step, now: cc.now }, { ...cc, actorId: user.id });
+    return r.position;
   }
   const r = await handleCommand(ctx.eventStore, stream(user), userDecider, { type: 'UseRecoveryCode', codeHash: recoveryHash(trimmed), now: cc.now }, { ...cc, actorId: user.id });
   return r.position;
@@ -88,17 +122,23 @@ async function checkSecondFactor(ctx: AppContext, cc: CommandContext, user: User
 
 /** Second step of a sign-in with MFA: the challenge from 401 MFA_REQUIRED and a code. */
 export async function loginWithMfa(ctx: AppContext, cc: CommandContext, input: { challenge: string; code: string }, origin: SessionOrigin) {
-  const { userId } = verifyMfaChallenge(ctx, input.challenge);
-  const user = await userOf(ctx, userId).catch(() => {
-    throw new DomainError('UNAUTHORIZED', 'The sign-in challenge is invalid or has expired; sign in again.');
+  const challenge = verifyMfaChallenge(ctx, input.challenge);
+  const void_ = () => new DomainError('UNAUTHORIZED', 'The sign-in challenge is invalid or has expired; sign in again.');
+  if (spentChallenges.has(challenge.challengeId)) throw void_();
+  const user = await userOf(ctx, challenge.userId).catch(() => {
+    throw void_();
   });
-  if (user.mfa !== 'on') throw new DomainError('UNAUTHORIZED', 'The sign-in challenge is invalid or has expired; sign in again.');
+  if (user.mfa !== 'on') throw void_();
+  // The password it proved is no longer the account's (reset, or claimed through single sign-on).
+  if (challenge.password !== passwordFingerprint(user.passwordHash)) throw void_();
   await checkSecondFactor(ctx, cc, user, input.code);
+  // Checked and spent with no wait between: of two concurrent successes with one challenge, one session.
+  if (!spendChallenge(challenge.challengeId, challenge.expiresAtMs, cc.now.getTime())) throw void_();
   return startSession(ctx, cc, user.id, origin, 'mfa');
 }
 
-/** The challenge id (for a per-challenge attempt limit), without checking anything else. */
-export const challengeIdOf = (ctx: AppContext, challenge: string): string => verifyMfaChallenge(ctx, challenge).challengeId;
+/** The challenge's id and user (for the attempt limits), without checking anything else. */
+export const challengeOf = (ctx: AppContext, challenge: string): { challengeId: string; userId: string } => verifyMfaChallenge(ctx, challenge);
 
 /** Turn MFA off; needs a current code (or a recovery code). */
 export async function disableTotp(ctx: AppContext, cc: CommandContext, userId: string, code: string) {

@@ -6,9 +6,14 @@ import { userDecider } from '../../src/domain/user/deciders';
 import { userStream } from '../../src/domain/user/events';
 import { ExternalIdentity, IdentityProvider, PendingAuthorization } from '../../src/ports/identityProvider';
 import { identityKeys } from '../../src/security/identityKeys';
-import { sha256Hex } from '../../src/util/crypto';
+import { hashPassword, sha256Hex } from '../../src/util/crypto';
 import { userByEmail } from '../../queries/user/userQueries';
 import { normalizeEmail, registerUser, SessionOrigin, startSession } from './userCommands';
+import { revokeClaimedCredentials } from './sessions';
+
+/** An address as registration accepts them, stricter: one `@`, a dotted domain without empty labels (no trailing dot), no spaces or controls. */
+// eslint-disable-next-line no-control-regex -- control characters are what it refuses
+const ADDRESS = /^[^\s@\u0000-\u001f\u007f]{1,64}@[^\s@.\u0000-\u001f\u007f]+(?:\.[^\s@.\u0000-\u001f\u007f]+)+$/;
 
 const FLOW_AAD = 'oidc-flow';
 const failed = (why: string) => new DomainError('SSO_FAILED', `Single sign-on failed: ${why}.`);
@@ -68,6 +73,8 @@ export async function finishSso(ctx: AppContext, cc: CommandContext, callbackUrl
   }
   if (!id.emailVerified) throw failed('the provider has not verified this e-mail address');
   const email = normalizeEmail(id.email);
+  // The claim is the provider's, but it decides the account and the domain check: it must be an address.
+  if (email.length > 254 || !ADDRESS.test(email)) throw failed('the provider gave no usable e-mail address');
   const domain = email.slice(email.lastIndexOf('@') + 1);
   const allowed = ctx.config.oidc!.allowedDomains;
   if (allowed.length > 0 && !allowed.includes(domain)) throw new DomainError('SSO_DOMAIN_NOT_ALLOWED', `Accounts of ${domain} cannot sign in here.`);
@@ -76,13 +83,25 @@ export async function finishSso(ctx: AppContext, cc: CommandContext, callbackUrl
   let created = false;
   if (!user) {
     // No password anyone knows: the account signs in through the provider (or resets one by mail).
-    const reg = await registerUser(ctx, cc, { email, password: randomBytes(32).toString('base64url'), name: (id.name ?? email.split('@')[0]).slice(0, 200), emailVerified: true });
+    // The provider's name, held to what registration accepts (no control characters or line breaks, 200 at most).
+    // eslint-disable-next-line no-control-regex -- control characters are what it removes
+    const name = (id.name ?? '').replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').trim().slice(0, 200) || email.split('@')[0];
+    const reg = await registerUser(ctx, cc, { email, password: randomBytes(32).toString('base64url'), name, emailVerified: true });
     await ctx.runner.waitFor(reg.position, ctx.config.readYourWritesMs);
     user = await userByEmail(ctx, email);
     if (!user) throw new DomainError('SERVICE_UNAVAILABLE', 'The account is being created; try again.');
     created = true;
   }
-  const link = await handleCommand(ctx.eventStore, userStream(sha256Hex(email)), userDecider, { type: 'LinkSsoIdentity', issuer: id.issuer, subject: id.subject, now: cc.now }, { ...cc, actorId: user.id });
+  // Used only when the account's address was never proven (the decider judges that from the stream, not
+  // from the read model, which may lag): its password is replaced by one nobody knows.
+  const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
+  const link = await handleCommand(ctx.eventStore, userStream(sha256Hex(email)), userDecider, { type: 'LinkSsoIdentity', issuer: id.issuer, subject: id.subject, passwordHash, now: cc.now }, { ...cc, actorId: user.id });
+  const linked = link.events[0];
+  if (linked?.type === 'SsoIdentityLinked' && linked.data.claimedUnverified) {
+    // Whoever registered the address without proving it signed in with that password: their sessions and keys end here (before this session starts).
+    await ctx.runner.waitFor(link.position, ctx.config.readYourWritesMs);
+    await revokeClaimedCredentials(ctx, { ...cc, actorId: user.id, authMethod: 'system' }, user.id, linked.data.linkedAt);
+  }
   const session = await startSession(ctx, cc, user.id, origin, 'sso');
   return { ...session, user: { id: user.id, email, created }, position: Math.max(link.position, session.position) };
 }

@@ -12,6 +12,9 @@ import { deviceLabel } from './sessions';
 
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
+/** What an MFA challenge remembers of the password it proves (its stored hash, salted, hashed again and cut). */
+export const passwordFingerprint = (passwordHash: string): string => sha256Hex(`kb-mfa-challenge:${passwordHash}`).slice(0, 24);
+
 /** Register an account; a verification mail is asked for in the same append (unless `emailVerified`). */
 export async function registerUser(ctx: AppContext, cc: CommandContext, input: { email: string; password: string; name: string; emailVerified?: boolean; userId?: string; invitation?: { workspaceId: string; invitationId: string } }) {
   const email = normalizeEmail(input.email);
@@ -58,7 +61,7 @@ export async function login(ctx: AppContext, cc: CommandContext, input: { email:
   const ok = user ? await verifyPassword(input.password, user.passwordHash) : (await hashPassword(input.password), false);
   if (!user || !ok) throw new DomainError('INVALID_CREDENTIALS', 'Invalid email or password.');
   if (user.mfa === 'on') {
-    throw new DomainError('MFA_REQUIRED', 'Enter the code from your authenticator app.', { challenge: signMfaChallenge(ctx, user.id), expiresIn: ctx.config.identity.mfaChallengeTtl });
+    throw new DomainError('MFA_REQUIRED', 'Enter the code from your authenticator app.', { challenge: signMfaChallenge(ctx, user.id, passwordFingerprint(user.passwordHash)), expiresIn: ctx.config.identity.mfaChallengeTtl });
   }
   return startSession(ctx, cc, user.id, origin, 'password');
 }

@@ -101,7 +101,7 @@ export function userProjection(store: ReadStore): Projection {
         await patchUser(e.data.userId, { emailVerified: true });
         break;
       case 'PasswordReset':
-        await patchUser(e.data.userId, { passwordHash: e.data.passwordHash });
+        await patchUser(e.data.userId, { passwordHash: e.data.passwordHash, ...(e.data.claimedUnverified ? { emailVerified: true } : {}) });
         break;
       case 'MfaEnrollmentStarted':
         await patchUser(e.data.userId, { mfa: 'pending', mfaSealedSecret: e.data.sealedSecret });
@@ -113,9 +113,12 @@ export function userProjection(store: ReadStore): Projection {
         await patchUser(e.data.userId, { mfa: 'off', mfaSealedSecret: null });
         break;
       case 'SsoIdentityLinked':
+        if (e.data.claimedUnverified && e.data.passwordHash) await patchUser(e.data.userId, { emailVerified: true, passwordHash: e.data.passwordHash });
+        break;
       case 'EmailVerificationRequested':
       case 'PasswordResetRequested':
       case 'MfaRecoveryCodeUsed':
+      case 'MfaCodeAccepted':
         break;
       case 'ApiKeyCreated':
         await keys.put({ id: e.data.keyId, userId: e.data.userId, name: e.data.name, prefix: e.data.prefix, keyHash: e.data.keyHash, createdAt: e.data.createdAt, revoked: false });

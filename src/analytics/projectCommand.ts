@@ -6,13 +6,13 @@ import { toCsv } from './csv';
 
 type Progress = (label: string, done: number, total: number, suffix?: string) => void;
 
-/** `npm run kb -- project <file> [--workspace id] [--as-of time] [--format json|csv] [--out file]`; returns the exit code. */
+/** `npm run kb -- project <file> [--workspace id] [--as-of time] [--format json|csv] [--out file] [--max-memory MB] [--step-timeout seconds]`; returns the exit code. */
 export async function runProjectCommand(store: EventStore, dataDir: string, args: string[], progress: Progress): Promise<number> {
   const file = args[0] && !args[0].startsWith('--') ? args[0] : undefined;
   const o = parseOptions(args.slice(1));
   const format = o.format ?? 'json';
   if (!file || (format !== 'json' && format !== 'csv')) {
-    console.error('usage: project <file> [--workspace id] [--as-of time] [--format json|csv] [--out file]');
+    console.error('usage: project <file> [--workspace id] [--as-of time] [--format json|csv] [--out file] [--max-memory MB] [--step-timeout seconds]');
     return 2;
   }
   const started = Date.now();
@@ -21,6 +21,8 @@ export async function runProjectCommand(store: EventStore, dataDir: string, args
     workspaceId: o.workspace,
     asOf: o['as-of'],
     protectedPaths: [dataDir],
+    ...(o['max-memory'] !== undefined ? { maxMemoryMb: Number(o['max-memory']) } : {}),
+    ...(o['step-timeout'] !== undefined ? { stepTimeoutMs: Number(o['step-timeout']) * 1000 } : {}),
     onProgress: (position, head) => {
       const s = (Date.now() - started) / 1000;
       progress('project', position, head, s > 0 ? ` ${Math.round(position / s)} events/s` : '');

@@ -14,6 +14,10 @@ export interface ProjectOptions {
   asOf?: string;
   /** Folders the module must not be able to read (the data dir): refused if the module's folder holds one. */
   protectedPaths: string[];
+  /** Heap bound of the module's process (MB, default 2048): past it the run fails, the machine keeps its memory. */
+  maxMemoryMb?: number;
+  /** How long the module may take over one step (loading, one batch of 1,000 events, the result), ms (default 120,000): past it the run fails. */
+  stepTimeoutMs?: number;
   onProgress?: (position: number, head: number, matched: number) => void;
 }
 
@@ -26,6 +30,8 @@ export interface ProjectResult {
 }
 
 const BATCH = 1000;
+export const DEFAULT_MAX_MEMORY_MB = 2048;
+export const DEFAULT_STEP_TIMEOUT_MS = 120_000;
 const HOST = path.join(__dirname, 'sandboxHost.js');
 
 type ChildMessage = { kind: 'ready' } | { kind: 'ack'; count: number } | { kind: 'result'; json: string } | { kind: 'error'; message: string };
@@ -70,12 +76,17 @@ export async function runProjection(store: EventStore, options: ProjectOptions):
     if (Number.isNaN(t)) throw new Error(`--as-of must be an ISO time, not ${options.asOf}`);
     asOf = new Date(t).toISOString();
   }
+  const maxMemoryMb = options.maxMemoryMb ?? DEFAULT_MAX_MEMORY_MB;
+  const stepTimeoutMs = options.stepTimeoutMs ?? DEFAULT_STEP_TIMEOUT_MS;
+  if (!Number.isInteger(maxMemoryMb) || maxMemoryMb < 16) throw new Error(`the memory bound must be a whole number of MB, at least 16, not ${maxMemoryMb}`);
+  if (!Number.isInteger(stepTimeoutMs) || stepTimeoutMs < 1) throw new Error(`the step time-out must be a whole number of ms, at least 1, not ${stepTimeoutMs}`);
   const prepared = await prepare(real);
   const child = spawn(
     process.execPath,
     [
       '--experimental-permission',
       '--no-warnings',
+      `--max-old-space-size=${maxMemoryMb}`,
       `--allow-fs-read=${HOST}`,
       ...prepared.readable.map((p) => `--allow-fs-read=${p}`),
       HOST,
@@ -85,10 +96,11 @@ export async function runProjection(store: EventStore, options: ProjectOptions):
   // Whatever the module prints goes to our stderr, never into the result.
   child.stdout?.on('data', (d: Buffer) => process.stderr.write(d));
   child.stderr?.on('data', (d: Buffer) => process.stderr.write(d));
-  const channel = messages(child);
+  const channel = messages(child, maxMemoryMb);
+  const request = (message: unknown, expect: ChildMessage['kind']) => ask(child, channel, message, expect, stepTimeoutMs);
   const started = process.hrtime.bigint();
   try {
-    await request(child, channel, { kind: 'load', module: prepared.module }, 'ready');
+    await request({ kind: 'load', module: prepared.module }, 'ready');
     const head = await store.headPosition();
     let position = 0;
     let scanned = 0;
@@ -108,15 +120,15 @@ export async function runProjection(store: EventStore, options: ProjectOptions):
         events.push(publicEvent(e));
       }
       matched += events.length;
-      if (events.length) await request(child, channel, { kind: 'batch', events }, 'ack');
+      if (events.length) await request({ kind: 'batch', events }, 'ack');
       options.onProgress?.(position, head, matched);
       if (done) break;
     }
-    const r = await request(child, channel, { kind: 'end' }, 'result');
+    const r = await request({ kind: 'end' }, 'result');
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     return { json: r.kind === 'result' ? r.json : 'null', scanned, matched, seconds };
   } finally {
-    if (child.exitCode === null) child.kill();
+    if (child.exitCode === null) child.kill('SIGKILL');
     prepared.cleanup();
   }
 }
@@ -125,7 +137,7 @@ interface Channel {
   next(): Promise<ChildMessage>;
 }
 
-function messages(child: ChildProcess): Channel {
+function messages(child: ChildProcess, maxMemoryMb: number): Channel {
   const queue: ChildMessage[] = [];
   let waiting: { resolve: (m: ChildMessage) => void; reject: (e: Error) => void } | null = null;
   let ended: Error | null = null;
@@ -141,7 +153,9 @@ function messages(child: ChildProcess): Channel {
     if (waiting) waiting.reject(err);
   });
   child.on('exit', (code, signal) => {
-    ended = new Error(`the projection's process ended (${signal ?? `exit code ${code}`})`);
+    // V8 aborts (SIGABRT, 134) when the heap bound is reached.
+    const oom = signal === 'SIGABRT' || code === 134;
+    ended = new Error(oom ? `the projection ran out of memory (its bound is ${maxMemoryMb} MB)` : `the projection's process ended (${signal ?? `exit code ${code}`})`);
     if (waiting) waiting.reject(ended);
   });
   return {
@@ -154,9 +168,16 @@ function messages(child: ChildProcess): Channel {
   };
 }
 
-async function request(child: ChildProcess, channel: Channel, message: unknown, expect: ChildMessage['kind']): Promise<ChildMessage> {
+async function ask(child: ChildProcess, channel: Channel, message: unknown, expect: ChildMessage['kind'], timeoutMs: number): Promise<ChildMessage> {
   child.send(message as object);
-  const reply = await channel.next();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`projection: no answer within ${timeoutMs / 1000} s to ${expect === 'ack' ? 'a batch of events' : expect === 'ready' ? 'loading the module' : 'result()'} (a loop that does not end?); raise --step-timeout if the work is real`));
+    }, timeoutMs);
+  });
+  const reply = await Promise.race([channel.next(), late]).finally(() => clearTimeout(timer));
   if (reply.kind === 'error') throw new Error(`projection: ${reply.message}`);
   if (reply.kind !== expect) throw new Error(`projection: expected ${expect}, got ${reply.kind}`);
   return reply;

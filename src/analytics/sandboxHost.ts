@@ -9,7 +9,24 @@
  *          (child → parent): { kind: 'ready' } · { kind: 'ack', count } · { kind: 'result', json } · { kind: 'error', message }
  */
 
+import os from 'node:os';
 import { pathToFileURL } from 'node:url';
+
+/*
+ * The permission model has no say over signals: a module could stop or kill any process of
+ * the same user, and SIGUSR1 (process.kill or process._debugProcess) opens a Node process's
+ * inspector on 127.0.0.1:9229, which the module could then drive over the network: the
+ * service's own process, its keys and data dir included. Signals (and re-nicing other
+ * processes) are taken away before the module loads; the bindings behind them are out of
+ * reach (process.binding is refused under the model).
+ */
+const refuse = (name: string) => () => {
+  throw Object.assign(new Error(`Access to this API has been restricted: ${name} (sandbox)`), { code: 'ERR_ACCESS_DENIED' });
+};
+for (const name of ['kill', '_kill', '_debugProcess', 'setuid', 'setgid', 'seteuid', 'setegid', 'setgroups', 'initgroups']) {
+  Object.defineProperty(process, name, { value: refuse(`process.${name}`), writable: false, configurable: false, enumerable: false });
+}
+Object.defineProperty(os, 'setPriority', { value: refuse('os.setPriority'), writable: false, configurable: false });
 
 interface AnalystModule {
   initialState: unknown;

@@ -98,6 +98,8 @@ const Env = t.partial({
   KB_FORGOT_PASSWORD_PER_EMAIL_PER_HOUR: PositiveInt,
   KB_MFA_CHALLENGE_TTL: PositiveInt,
   KB_MFA_ATTEMPTS_PER_CHALLENGE: PositiveInt,
+  KB_MFA_FAILURES_PER_ACCOUNT_PER_HOUR: PositiveInt,
+  KB_MFA_ENROL_SIGNIN_AGE: PositiveInt,
   KB_OIDC_ISSUER: t.string,
   KB_OIDC_CLIENT_ID: t.string,
   KB_OIDC_CLIENT_SECRET: t.string,
@@ -215,6 +217,10 @@ export interface Config {
     forgotPasswordPerEmailPerHour: number;
     mfaChallengeTtl: number;
     mfaAttemptsPerChallenge: number;
+    /** Wrong second-factor codes per account per hour, over every challenge and route (then 429). */
+    mfaFailuresPerAccountPerHour: number;
+    /** Seconds: starting TOTP enrolment needs a session signed in at most this long ago. */
+    mfaEnrolSigninAge: number;
   };
   /** OpenID Connect single sign-on; absent when KB_OIDC_ISSUER is unset. `allowedDomains` empty: any. */
   oidc?: { issuer: string; clientId: string; clientSecret: string; allowedDomains: string[]; redirectUri: string; timeoutMs: number };
@@ -341,6 +347,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       forgotPasswordPerEmailPerHour: e.KB_FORGOT_PASSWORD_PER_EMAIL_PER_HOUR ?? 3,
       mfaChallengeTtl: e.KB_MFA_CHALLENGE_TTL ?? 300,
       mfaAttemptsPerChallenge: e.KB_MFA_ATTEMPTS_PER_CHALLENGE ?? 5,
+      mfaFailuresPerAccountPerHour: e.KB_MFA_FAILURES_PER_ACCOUNT_PER_HOUR ?? 20,
+      mfaEnrolSigninAge: e.KB_MFA_ENROL_SIGNIN_AGE ?? 900,
     },
     oidc: e.KB_OIDC_ISSUER
       ? {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppContext, RateLimiterLike } from '../app/context';
 import { HttpError } from './errors';
+import { DomainError } from '../domain/errors';
 
 function isRejection(x: unknown): x is { msBeforeNext: number; remainingPoints: number } {
   return typeof x === 'object' && x !== null && 'msBeforeNext' in x;
@@ -110,5 +111,51 @@ export function mfaChallengeLimiter(ctx: AppContext): RateLimiterLike {
     l = ctx.rateLimiter({ keyPrefix: 'mfa-challenge', points: ctx.config.identity.mfaAttemptsPerChallenge, durationSeconds: ctx.config.identity.mfaChallengeTtl });
     mfaLimiters.set(ctx, l);
   }
+  return l;
+}
+
+export interface MfaFailureLimit {
+  /**
+   * Run a second-factor check for `userId`: 429 before it when the account has spent its
+   * wrong codes for the hour; a wrong code (INVALID_MFA_CODE) spends one.
+   */
+  guard<T>(userId: string, check: () => Promise<T>): Promise<T>;
+}
+
+const mfaFailureLimits = new WeakMap<AppContext, MfaFailureLimit>();
+/**
+ * Wrong second-factor codes per account per hour (KB_MFA_FAILURES_PER_ACCOUNT_PER_HOUR),
+ * counted over every challenge and every route that takes a code (the two sign-in routes and
+ * turning TOTP off): the per-challenge limit alone let someone holding the password sign in
+ * again for a fresh challenge as often as the per-IP limit allowed, from as many IPs as they had.
+ */
+export function mfaFailureLimit(ctx: AppContext): MfaFailureLimit {
+  let l = mfaFailureLimits.get(ctx);
+  if (l) return l;
+  const perHour = ctx.config.identity.mfaFailuresPerAccountPerHour;
+  const limiter = ctx.rateLimiter({ keyPrefix: 'mfa-account-failures', points: perHour, durationSeconds: 3600 });
+  l = {
+    guard: async (userId, check) => {
+      if (ctx.config.rateLimits) {
+        const state = await limiter.get(userId);
+        if (state && state.remainingPoints <= 0) {
+          ctx.metrics.rateLimited('mfa-account-failures');
+          throw rateLimited(perHour, state.msBeforeNext);
+        }
+      }
+      try {
+        return await check();
+      } catch (err) {
+        if (ctx.config.rateLimits && err instanceof DomainError && err.code === 'INVALID_MFA_CODE') {
+          // Spent; the wrong code is still answered as wrong (the next one gets the 429).
+          await limiter.consume(userId).catch((e: unknown) => {
+            if (!isRejection(e)) throw e;
+          });
+        }
+        throw err;
+      }
+    },
+  };
+  mfaFailureLimits.set(ctx, l);
   return l;
 }

@@ -94,16 +94,19 @@ export interface MfaChallengeKeys {
 /**
  * The short-lived proof that the password was right, exchanged with a second-factor code
  * for a session (POST /v1/auth/login/mfa). Typed `mfa`, so it never passes as an access token.
+ * `password` is a fingerprint of the password it proves (`passwordFingerprint`): once the
+ * password changes (a reset, an account claimed through single sign-on) the challenge is void.
  */
-export function signMfaChallenge(k: MfaChallengeKeys, userId: string): string {
-  return jwt.sign({ sub: userId, typ: 'mfa', jti: randomUUID() }, signingKey(k.jwtSecret), { algorithm: 'HS256', expiresIn: k.config.identity.mfaChallengeTtl });
+export function signMfaChallenge(k: MfaChallengeKeys, userId: string, password: string): string {
+  return jwt.sign({ sub: userId, typ: 'mfa', jti: randomUUID(), pwd: password }, signingKey(k.jwtSecret), { algorithm: 'HS256', expiresIn: k.config.identity.mfaChallengeTtl });
 }
 
 /** The user and challenge id of a valid MFA challenge; 401 UNAUTHORIZED otherwise (expired included). */
-export function verifyMfaChallenge(k: Pick<MfaChallengeKeys, 'jwtSecret'>, token: string): { userId: string; challengeId: string } {
+export function verifyMfaChallenge(k: Pick<MfaChallengeKeys, 'jwtSecret'>, token: string): { userId: string; challengeId: string; password: string; expiresAtMs: number } {
   try {
     const d = jwt.verify(token, signingKey(k.jwtSecret), { algorithms: ['HS256'] });
-    if (typeof d === 'object' && d !== null && d.typ === 'mfa' && typeof d.sub === 'string' && typeof d.jti === 'string') return { userId: d.sub, challengeId: d.jti };
+    if (typeof d === 'object' && d !== null && d.typ === 'mfa' && typeof d.sub === 'string' && typeof d.jti === 'string' && typeof d.pwd === 'string' && typeof d.exp === 'number')
+      return { userId: d.sub, challengeId: d.jti, password: d.pwd, expiresAtMs: d.exp * 1000 };
   } catch {
     /* below */
   }

@@ -146,9 +146,9 @@ describe('abuse: fourth look', () => {
   it("accepting an invitation to a workspace whose identity settings the invitee does not meet records the membership but shows nothing of the workspace", async () => {
     const owner = await signUp(server.url, 'Guard');
     // The owner meets both requirements before setting them.
+    await verifyEmail(owner.email);
     const enrol = await owner.api.post('/v1/auth/mfa/totp', {});
     expect((await owner.api.post('/v1/auth/mfa/totp/confirm', { code: totp(base32Decode(enrol.body.secret), Date.now() / 1000) })).status).toBe(200);
-    await verifyEmail(owner.email);
     const mfaWs = (await owner.api.post('/v1/workspaces', { name: 'Secret Mfa Name' })).body.id as string;
     const mailWs = (await owner.api.post('/v1/workspaces', { name: 'Secret Mail Name' })).body.id as string;
     expect((await owner.api.put(`/v1/workspaces/${mfaWs}`, { settings: { requireMfa: true } })).status).toBe(200);

@@ -1,4 +1,4 @@
-import { client, signUp, startServer, TestServer } from '../support/server';
+import { client, confirmAddress, signUp, startServer, TestServer } from '../support/server';
 import { base32Decode, totp } from '../../src/security/totp';
 
 /**
@@ -18,6 +18,7 @@ describe('abuse: third look', () => {
 
   it("a workspace's requireMfa holds on every route reaching its data: an upper-case workspace id, and the routes by document or instruction-set id", async () => {
     const owner = await signUp(server.url, 'MfaOwner');
+    await confirmAddress(server, owner.email);
     const enrol = await owner.api.post('/v1/auth/mfa/totp', {});
     expect((await owner.api.post('/v1/auth/mfa/totp/confirm', { code: totp(base32Decode(enrol.body.secret), Date.now() / 1000) })).status).toBe(200);
     const member = await signUp(server.url, 'NoMfa');

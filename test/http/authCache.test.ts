@@ -1,4 +1,4 @@
-import { client, signUp, startServer, TestServer } from '../support/server';
+import { client, confirmAddress, signUp, startServer, TestServer } from '../support/server';
 import { base32Decode, totp } from '../../src/security/totp';
 
 /**
@@ -72,6 +72,7 @@ describe('remembered authentication: revoked or changed standing is enforced at 
     expect((await key.get(`/v1/workspaces/${ws}/tags`)).status).toBe(401);
     expect((await key.get('/v1/auth/me')).status).toBe(401);
     // A second factor disabled under requireMfa: the session is kept out at once.
+    await confirmAddress(server, member.email);
     const enrol = await member.api.post('/v1/auth/mfa/totp', {});
     const confirmed = await member.api.post('/v1/auth/mfa/totp/confirm', { code: totp(base32Decode(enrol.body.secret), Date.now() / 1000) });
     expect((await member.api.put(`/v1/workspaces/${ws}`, { settings: { requireMfa: true } })).status).toBe(200);

@@ -1,4 +1,4 @@
-import { client, signUp, startServer, TestServer } from '../support/server';
+import { client, confirmAddress, signUp, startServer, TestServer } from '../support/server';
 import { base32Decode, totp } from '../../src/security/totp';
 
 /** The web console's session routes and its pages' headers (README "Web console"). */
@@ -147,6 +147,7 @@ describe('console: cookie session, renew, logout, and the /app pages', () => {
 
   it('signs in with a second factor: MFA_REQUIRED without a cookie, then the code sets the cookie', async () => {
     const u = await signUp(server.url, 'Mfa');
+    await confirmAddress(server, u.email);
     const enrol = await u.api.post('/v1/auth/mfa/totp', {});
     const seed = base32Decode(enrol.body.secret);
     const t0 = Date.now() / 1000;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
-import { client, startServer, TestServer } from '../support/server';
+import { client, confirmAddress, startServer, TestServer } from '../support/server';
 import { base32Decode, totp } from '../../src/security/totp';
 
 interface Delivered {
@@ -319,6 +319,9 @@ describe('identity with the outbox (embedded default): outbox, sessions, TOTP', 
     const u = await register('mfa@example.com');
     const anon = client(server.url);
     const keyRes = await u.api.post('/v1/api-keys', { name: 'server' });
+    // A second factor is set up on a confirmed address only.
+    expect((await u.api.post('/v1/auth/mfa/totp', {})).body.error.code).toBe('EMAIL_NOT_VERIFIED');
+    await confirmAddress(server, 'mfa@example.com');
     const enrol = await u.api.post('/v1/auth/mfa/totp', {});
     expect(enrol.status).toBe(201);
     expect(enrol.body.otpauthUri).toMatch(/^otpauth:\/\/totp\/Knowledge%20Base%3Amfa%40example\.com\?secret=[A-Z2-7]+&issuer=Knowledge%20Base/);
@@ -349,10 +352,13 @@ describe('identity with the outbox (embedded default): outbox, sessions, TOTP', 
     // A forged challenge, or an access token as a challenge, is refused.
     expect((await anon.post('/v1/auth/login/mfa', { challenge: ok.body.accessToken, code: totp(seed, t0) })).status).toBe(401);
 
+    // A challenge is exchanged for one session: a recovery code does not make it work twice.
     const [rc1, rc2] = confirm.body.recoveryCodes as string[];
-    const viaRecovery = await anon.post('/v1/auth/login/mfa', { challenge, code: rc1.toUpperCase() });
+    expect((await anon.post('/v1/auth/login/mfa', { challenge, code: rc1 })).status).toBe(401);
+    const challengeOfNewSignIn = async () => (await anon.post('/v1/auth/login', { email: 'mfa@example.com', password: 'correct horse battery' })).body.error.details.challenge as string;
+    const viaRecovery = await anon.post('/v1/auth/login/mfa', { challenge: await challengeOfNewSignIn(), code: rc1.toUpperCase() });
     expect(viaRecovery.status).toBe(200);
-    const again = await anon.post('/v1/auth/login/mfa', { challenge, code: rc1 });
+    const again = await anon.post('/v1/auth/login/mfa', { challenge: await challengeOfNewSignIn(), code: rc1 });
     expect(again.status).toBe(401);
     expect(again.body.error.code).toBe('INVALID_MFA_CODE');
     // API keys stay usable for servers.

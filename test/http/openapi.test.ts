@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import Ajv2020 from 'ajv/dist/2020';
-import { client, signUp, startServer, TestServer } from '../support/server';
+import { client, confirmAddress, signUp, startServer, TestServer } from '../support/server';
 import { closed } from '../support/openapiSchema';
 import { base32Decode, totp } from '../../src/security/totp';
 
@@ -173,6 +173,7 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
 
     // TOTP: enrol, confirm, a console sign-in with the second step, disable with a recovery code.
     const mfa = await signUp(server.url, 'Mfa');
+    await confirmAddress(server, mfa.email);
     const enrol = await mfa.api.post('/v1/auth/mfa/totp', {});
     check('post', '/v1/auth/mfa/totp', enrol, 201);
     const seed = base32Decode(enrol.body.secret);

@@ -70,6 +70,10 @@ describe('npm run kb -- project (ad-hoc projections in a sandbox)', () => {
     ['writes a file', () => `require('node:fs').writeFileSync('/tmp/kb-sandbox-escape', 'x')`],
     ['starts a process', () => `require('node:child_process').execSync('cat /etc/hostname')`],
     ['reads a secret from its environment', () => `if (!process.env.KB_JWT_SECRET) throw new Error('ERR_ACCESS_DENIED: no env'); process.env.KB_JWT_SECRET`],
+    // Signals are outside the permission model: before, these reached the CLI (any process of the user, the server too).
+    ['signals another process', () => `process.kill(process.ppid, 0)`],
+    ["opens another process's inspector (SIGUSR1), to drive it over 127.0.0.1:9229", () => `process._debugProcess(process.ppid)`],
+    ['re-nices another process', () => `require('node:os').setPriority(process.ppid, 19)`],
   ])('fails when the module %s', async (_what, attack) => {
     const file = module('attack.js', `exports.initialState = 0; exports.evolve = (s) => s + 1; exports.result = (s) => { ${attack(h.dataDir)}; return s; };`);
     const r = await cli(h.dataDir, ['project', file]);
@@ -77,6 +81,17 @@ describe('npm run kb -- project (ad-hoc projections in a sandbox)', () => {
     expect(r.stderr).toMatch(/ERR_ACCESS_DENIED|Access to this API has been restricted/);
     expect(r.stdout).toBe('');
     expect(fs.existsSync('/tmp/kb-sandbox-escape')).toBe(false);
+  });
+
+  it('bounds time and memory: a loop that does not end and a memory blow-up fail the run with a clear error', async () => {
+    const loop = await cli(h.dataDir, ['project', module('loop.js', 'exports.initialState = 0; exports.evolve = (s) => { for (;;) {} }; exports.result = (s) => s;'), '--step-timeout', '2']);
+    expect(loop.code).toBe(1);
+    expect(loop.stderr).toMatch(/no answer within 2 s to a batch of events \(a loop that does not end\?\)/);
+    const hog = module('hog.js', 'exports.initialState = () => []; exports.evolve = (s) => { for (let i = 0; i < 50; i++) s.push(new Array(1e5).fill(Math.random())); return s; }; exports.result = (s) => s.length;');
+    const mem = await cli(h.dataDir, ['project', hog, '--max-memory', '64']);
+    expect(mem.code).toBe(1);
+    expect(mem.stderr).toMatch(/ran out of memory \(its bound is 64 MB\)/);
+    expect((await cli(h.dataDir, ['project', hog, '--max-memory', 'lots'])).stderr).toMatch(/memory bound must be a whole number of MB/);
   });
 
   it('refuses a module whose folder holds the data dir, and a module without the three exports', async () => {

@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
+import fs from 'node:fs';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { client, startServer, TestServer } from '../support/server';
@@ -141,12 +142,84 @@ describe('single sign-on with OpenID Connect (a real oidc-provider in a child pr
     expect(trail.filter((e) => e.action === 'SessionStarted' && e.summary.method === 'sso')).toHaveLength(2);
   });
 
-  it('links an existing password account by its verified address', async () => {
-    const reg = await client(server.url).post('/v1/auth/register', { email: 'bob@corp.example', password: 'bobs password', name: 'Bob' });
+  it('links an existing password account whose address was verified: its password keeps working', async () => {
+    const anon = client(server.url);
+    const reg = await anon.post('/v1/auth/register', { email: 'dave@corp.example', password: 'daves password', name: 'Dave' });
+    const dir = path.join(server.dataDir, 'outbox');
+    let raw: string | undefined;
+    for (let i = 0; i < 200 && !raw; i++) {
+      raw = fs.existsSync(dir) ? fs.readdirSync(dir).map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).find((m) => m.includes('To: dave@corp.example')) : undefined;
+      if (!raw) await new Promise((r) => setTimeout(r, 50));
+    }
+    const token = decodeURIComponent(/verify-email\?token=([A-Za-z0-9%._-]+)/.exec((raw as string).replace(/=\r?\n/g, '').replace(/=3D/g, '='))![1]);
+    expect((await anon.post('/v1/auth/verify-email', { token })).status).toBe(200);
+    const r = await signIn('dave');
+    expect(r.status).toBe(200);
+    expect(r.body.user).toEqual({ id: reg.body.id, email: 'dave@corp.example', created: false });
+    expect((await anon.post('/v1/auth/login', { email: 'dave@corp.example', password: 'daves password' })).status).toBe(200);
+  });
+
+  it('pre-registration hijack: an account registered with the address but never confirmed is claimed; the password, sessions and API keys of whoever registered it stop working', async () => {
+    // The attacker registers the victim's address (no mailbox needed), signs in and makes a key.
+    const anon = client(server.url);
+    const reg = await anon.post('/v1/auth/register', { email: 'bob@corp.example', password: 'attackers password', name: 'Bob' });
+    expect(reg.status).toBe(201);
+    const login = await anon.post('/v1/auth/login', { email: 'bob@corp.example', password: 'attackers password' });
+    expect(login.status).toBe(200);
+    const attacker = client(server.url, login.body.accessToken);
+    const key = await attacker.post('/v1/api-keys', { name: 'kept' });
+    expect(key.status).toBe(201);
+    // The address's owner signs in through the provider (which verified it).
     const r = await signIn('bob');
     expect(r.status).toBe(200);
     expect(r.body.user).toEqual({ id: reg.body.id, email: 'bob@corp.example', created: false });
-    expect((await client(server.url).post('/v1/auth/login', { email: 'bob@corp.example', password: 'bobs password' })).status).toBe(200);
+    const owner = client(server.url, r.body.accessToken);
+    expect((await owner.get('/v1/auth/me')).body).toMatchObject({ email: 'bob@corp.example', emailVerified: true });
+    // Before: the attacker's password, session and key went on working in the owner's account.
+    expect((await anon.post('/v1/auth/login', { email: 'bob@corp.example', password: 'attackers password' })).status).toBe(401);
+    expect((await anon.post('/v1/auth/refresh', { refreshToken: login.body.refreshToken })).status).toBe(401);
+    expect((await attacker.get('/v1/auth/me')).status).toBe(401);
+    expect((await client(server.url, key.body.key).get('/v1/workspaces')).status).toBe(401);
+    // The owner's own session lives; the trail says what happened.
+    const trail = (await owner.get('/v1/auth/security-events')).body.data as { action: string; summary: Record<string, unknown> }[];
+    expect(trail.find((e) => e.action === 'SsoIdentityLinked')?.summary).toMatchObject({ claimedUnverified: true });
+    expect(trail.filter((e) => e.action === 'SessionRevoked').map((e) => e.summary.reason)).toEqual(['account_claimed']);
+    expect((await owner.get('/v1/auth/me')).status).toBe(200);
+  });
+
+  it('the address claim decides the account: upper case is folded; trailing dot, sub-domain, a second @, no address, controls or no email_verified are refused', async () => {
+    const upper = await signIn('upper');
+    expect(upper.status).toBe(200);
+    expect(upper.body.user.email).toBe('upper@corp.example');
+    // The provider's name is held to what registration accepts (before: kept as the provider sent it).
+    const lb = await signIn('linebreaks');
+    expect((await client(server.url, lb.body.accessToken).get('/v1/auth/me')).body.name).toBe('Line Break Name');
+    for (const [account, code] of [
+      ['trailingdot', 'SSO_FAILED'],
+      ['subdomain', 'SSO_DOMAIN_NOT_ALLOWED'],
+      ['quotedat', 'SSO_FAILED'],
+      ['noaddress', 'SSO_FAILED'],
+      ['controls', 'SSO_FAILED'],
+      ['noclaim', 'SSO_FAILED'],
+    ] as const) {
+      const r = await signIn(account);
+      expect([account, r.body.error?.code]).toEqual([account, code]);
+    }
+  });
+
+  it('a callback replayed (same code and state, same flow cookie) or carried into another browser signs nobody in', async () => {
+    const { url, kbJar } = await toCallback('alice', '/v1/auth/oidc/start');
+    const first = await fetch(url, { headers: { cookie: kbJar.header() } });
+    expect(first.status).toBe(200);
+    const again = await fetch(url, { headers: { cookie: kbJar.header() } });
+    expect(again.status).toBe(401);
+    // Another browser's flow cookie (its own state, nonce and verifier) with this code.
+    const other = await fetch(`${server.url}/v1/auth/oidc/start`, { redirect: 'manual' });
+    const otherCookie = other.headers.getSetCookie()[0].split(';')[0];
+    const second = await toCallback('alice', '/v1/auth/oidc/start');
+    const swapped = await fetch(second.url, { headers: { cookie: otherCookie } });
+    expect(swapped.status).toBe(401);
+    expect(((await swapped.json()) as any).error.code).toBe('SSO_FAILED');
   });
 
   it('refuses other domains, unverified addresses and a callback without the flow cookie', async () => {

@@ -10,6 +10,15 @@ const accounts = new Map([
   ['carol', { email: 'carol@corp.example', email_verified: true, name: 'Carol' }],
   ['mallory', { email: 'mallory@elsewhere.example', email_verified: true, name: 'Mallory' }],
   ['unverified', { email: 'unverified@corp.example', email_verified: false, name: 'U' }],
+  ['dave', { email: 'dave@corp.example', email_verified: true, name: 'Dave' }],
+  ['upper', { email: 'Upper@CORP.Example', email_verified: true, name: 'Upper' }],
+  ['trailingdot', { email: 'td@corp.example.', email_verified: true, name: 'TD' }],
+  ['subdomain', { email: 'sd@sub.corp.example', email_verified: true, name: 'SD' }],
+  ['quotedat', { email: 'evil.example@corp.example@evil.example', email_verified: true, name: 'Q' }],
+  ['noaddress', { email: 'corp.example', email_verified: true, name: 'NA' }],
+  ['controls', { email: 'ctl\n@corp.example', email_verified: true, name: 'C' }],
+  ['noclaim', { email: 'noclaim@corp.example', name: 'NC' }],
+  ['linebreaks', { email: 'lb@corp.example', email_verified: true, name: 'Line\nBreak\u0000Name\u2028' }],
 ]);
 
 const provider = new Provider(`http://127.0.0.1:${port}`, {

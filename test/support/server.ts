@@ -121,3 +121,23 @@ export async function signUp(base: string, name = 'User') {
   if (login.status !== 200) throw new Error(`login failed: ${login.status} ${login.text}`);
   return { id: reg.body.id as string, email, token: login.body.accessToken as string, refreshToken: login.body.refreshToken as string, api: client(base, login.body.accessToken) };
 }
+
+/**
+ * Confirm an account's address from the verification mail in the server's outbox (the
+ * embedded default, no KB_SMTP_URL): a second factor is set up on confirmed accounts only.
+ */
+export async function confirmAddress(server: Pick<TestServer, 'url' | 'dataDir'>, email: string): Promise<void> {
+  const dir = path.join(server.dataDir, 'outbox');
+  const unQp = (raw: string) => raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+  for (let i = 0; i < 200; i++) {
+    const mails = (fs.existsSync(dir) ? fs.readdirSync(dir) : []).map((f) => unQp(fs.readFileSync(path.join(dir, f), 'utf8'))).filter((r) => r.includes(`To: ${email}`));
+    const token = mails.map((m) => /\/verify-email\?token=([A-Za-z0-9%._-]+)/.exec(m)?.[1]).find((t) => t !== undefined);
+    if (token) {
+      const r = await client(server.url).post('/v1/auth/verify-email', { token: decodeURIComponent(token) });
+      if (r.status !== 200) throw new Error(`verify-email failed: ${r.status} ${r.text}`);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no verification mail to ${email} in ${dir}`);
+}

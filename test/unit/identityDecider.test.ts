@@ -30,8 +30,12 @@ describe('user decider: e-mailed links, MFA, SSO', () => {
   });
 
   it('a reset link works once and voids every other outstanding reset', () => {
-    const reset: UserEvent = { type: 'PasswordReset', data: { userId: 'u', requestId: r1, passwordHash: 'new', resetAt: now.toISOString() } };
+    const reset: UserEvent = { type: 'PasswordReset', data: { userId: 'u', requestId: r1, passwordHash: 'new', resetAt: now.toISOString(), claimedUnverified: true } };
     spec([registered, resetAsked(r1), resetAsked(r2)]).when({ type: 'ResetPassword', requestId: r1, passwordHash: 'new', now }).then([reset]);
+    // An address confirmed before: a plain reset (the keys made after the confirmation stay).
+    const verified: UserEvent = { type: 'EmailVerified', data: { userId: 'u', requestId: r2, verifiedAt: now.toISOString() } };
+    const plain: UserEvent = { type: 'PasswordReset', data: { userId: 'u', requestId: r1, passwordHash: 'new', resetAt: now.toISOString() } };
+    spec([registered, verifyAsked(r2), verified, resetAsked(r1)]).when({ type: 'ResetPassword', requestId: r1, passwordHash: 'new', now }).then([plain]);
     spec([registered, resetAsked(r1), resetAsked(r2), reset]).when({ type: 'ResetPassword', requestId: r1, passwordHash: 'n', now }).thenThrows('INVALID_TOKEN');
     spec([registered, resetAsked(r1), resetAsked(r2), reset]).when({ type: 'ResetPassword', requestId: r2, passwordHash: 'n', now }).thenThrows('INVALID_TOKEN');
     spec([registered, resetAsked(r1)]).when({ type: 'ResetPassword', requestId: r1, passwordHash: 'n', now: late }).thenThrows('EXPIRED');
@@ -52,11 +56,33 @@ describe('user decider: e-mailed links, MFA, SSO', () => {
     spec([registered]).when({ type: 'DisableMfa', now }).then([]);
   });
 
+  it('TOTP: a step is accepted once; an older one after it is refused too; none without MFA on', () => {
+    const started: UserEvent = { type: 'MfaEnrollmentStarted', data: { userId: 'u', sealedSecret: 's1', startedAt: now.toISOString() } };
+    const enabled: UserEvent = { type: 'MfaEnabled', data: { userId: 'u', recoveryCodeHashes: [], enabledAt: now.toISOString() } };
+    const accepted: UserEvent = { type: 'MfaCodeAccepted', data: { userId: 'u', step: 100, acceptedAt: now.toISOString() } };
+    spec([registered, started, enabled]).when({ type: 'AcceptTotpCode', step: 100, now }).then([accepted]);
+    spec([registered, started, enabled, accepted]).when({ type: 'AcceptTotpCode', step: 100, now }).thenThrows('INVALID_MFA_CODE');
+    spec([registered, started, enabled, accepted]).when({ type: 'AcceptTotpCode', step: 99, now }).thenThrows('INVALID_MFA_CODE');
+    spec([registered, started, enabled, accepted]).when({ type: 'AcceptTotpCode', step: 101, now }).then([{ ...accepted, data: { ...accepted.data, step: 101 } }]);
+    spec([registered, started]).when({ type: 'AcceptTotpCode', step: 100, now }).thenThrows('INVALID_MFA_CODE');
+  });
+
   it('SSO: a link is recorded once; another subject of the same issuer is refused', () => {
+    const verified: UserEvent = { type: 'EmailVerified', data: { userId: 'u', requestId: 'r', verifiedAt: now.toISOString() } };
     const linked: UserEvent = { type: 'SsoIdentityLinked', data: { userId: 'u', issuer: 'https://idp', subject: 'alice', linkedAt: now.toISOString() } };
-    spec([registered]).when({ type: 'LinkSsoIdentity', issuer: 'https://idp', subject: 'alice', now }).then([linked]);
-    spec([registered, linked]).when({ type: 'LinkSsoIdentity', issuer: 'https://idp', subject: 'alice', now }).then([]);
-    spec([registered, linked]).when({ type: 'LinkSsoIdentity', issuer: 'https://idp', subject: 'eve', now }).thenThrows('SSO_ACCOUNT_MISMATCH');
+    const link = { type: 'LinkSsoIdentity' as const, issuer: 'https://idp', subject: 'alice', passwordHash: 'unusable', now };
+    spec([registered, verified]).when(link).then([linked]);
+    spec([registered, verified, linked]).when(link).then([]);
+    spec([registered, verified, linked]).when({ ...link, subject: 'eve' }).thenThrows('SSO_ACCOUNT_MISMATCH');
+  });
+
+  it('SSO: linking an account whose address was never proven claims it (its password replaced, the address verified)', () => {
+    const claimed: UserEvent = { type: 'SsoIdentityLinked', data: { userId: 'u', issuer: 'https://idp', subject: 'alice', linkedAt: now.toISOString(), claimedUnverified: true, passwordHash: 'unusable' } };
+    const link = { type: 'LinkSsoIdentity' as const, issuer: 'https://idp', subject: 'alice', passwordHash: 'unusable', now };
+    spec([registered]).when(link).then([claimed]);
+    spec([registered, claimed]).when(link).then([]);
+    // Claimed once: the address counts as verified, so a later link of another issuer is a plain link.
+    spec([registered, claimed]).when({ ...link, issuer: 'https://other' }).then([{ ...claimed, data: { userId: 'u', issuer: 'https://other', subject: 'alice', linkedAt: now.toISOString() } }]);
   });
 });
 

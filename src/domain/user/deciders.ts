@@ -3,7 +3,8 @@ import { ApiKeyEvent, SessionEvent, UserEvent } from './events';
 
 // ---- user ---------------------------------------------------------------
 
-export type MfaState = { status: 'off' } | { status: 'pending'; sealedSecret: string } | { status: 'on'; sealedSecret: string; recoveryCodeHashes: Set<string> };
+/** `lastStep`: the 30-second step of the last TOTP code accepted while on (a code is good once). */
+export type MfaState = { status: 'off' } | { status: 'pending'; sealedSecret: string } | { status: 'on'; sealedSecret: string; recoveryCodeHashes: Set<string>; lastStep?: number };
 
 export type UserState =
   | { exists: false }
@@ -44,8 +45,10 @@ export type UserCommand =
   | { type: 'StartMfaEnrollment'; sealedSecret: string; now: Date }
   | { type: 'ConfirmMfa'; sealedSecret: string; recoveryCodeHashes: string[]; now: Date }
   | { type: 'UseRecoveryCode'; codeHash: string; now: Date }
+  | { type: 'AcceptTotpCode'; step: number; now: Date }
   | { type: 'DisableMfa'; now: Date }
-  | { type: 'LinkSsoIdentity'; issuer: string; subject: string; now: Date };
+  /** `passwordHash`: of a random secret, replacing the password when the account's address was never proven. */
+  | { type: 'LinkSsoIdentity'; issuer: string; subject: string; passwordHash: string; now: Date };
 
 const invalidToken = () => domainError('INVALID_TOKEN', 'The link is invalid or has already been used.');
 
@@ -65,7 +68,7 @@ export const userDecider = {
       case 'PasswordResetRequested':
         return { ...s, resets: new Map(s.resets).set(e.data.requestId, e.data.expiresAt) };
       case 'PasswordReset':
-        return { ...s, resets: new Map(), used: new Set(s.used).add(e.data.requestId) };
+        return { ...s, resets: new Map(), used: new Set(s.used).add(e.data.requestId), ...(e.data.claimedUnverified ? { emailVerified: true, verifications: new Map<string, string>() } : {}) };
       case 'MfaEnrollmentStarted':
         return { ...s, mfa: { status: 'pending', sealedSecret: e.data.sealedSecret } };
       case 'MfaEnabled':
@@ -78,8 +81,10 @@ export const userDecider = {
       }
       case 'MfaDisabled':
         return { ...s, mfa: { status: 'off' } };
+      case 'MfaCodeAccepted':
+        return s.mfa.status === 'on' ? { ...s, mfa: { ...s.mfa, lastStep: Math.max(s.mfa.lastStep ?? -1, e.data.step) } } : s;
       case 'SsoIdentityLinked':
-        return { ...s, sso: new Map(s.sso).set(e.data.issuer, e.data.subject) };
+        return { ...s, sso: new Map(s.sso).set(e.data.issuer, e.data.subject), ...(e.data.claimedUnverified ? { emailVerified: true, verifications: new Map<string, string>() } : {}) };
       default: {
         const _never: never = e;
         return _never;
@@ -114,7 +119,8 @@ export const userDecider = {
         const expiresAt = s.resets.get(c.requestId);
         if (expiresAt === undefined || s.used.has(c.requestId)) throw invalidToken();
         if (Date.parse(expiresAt) <= c.now.getTime()) throw domainError('EXPIRED', 'The link has expired; ask for a new one.');
-        return [{ type: 'PasswordReset', data: { userId, requestId: c.requestId, passwordHash: c.passwordHash, resetAt: c.now.toISOString() } }];
+        // The mailed link proves the address; if nothing had before, what was made without that proof goes (API keys: see the process manager).
+        return [{ type: 'PasswordReset', data: { userId, requestId: c.requestId, passwordHash: c.passwordHash, resetAt: c.now.toISOString(), ...(s.emailVerified ? {} : { claimedUnverified: true as const }) } }];
       }
       case 'StartMfaEnrollment':
         if (s.mfa.status === 'on') throw domainError('MFA_ALREADY_ENABLED', 'Two-factor authentication is already enabled; disable it first.');
@@ -126,6 +132,10 @@ export const userDecider = {
       case 'UseRecoveryCode':
         if (s.mfa.status !== 'on' || !s.mfa.recoveryCodeHashes.has(c.codeHash)) throw domainError('INVALID_MFA_CODE', 'The code is not valid.');
         return [{ type: 'MfaRecoveryCodeUsed', data: { userId, codeHash: c.codeHash, usedAt: c.now.toISOString() } }];
+      case 'AcceptTotpCode':
+        // Replayed (this step or an older one was accepted already, maybe by another process): refused.
+        if (s.mfa.status !== 'on' || (s.mfa.lastStep !== undefined && c.step <= s.mfa.lastStep)) throw domainError('INVALID_MFA_CODE', 'The code is not valid.');
+        return [{ type: 'MfaCodeAccepted', data: { userId, step: c.step, acceptedAt: c.now.toISOString() } }];
       case 'DisableMfa':
         if (s.mfa.status === 'off') return [];
         return [{ type: 'MfaDisabled', data: { userId, disabledAt: c.now.toISOString() } }];
@@ -134,7 +144,10 @@ export const userDecider = {
         if (linked === c.subject) return [];
         // The provider now names another person with this address: never merge them silently.
         if (linked !== undefined) throw domainError('SSO_ACCOUNT_MISMATCH', 'This account is linked to another identity at the provider.');
-        return [{ type: 'SsoIdentityLinked', data: { userId, issuer: c.issuer, subject: c.subject, linkedAt: c.now.toISOString() } }];
+        // An address nobody proved (registered without confirming it): the provider's word makes it
+        // the owner's, and the password whoever registered it chose stops working (pre-registration hijack).
+        const claim = s.emailVerified ? {} : { claimedUnverified: true as const, passwordHash: c.passwordHash };
+        return [{ type: 'SsoIdentityLinked', data: { userId, issuer: c.issuer, subject: c.subject, linkedAt: c.now.toISOString(), ...claim } }];
       }
       default: {
         const _never: never = c;
@@ -194,7 +207,7 @@ export type SessionCommand =
   | { type: 'RotateRefreshToken'; presentedHash: string; newHash: string; expiresAt: Date; now: Date }
   | { type: 'EndSession'; presentedHash: string }
   /** Revoke by the owner (`userId` must match: another user's session is reported missing). */
-  | { type: 'RevokeSession'; userId: string; reason: 'revoked_by_user' | 'password_reset' };
+  | { type: 'RevokeSession'; userId: string; reason: 'revoked_by_user' | 'password_reset' | 'account_claimed' };
 
 export const sessionDecider = {
   initialState: (): SessionState => ({ status: 'none' }),

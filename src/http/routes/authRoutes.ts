@@ -8,14 +8,14 @@ import { revokeAllSessions, revokeSession } from '../../../commands/user/session
 import { acceptInvitationAsNewcomer } from '../../../commands/user/invitationSignup';
 import { beginSso, finishSso, isConsoleFlow } from '../../../commands/user/sso';
 import { setConsoleCookie } from './consoleAuthRoutes';
-import { challengeIdOf, confirmTotp, disableTotp, loginWithMfa, startTotpEnrollment } from '../../../commands/user/mfa';
+import { challengeOf, confirmTotp, disableTotp, loginWithMfa, startTotpEnrollment } from '../../../commands/user/mfa';
 import { accountEvents, listApiKeys, listSessions, userById } from '../../../queries/user/userQueries';
 import { DomainError } from '../../domain/errors';
 import { authOf, requireAuth } from '../auth';
 import { idParam } from '../ids';
 import { boundedString, decode, Email, HumanName, strict } from '../codecs';
 import { commandContext } from '../exec';
-import { consumeRateLimit, mfaChallengeLimiter, rateLimit, byIp } from '../rateLimit';
+import { consumeRateLimit, mfaChallengeLimiter, mfaFailureLimit, rateLimit, byIp } from '../rateLimit';
 import { RouteModule, router } from './module';
 import {
   ApiKeyCreated,
@@ -108,6 +108,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
   const forgotIpLimiter = ctx.rateLimiter({ keyPrefix: 'forgot-password-ip', points: id.forgotPasswordPerIpPerHour, durationSeconds: HOUR });
   const forgotEmailLimiter = ctx.rateLimiter({ keyPrefix: 'forgot-password-email', points: id.forgotPasswordPerEmailPerHour, durationSeconds: HOUR });
   const mfaAttemptLimiter = mfaChallengeLimiter(ctx);
+  const mfaFailures = mfaFailureLimit(ctx);
 
   v1.post('/auth/register', credentialLimit, async (req, res) => {
     if (!ctx.config.allowRegistration) throw new DomainError('REGISTRATION_DISABLED', 'Registration is disabled on this server.');
@@ -128,8 +129,10 @@ export function authRoutes(ctx: AppContext): RouteModule {
   v1.post('/auth/login/mfa', credentialLimit, async (req, res) => {
     const body = decode(MfaLoginBody, req.body);
     // A few codes per challenge (then sign in again), on top of the per-IP credential limit.
-    await consumeRateLimit(ctx, mfaAttemptLimiter, id.mfaAttemptsPerChallenge, challengeIdOf(ctx, body.challenge), res);
-    const r = await loginWithMfa(ctx, commandContext(ctx, req), body, originOf(req));
+    const challenge = challengeOf(ctx, body.challenge);
+    await consumeRateLimit(ctx, mfaAttemptLimiter, id.mfaAttemptsPerChallenge, challenge.challengeId, res);
+    // And a few wrong codes per account per hour, whatever the challenge or route.
+    const r = await mfaFailures.guard(challenge.userId, () => loginWithMfa(ctx, commandContext(ctx, req), body, originOf(req)));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     respond(res, Tokens, { accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
   });
@@ -233,23 +236,33 @@ export function authRoutes(ctx: AppContext): RouteModule {
     respond(res, SecurityEventList, { data: await accountEvents(ctx, authOf(req).userId, 200) });
   });
 
-  v1.post('/auth/mfa/totp', requireAuth(ctx), async (req, res) => {
+  // Keys and the second factor are managed from a signed-in session: a leaked key must not mint its own
+  // replacements, nor enrol a second factor of its own (the owner could not sign in again: a reset leaves it on).
+  const requireSession = [
+    requireAuth(ctx),
+    (req: Request, _res: Response, next: NextFunction) =>
+      next(authOf(req).authMethod === 'session' ? undefined : new DomainError('FORBIDDEN', `${req.path.startsWith('/auth/mfa') ? 'Two-step sign-in is' : 'API keys are'} managed from a signed-in session, not with an API key.`)),
+  ];
+
+  v1.post('/auth/mfa/totp', ...requireSession, async (req, res) => {
     decode(EmptyBody, req.body ?? {});
-    const r = await startTotpEnrollment(ctx, commandContext(ctx, req), authOf(req).userId);
+    const a = authOf(req);
+    const r = await startTotpEnrollment(ctx, commandContext(ctx, req), a.userId, a.sessionId ?? '');
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     respond(res, TotpEnrollment, { otpauthUri: r.otpauthUri, secret: r.secret }, 201);
   });
 
-  v1.post('/auth/mfa/totp/confirm', requireAuth(ctx), async (req, res) => {
+  v1.post('/auth/mfa/totp/confirm', ...requireSession, async (req, res) => {
     const body = decode(CodeBody, req.body);
     const r = await confirmTotp(ctx, commandContext(ctx, req), authOf(req).userId, body.code);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     respond(res, TotpConfirmed, { mfaEnabled: true, recoveryCodes: r.recoveryCodes });
   });
 
-  v1.post('/auth/mfa/totp/disable', requireAuth(ctx), async (req, res) => {
+  v1.post('/auth/mfa/totp/disable', ...requireSession, async (req, res) => {
     const body = decode(CodeBody, req.body);
-    const r = await disableTotp(ctx, commandContext(ctx, req), authOf(req).userId, body.code);
+    const userId = authOf(req).userId;
+    const r = await mfaFailures.guard(userId, () => disableTotp(ctx, commandContext(ctx, req), userId, body.code));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     respond(res, TotpDisabled, { mfaEnabled: false });
   });
@@ -279,13 +292,6 @@ export function authRoutes(ctx: AppContext): RouteModule {
     if (!user) throw new DomainError('UNAUTHORIZED', 'Unknown user.');
     respond(res, Me, { id: user.id, email: user.email, name: user.name, emailVerified: user.emailVerified === true, mfaEnabled: user.mfa === 'on' });
   });
-
-  // Keys are managed from a signed-in session: a leaked key must not mint its own replacements.
-  const requireSession = [
-    requireAuth(ctx),
-    (req: Request, _res: Response, next: NextFunction) =>
-      next(authOf(req).authMethod === 'session' ? undefined : new DomainError('FORBIDDEN', 'API keys are managed from a signed-in session, not with an API key.')),
-  ];
 
   v1.post('/api-keys', ...requireSession, async (req, res) => {
     const body = decode(ApiKeyBody, req.body);

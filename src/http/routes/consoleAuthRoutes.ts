@@ -2,9 +2,9 @@ import { Request, Response } from 'express';
 import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
 import { login, logout, refresh, SessionOrigin } from '../../../commands/user/userCommands';
-import { challengeIdOf, loginWithMfa } from '../../../commands/user/mfa';
+import { challengeOf, loginWithMfa } from '../../../commands/user/mfa';
 import { beginSso } from '../../../commands/user/sso';
-import { consumeRateLimit, mfaChallengeLimiter } from '../rateLimit';
+import { consumeRateLimit, mfaChallengeLimiter, mfaFailureLimit } from '../rateLimit';
 import { DomainError } from '../../domain/errors';
 import { boundedString, decode, strict } from '../codecs';
 import { commandContext } from '../exec';
@@ -84,6 +84,7 @@ export function consoleAuthRoutes(ctx: AppContext): RouteModule {
   const setCookie = (res: Response, token: string) => setConsoleCookie(ctx, res, token);
   const id = ctx.config.identity;
   const mfaAttemptLimiter = mfaChallengeLimiter(ctx);
+  const mfaFailures = mfaFailureLimit(ctx);
   const clearCookie = (res: Response) => res.clearCookie(CONSOLE_COOKIE, { httpOnly: true, sameSite: 'strict', secure, path: CONSOLE_COOKIE_PATH });
 
   /** Only the console's own pages may call these routes. */
@@ -117,8 +118,9 @@ export function consoleAuthRoutes(ctx: AppContext): RouteModule {
     sameOrigin(req);
     noStore(res);
     const body = decode(MfaBody, req.body);
-    await consumeRateLimit(ctx, mfaAttemptLimiter, id.mfaAttemptsPerChallenge, challengeIdOf(ctx, body.challenge), res);
-    const r = await loginWithMfa(ctx, commandContext(ctx, req), body, originOf(req));
+    const challenge = challengeOf(ctx, body.challenge);
+    await consumeRateLimit(ctx, mfaAttemptLimiter, id.mfaAttemptsPerChallenge, challenge.challengeId, res);
+    const r = await mfaFailures.guard(challenge.userId, () => loginWithMfa(ctx, commandContext(ctx, req), body, originOf(req)));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     setCookie(res, r.refreshToken);
     respond(res, ConsoleAccess, { accessToken: r.accessToken, expiresIn: r.expiresIn });

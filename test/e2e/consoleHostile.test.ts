@@ -1,0 +1,111 @@
+import { Browser, Page } from 'playwright-core';
+import { client, startServer, TestServer } from '../support/server';
+import { BROWSER_AVAILABLE, launchChromium } from './browser';
+
+/**
+ * Every user-controlled string the console renders, made hostile (HTML that would run script,
+ * or add an element, if it were parsed): names of the account, workspace, tag, document,
+ * instruction set, search link and API key, a document's text (search snippets), the audit
+ * trail that repeats them, and the `ssoError` query parameter. In Chromium, each page is
+ * opened: no dialog, no page error, no CSP refusal, no element born of the payload, and the
+ * payload shown as text.
+ */
+(BROWSER_AVAILABLE ? describe : describe.skip)('web console: hostile names stay text (Chromium)', () => {
+  let server: TestServer;
+  let browser: Browser;
+  let page: Page;
+  const problems: string[] = [];
+  const email = 'hostile@example.com';
+  const password = 'correct horse battery';
+  /** Each payload would add an element with this attribute, or set this global, if it ran. */
+  const short = (n: number) => `<img src=x data-xss=${n} onerror=alert(${n})><script>alert(${n})</script>`;
+  const payload = (n: number) => `x"'><img src=x data-xss=${n} onerror=alert(${n})><svg data-xss=${n} onload=alert(${n})><script>window.__xss=${n}</script>`;
+
+  beforeAll(async () => {
+    [server, browser] = await Promise.all([startServer({ KB_RATE_LIMITS: 'off' }), launchChromium()]);
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    page.setDefaultTimeout(15_000);
+    page.on('dialog', (d) => {
+      problems.push(`dialog: ${d.message()}`);
+      void d.dismiss();
+    });
+    page.on('console', (m) => {
+      if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+    });
+    page.on('pageerror', (e) => problems.push(String(e)));
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  async function noInjection(where: string) {
+    // The page is drawn (the caller waited for the hostile text); give late fetches a moment to land.
+    await page.waitForTimeout(300);
+    const injected = await page.locator('[data-xss]').count();
+    const ran = await page.evaluate(() => (globalThis as { __xss?: unknown }).__xss ?? null);
+    expect([where, injected, ran, problems]).toEqual([where, 0, null, []]);
+  }
+
+  it('renders every hostile string as text, on every page that shows it', async () => {
+    const anon = client(server.url);
+    expect((await anon.post('/v1/auth/register', { email, password, name: payload(1) })).status).toBe(201);
+    const api = client(server.url, (await anon.post('/v1/auth/login', { email, password })).body.accessToken);
+    const ws = (await api.post('/v1/workspaces', { name: payload(2) })).body.id as string;
+    const tag = await api.post(`/v1/workspaces/${ws}/tags`, { name: `t<b data-xss="3">`, color: '#112233' });
+    expect(tag.status).toBe(201);
+    const fd = new FormData();
+    fd.append('file', new Blob([`Lighthouse keepers. ${payload(4)} The lighthouse beam <a href="javascript:alert(5)" data-xss="5">click</a>.`], { type: 'text/plain' }), 'notes.txt');
+    fd.append('title', payload(6));
+    fd.append('tags', tag.body.id);
+    const doc = await api.post(`/v1/workspaces/${ws}/documents`, fd);
+    expect(doc.status).toBe(201);
+    for (let i = 0; i < 300; i++) {
+      if ((await api.get(`/v1/workspaces/${ws}/documents/${doc.body.id}`)).body.processingStatus === 'VERIFIED') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const set = await api.post(`/api/workspaces/${ws}/instruction-sets`, { name: payload(7), description: payload(8) });
+    expect(set.status).toBe(201);
+    expect((await api.post(`/api/instruction-sets/${set.body.id}/documents`, { documentId: doc.body.id })).status).toBeLessThan(300);
+    expect((await api.post(`/api/workspaces/${ws}/public-links`, { name: payload(9) })).status).toBe(201);
+    expect((await api.post('/v1/api-keys', { name: short(10) })).status).toBe(201);
+
+    await page.goto(`${server.url}/app/signin?ssoError=${encodeURIComponent(payload(11))}`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await noInjection('sign-in with ssoError');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+    await page.getByText(payload(2)).locator('visible=true').first().waitFor();
+    await noInjection('workspaces');
+
+    const pages: [string, string][] = [
+      [`/app/w/${ws}/documents`, payload(6)],
+      [`/app/w/${ws}/documents/${doc.body.id}`, payload(6)],
+      [`/app/w/${ws}/sets`, payload(7)],
+      [`/app/w/${ws}/sets/${set.body.id}`, payload(7)],
+      [`/app/w/${ws}/links`, payload(9)],
+      [`/app/w/${ws}/settings`, 't<b data-xss="3">'],
+      [`/app/w/${ws}/audit`, 'Document uploaded'],
+      ['/app/settings/api-keys', short(10)],
+      ['/app/settings/account', email],
+    ];
+    for (const [path, shown] of pages) {
+      await page.goto(`${server.url}${path}`);
+      await page.getByText(shown).locator('visible=true').first().waitFor();
+      await noInjection(path);
+    }
+
+    await page.goto(`${server.url}/app/w/${ws}/search`);
+    await page.getByLabel('Search this workspace').fill('lighthouse keepers onerror script');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.locator('.hit').first().waitFor();
+    expect(await page.locator('.hit').first().textContent()).toContain('<img src=x data-xss=4');
+    await noInjection('search results');
+    // An error message that repeats the caller's input (an unknown workspace id in the path).
+    await page.goto(`${server.url}/app/w/${encodeURIComponent(payload(12))}/documents`);
+    await page.getByRole('heading', { name: 'Documents' }).waitFor();
+    await noInjection('a path that is not an id');
+  }, 120_000);
+});
