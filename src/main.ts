@@ -11,6 +11,7 @@ import { buildContainer, closeContainer } from './container';
 import { startRole } from './roles/startRole';
 import { rehearses, rehearseUpload } from './roles/rehearsal';
 import { expressServerOptions } from './http/expressServer';
+import { answerClientErrors } from './http/clientErrors';
 
 /** Configuration and connection problems: one line (no stack trace), exit code 2. */
 function exitOnStartupProblem(err: unknown): never | void {
@@ -69,6 +70,8 @@ async function main(): Promise<void> {
   );
   // Longer than a load balancer's idle time-out (AWS ALB: 60 s), so it never reuses a connection we just closed.
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  // Requests node cannot parse (or whose headers time out): the envelope, not node's bare 400.
+  answerClientErrors(server, ctx.metrics);
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -91,6 +94,7 @@ async function main(): Promise<void> {
     });
     const ms = http.createServer({ headersTimeout: config.headersTimeoutMs, requestTimeout: config.headersTimeoutMs + config.bodyTimeoutMs, ...expressServerOptions(metricsApp) }, metricsApp);
     metricsServer = ms;
+    answerClientErrors(ms, ctx.metrics);
     await new Promise<void>((resolve) => ms.listen(config.metrics.port, config.host, resolve));
     const a = ms.address();
     const metricsPort = typeof a === 'object' && a ? a.port : config.metrics.port;
