@@ -12,6 +12,8 @@ import { startRole } from './roles/startRole';
 import { rehearses, rehearseUpload } from './roles/rehearsal';
 import { expressServerOptions } from './http/expressServer';
 import { answerClientErrors } from './http/clientErrors';
+import { optional, WARM_SEARCH_THREAD } from './app/tokens';
+import type { WarmUpSample } from './adapters/embedded/searchWorkerProtocol';
 
 /** Configuration and connection problems: one line (no stack trace), exit code 2. */
 function exitOnStartupProblem(err: unknown): never | void {
@@ -46,7 +48,7 @@ async function main(): Promise<void> {
     ctx.warmup.add('start-up rehearsal', async () => {
       await before;
       // Not needed to serve anything: a failure only leaves the first upload slower.
-      await rehearseUpload(c, logger, ctx.embeddings).catch((err: unknown) => logger.warn({ err }, 'the start-up rehearsal failed; the first upload runs cold code'));
+      await rehearseUpload(c, logger, ctx.embeddings, optional<(sample: WarmUpSample) => Promise<void>>(di, WARM_SEARCH_THREAD)).catch((err: unknown) => logger.warn({ err }, 'the start-up rehearsal failed; the first upload runs cold code'));
     });
   }
   // Temp files of uploads cut off by a crash of the previous run. Nothing is in flight yet: this
