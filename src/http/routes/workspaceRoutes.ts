@@ -50,7 +50,7 @@ export const workspaceDocs: RouteDocs = {
       { name: WITHHELD_HEADER, description: 'How many of your workspaces are left out because you do not meet their identity settings (0 when none).', schema: { type: 'string', pattern: '^[0-9]+$' } },
       {
         name: WITHHELD_REASONS_HEADER,
-        description: 'Only when some are left out: `CODE=count` pairs separated by `, `, the code being what the workspace\'s routes answer (`MFA_ENROLMENT_REQUIRED`, `EMAIL_NOT_VERIFIED`).',
+        description: 'Only when some are left out: `CODE=count` pairs separated by `, ` in the codes\' alphabetical order, the code being what the workspace\'s routes answer (`MFA_ENROLMENT_REQUIRED`, `EMAIL_NOT_VERIFIED`).',
         schema: { type: 'string' },
       },
     ],
@@ -139,7 +139,8 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
     let count = 0;
     for (const n of withheld.values()) count += n;
     res.setHeader(WITHHELD_HEADER, String(count));
-    if (count > 0) res.setHeader(WITHHELD_REASONS_HEADER, [...withheld].map(([reason, n]) => `${reason}=${n}`).join(', '));
+    // In the codes' order (the memberships come in no order).
+    if (count > 0) res.setHeader(WITHHELD_REASONS_HEADER, [...withheld].sort(([a], [b]) => (a < b ? -1 : 1)).map(([reason, n]) => `${reason}=${n}`).join(', '));
     respond(res, WorkspaceList, workspaces);
   });
 
