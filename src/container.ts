@@ -7,7 +7,7 @@ import { MongoClient } from 'mongodb';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { Logger } from 'pino';
 import { AppContext, APP_CONTEXT, CONFIG, LOGGER, RateLimiterFactory } from './app/context';
-import { COMPACT_SEARCH_INDEX, EXTRA_CLOSERS, MONGO_CLIENT, optional, QUERY_EMBEDDINGS, REHEARSAL, STORED_EVENT_STORE } from './app/tokens';
+import { COMPACT_SEARCH_INDEX, WARM_SEARCH_THREAD, EXTRA_CLOSERS, MONGO_CLIENT, optional, QUERY_EMBEDDINGS, REHEARSAL, STORED_EVENT_STORE } from './app/tokens';
 import { connectOrFail, DEFAULT_CONNECT_TIMEOUT_MS } from './app/startup';
 import { runsProjections } from './roles/plan';
 import { Config } from './config/config';
@@ -29,6 +29,7 @@ import { SqliteReadStore } from './adapters/sqlite/sqliteReadStore';
 import { SqliteKeyStore } from './adapters/sqlite/sqliteKeyStore';
 import { EmbeddedSearchIndex } from './adapters/embedded/embeddedSearchIndex';
 import { WorkerSearchIndex } from './adapters/embedded/workerSearchIndex';
+import type { WarmUpSample } from './adapters/embedded/searchWorkerProtocol';
 import { FsBlobStore } from './adapters/fs/fsBlobStore';
 import { EventStoreDbEventStore } from './adapters/eventstoredb/eventStoreDbEventStore';
 import { MongoReadStore } from './adapters/mongodb/mongoReadStore';
@@ -328,6 +329,8 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     // The embedded index keeps a deleted document's words in FTS segments until a merge.
     const file = path.join(config.dataDir, 'search.db');
     di.register(COMPACT_SEARCH_INDEX, { useValue: () => void optimizeEmbeddedIndex(file) });
+    // The index's own thread (KB_SEARCH_THREAD=worker): the start-up rehearsal warms its code up.
+    if (embedded instanceof WorkerSearchIndex) di.register(WARM_SEARCH_THREAD, { useValue: (sample: WarmUpSample) => embedded.warmUp(sample) });
   }
   // Mail: SMTP when KB_SMTP_URL is set, else .eml files in the data dir's outbox.
   const m = config.mail;

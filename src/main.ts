@@ -11,6 +11,9 @@ import { buildContainer, closeContainer } from './container';
 import { startRole } from './roles/startRole';
 import { rehearses, rehearseUpload } from './roles/rehearsal';
 import { expressServerOptions } from './http/expressServer';
+import { answerClientErrors } from './http/clientErrors';
+import { optional, WARM_SEARCH_THREAD } from './app/tokens';
+import type { WarmUpSample } from './adapters/embedded/searchWorkerProtocol';
 
 /** Configuration and connection problems: one line (no stack trace), exit code 2. */
 function exitOnStartupProblem(err: unknown): never | void {
@@ -45,7 +48,7 @@ async function main(): Promise<void> {
     ctx.warmup.add('start-up rehearsal', async () => {
       await before;
       // Not needed to serve anything: a failure only leaves the first upload slower.
-      await rehearseUpload(c, logger, ctx.embeddings).catch((err: unknown) => logger.warn({ err }, 'the start-up rehearsal failed; the first upload runs cold code'));
+      await rehearseUpload(c, logger, ctx.embeddings, optional<(sample: WarmUpSample) => Promise<void>>(di, WARM_SEARCH_THREAD)).catch((err: unknown) => logger.warn({ err }, 'the start-up rehearsal failed; the first upload runs cold code'));
     });
   }
   // Temp files of uploads cut off by a crash of the previous run. Nothing is in flight yet: this
@@ -69,6 +72,8 @@ async function main(): Promise<void> {
   );
   // Longer than a load balancer's idle time-out (AWS ALB: 60 s), so it never reuses a connection we just closed.
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  // Requests node cannot parse (or whose headers time out): the envelope, not node's bare 400.
+  answerClientErrors(server, ctx.metrics);
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -91,6 +96,7 @@ async function main(): Promise<void> {
     });
     const ms = http.createServer({ headersTimeout: config.headersTimeoutMs, requestTimeout: config.headersTimeoutMs + config.bodyTimeoutMs, ...expressServerOptions(metricsApp) }, metricsApp);
     metricsServer = ms;
+    answerClientErrors(ms, ctx.metrics);
     await new Promise<void>((resolve) => ms.listen(config.metrics.port, config.host, resolve));
     const a = ms.address();
     const metricsPort = typeof a === 'object' && a ? a.port : config.metrics.port;

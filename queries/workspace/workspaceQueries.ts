@@ -7,6 +7,7 @@ import { Role } from '../../src/domain/workspace/events';
 import { invitationsCollection, membersCollection, memberId, tagsCollection, tagViewId, workspacesCollection, WorkspaceView } from '../../projections/workspace/workspaceProjection';
 import { usersCollection } from '../../projections/user/userProjection';
 import { documentsCollection } from '../../projections/document/documentProjection';
+import { identityRequirementUnmet } from './membership';
 
 /** Documents of a workspace (a deleted one has left the read model). */
 async function documentCount(ctx: Deps, workspaceId: string): Promise<number> {
@@ -24,16 +25,39 @@ async function summary(ctx: Deps, w: WorkspaceView, role: Role) {
   };
 }
 
-export async function listWorkspaces(ctx: Deps, userId: string) {
+/** Why a workspace of the user is left out of their list: the error code its routes answer. */
+export type WithheldReason = 'MFA_ENROLMENT_REQUIRED' | 'EMAIL_NOT_VERIFIED';
+
+/**
+ * The workspaces the user can access (spec 4.2), oldest first. A workspace whose
+ * `requireMfa` / `requireVerifiedEmail` the caller does not meet (with `authMethod`: API keys
+ * are exempt from `requireMfa`) answers 403 on every route of its own, so it is left out of
+ * the list too (before, its name and counts were listed): `withheld` counts them by reason,
+ * so the client can tell its user that enrolling a second factor or verifying their e-mail
+ * brings them back.
+ */
+export async function listWorkspaces(ctx: Deps, userId: string, authMethod: string): Promise<{ workspaces: Awaited<ReturnType<typeof summary>>[]; withheld: Map<WithheldReason, number> }> {
   const memberships = await membersCollection(ctx.readStore).find({ userId });
   const workspaces = await workspacesCollection(ctx.readStore).getMany(memberships.map((m) => m.workspaceId));
   const byId = new Map(workspaces.map((w) => [w.id, w]));
+  // The user is read once, and only when some workspace asks something of them.
+  let user: ReturnType<ReturnType<typeof usersCollection>['get']> | undefined;
+  const readUser = () => (user ??= usersCollection(ctx.readStore).get(userId));
   const out = [];
+  const withheld = new Map<WithheldReason, number>();
   for (const m of memberships) {
     const w = byId.get(m.workspaceId);
-    if (w) out.push(await summary(ctx, w, m.role));
+    if (!w) continue;
+    const unmet = await identityRequirementUnmet(w.settings, authMethod, readUser);
+    if (unmet) {
+      const reason: WithheldReason = unmet === 'mfa' ? 'MFA_ENROLMENT_REQUIRED' : 'EMAIL_NOT_VERIFIED';
+      withheld.set(reason, (withheld.get(reason) ?? 0) + 1);
+      continue;
+    }
+    out.push(await summary(ctx, w, m.role));
   }
-  return out.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+  out.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+  return { workspaces: out, withheld };
 }
 
 export async function getWorkspace(ctx: Deps, workspaceId: string, userId: string) {

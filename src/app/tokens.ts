@@ -11,6 +11,11 @@ export const STORED_EVENT_STORE = Symbol('STORED_EVENT_STORE');
 export const QUERY_EMBEDDINGS = Symbol('QUERY_EMBEDDINGS');
 /** Merges the search index's deleted text out of its files after an erasure (embedded index only). */
 export const COMPACT_SEARCH_INDEX = Symbol('COMPACT_SEARCH_INDEX');
+/**
+ * Warms the search index's worker thread up on a throwaway index of its own (embedded index in
+ * its thread only: `(sample: WarmUpSample) => Promise<void>`), used by the start-up rehearsal.
+ */
+export const WARM_SEARCH_THREAD = Symbol('WARM_SEARCH_THREAD');
 /** What the root opened besides the ports (the shared MongoClient ...), released last on close. */
 export const EXTRA_CLOSERS = Symbol('EXTRA_CLOSERS');
 /** The MongoClient shared by the read store, GridFS, data keys and rate limits (KB_READ_STORE=mongodb only). */

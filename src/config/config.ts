@@ -67,6 +67,7 @@ const Env = t.partial({
   KB_BODY_TIMEOUT_MS: PositiveInt,
   KB_WHOLE_DOCUMENT_READS_AT_ONCE: PositiveInt,
   KB_WHOLE_DOCUMENT_STALL_MS: PositiveInt,
+  KB_WHOLE_DOCUMENT_MIN_BYTES_PER_S: PositiveInt,
   KB_UPLOAD_TIMEOUT_MS: PositiveInt,
   KB_KEEP_ALIVE_TIMEOUT_MS: PositiveInt,
   KB_UPLOAD_RATE_PER_MINUTE: PositiveInt,
@@ -74,6 +75,7 @@ const Env = t.partial({
   KB_MAX_EXTRACTED_BYTES: PositiveInt,
   KB_MAX_ZIP_ENTRIES: PositiveInt,
   KB_MAX_PDF_PAGES: PositiveInt,
+  KB_MAX_CHUNKS_PER_DOCUMENT: PositiveInt,
   KB_EXTRACT_TIMEOUT_MS: PositiveInt,
   KB_PROCESSING_CONCURRENCY: PositiveInt,
   KB_PROCESSING_PER_WORKSPACE: PositiveInt,
@@ -184,6 +186,11 @@ export interface Config {
   wholeDocumentReadsAtOnce: number;
   /** A client that takes none of such an answer for this long has its connection closed (the answer dropped, the turn freed). */
   wholeDocumentStallMs: number;
+  /**
+   * Such an answer (and a `/file` download) must average at least this many bytes per second
+   * once `wholeDocumentStallMs` has passed since it began; slower, its connection is closed.
+   */
+  wholeDocumentMinBytesPerS: number;
   /** The body of an upload must arrive within this after the headers: 408 REQUEST_TIMEOUT. */
   uploadTimeoutMs: number;
   /** An idle keep-alive connection is kept this long (longer than a load balancer's idle time-out). */
@@ -193,7 +200,7 @@ export interface Config {
   /** Writes (POST/PUT/PATCH/DELETE on /v1 and /api) per credential per minute: 429 RATE_LIMITED past it. */
   writeRatePerMinute: number;
   /** Bounds of one document's extraction (see ExtractionLimits). */
-  extraction: { maxExtractedBytes: number; maxZipEntries: number; maxPdfPages: number; timeoutMs: number };
+  extraction: { maxExtractedBytes: number; maxZipEntries: number; maxPdfPages: number; maxChunks: number; timeoutMs: number };
   /**
    * Document processing runs at once in this process (`concurrency`), and at most
    * `perWorkspace` of them for one workspace; waiting runs are taken round-robin by workspace.
@@ -317,6 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyTimeoutMs: e.KB_BODY_TIMEOUT_MS ?? 30_000,
     wholeDocumentReadsAtOnce: e.KB_WHOLE_DOCUMENT_READS_AT_ONCE ?? 2,
     wholeDocumentStallMs: e.KB_WHOLE_DOCUMENT_STALL_MS ?? 10_000,
+    wholeDocumentMinBytesPerS: e.KB_WHOLE_DOCUMENT_MIN_BYTES_PER_S ?? 64 * 1024,
     uploadTimeoutMs: e.KB_UPLOAD_TIMEOUT_MS ?? 10 * 60_000,
     // AWS ALB's idle time-out is 60 s: the server must not close a connection the balancer is about to reuse.
     keepAliveTimeoutMs: e.KB_KEEP_ALIVE_TIMEOUT_MS ?? 65_000,
@@ -326,6 +334,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxExtractedBytes: e.KB_MAX_EXTRACTED_BYTES ?? 64 * 1024 * 1024,
       maxZipEntries: e.KB_MAX_ZIP_ENTRIES ?? 5000,
       maxPdfPages: e.KB_MAX_PDF_PAGES ?? 5000,
+      maxChunks: e.KB_MAX_CHUNKS_PER_DOCUMENT ?? 200_000,
       timeoutMs: e.KB_EXTRACT_TIMEOUT_MS ?? 120_000,
     },
     processing: { concurrency: 0, perWorkspace: 0 },

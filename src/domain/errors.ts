@@ -5,6 +5,7 @@
 export type ErrorCode =
   | 'VALIDATION_ERROR'
   | 'BAD_REQUEST'
+  | 'HEADERS_TOO_LARGE'
   | 'QUERY_REQUIRED'
   | 'QUERY_TOO_LONG'
   | 'ANALYTICS_RANGE_TOO_LARGE'

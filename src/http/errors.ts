@@ -10,6 +10,8 @@ const STATUS: Record<ErrorCode, number> = {
   VALIDATION_ERROR: 400,
   ANALYTICS_RANGE_TOO_LARGE: 400,
   BAD_REQUEST: 400,
+  // The request's header block passed node's limit (--max-http-header-size): answered by src/http/clientErrors.ts.
+  HEADERS_TOO_LARGE: 431,
   QUERY_REQUIRED: 400,
   QUERY_TOO_LONG: 400,
   INVALID_FILE_TYPE: 400,

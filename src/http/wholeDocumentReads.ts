@@ -14,7 +14,10 @@ import { respond } from './responses';
  * leaves while it waits gives up its place. A client that stops taking its answer cannot keep
  * its turn (fourth hostile look: two clients that never read held every turn of the process):
  * the answer is written in slices, and a client that takes none of it for `stallMs` has its
- * connection closed, which frees the answer's memory and the turn. One caller (a user, or an
+ * connection closed, which frees the answer's memory and the turn. Nor can one that takes a slice
+ * now and then (a slice every 9 s kept a turn for as long as it liked): once `stallMs` has
+ * passed, the answer must have averaged `minBytesPerS` since it began, or its connection is
+ * closed. One caller (a user, or an
  * address before sign-in) holds at most half of the turns (at least one), so another tenant's
  * reads always find a turn that this caller cannot take; a waiting request whose caller holds
  * its share lets the next caller's request go first.
@@ -30,6 +33,8 @@ export class Turns {
     private readonly atOnce: number,
     /** How long an answer's client may take nothing of it before its connection is closed. */
     readonly stallMs = 10_000,
+    /** The average rate an answer must keep once `stallMs` has passed since it began (see `progressDeadline`). */
+    readonly minBytesPerS = 64 * 1024,
   ) {
     this.perCaller = Math.max(1, Math.ceil(atOnce / 2));
   }
@@ -130,8 +135,21 @@ export function wholeDocumentRead(turns: Turns, applies: (req: Request) => boole
 /** Bytes handed to the connection at a time; the next slice goes once the connection has taken them. */
 const SLICE_BYTES = 256 * 1024;
 
-/** Resolves true once `res` drained, false when it or its connection closed, or it took nothing for `ms`. */
-function drained(res: Response, ms: number): Promise<boolean> {
+/**
+ * When an answer that began at `startedAt` and of which the client has taken `taken` bytes falls
+ * below its floor: it must average `minBytesPerS` from its start, checked once `graceMs` have
+ * passed (a slow start, a large first slice in the socket's buffers, are forgiven until then).
+ * Bounds the whole answer: `n` bytes are taken within max(graceMs, n / minBytesPerS) or dropped.
+ */
+export function progressDeadline(startedAt: number, graceMs: number, minBytesPerS: number, taken: number): number {
+  return startedAt + Math.max(graceMs, (taken / minBytesPerS) * 1000);
+}
+
+/**
+ * Resolves true once `res` drained, false when it or its connection closed, it took nothing for
+ * `ms`, or `deadline` (epoch ms) passed first.
+ */
+function drained(res: Response, ms: number, deadline = Infinity): Promise<boolean> {
   const socket = res.req.socket;
   return new Promise((resolve) => {
     const finish = (ok: boolean) => {
@@ -143,7 +161,7 @@ function drained(res: Response, ms: number): Promise<boolean> {
     };
     const onDrain = () => finish(true);
     const onClose = () => finish(false);
-    const timer = setTimeout(() => finish(false), ms);
+    const timer = setTimeout(() => finish(false), Math.max(0, Math.min(ms, deadline - Date.now())));
     res.on('drain', onDrain);
     res.on('close', onClose);
     socket.on('close', onClose);
@@ -167,12 +185,17 @@ export function respondWhole<C extends t.Mixed>(res: Response, codec: C, body: t
     res.end();
     return;
   }
+  const startedAt = Date.now();
   const send = async () => {
     for (let at = 0; bytes && at < bytes.length; at += SLICE_BYTES) {
       if (res.destroyed || res.req.socket.destroyed) return;
-      if (!res.write(bytes.subarray(at, at + SLICE_BYTES)) && !(await drained(res, turns.stallMs))) {
+      const end = Math.min(bytes.length, at + SLICE_BYTES);
+      if (res.write(bytes.subarray(at, end))) continue;
+      // What the client has taken: all written but what still waits in this process's buffers.
+      const deadline = progressDeadline(startedAt, turns.stallMs, turns.minBytesPerS, end - res.writableLength);
+      if (Date.now() >= deadline || !(await drained(res, turns.stallMs, deadline))) {
         bytes = undefined;
-        res.destroy(); // the client took nothing for stallMs (or left): drop the answer, free the turn
+        res.destroy(); // the client took nothing for stallMs, fell below the floor, or left: drop the answer, free the turn
         return;
       }
     }
@@ -184,10 +207,10 @@ export function respondWhole<C extends t.Mixed>(res: Response, codec: C, body: t
 const turnsOf = new WeakMap<object, Turns>();
 
 /** The turns of one application (its context), shared by every route that reads a whole document. */
-export function wholeDocumentTurns(ctx: { config: { wholeDocumentReadsAtOnce: number; wholeDocumentStallMs: number } }): Turns {
+export function wholeDocumentTurns(ctx: { config: { wholeDocumentReadsAtOnce: number; wholeDocumentStallMs: number; wholeDocumentMinBytesPerS: number } }): Turns {
   let t = turnsOf.get(ctx);
   if (!t) {
-    t = new Turns(ctx.config.wholeDocumentReadsAtOnce, ctx.config.wholeDocumentStallMs);
+    t = new Turns(ctx.config.wholeDocumentReadsAtOnce, ctx.config.wholeDocumentStallMs, ctx.config.wholeDocumentMinBytesPerS);
     turnsOf.set(ctx, t);
   }
   return t;

@@ -25,6 +25,8 @@ export interface Metrics {
   search(r: { mode: string; seconds: number }): void;
   /** One request refused by a rate limit (by the limiter's name, e.g. `uploads`). */
   rateLimited(limiter: string): void;
+  /** One connection whose request could not be parsed as HTTP (or timed out before its headers), by the error code it was answered with. */
+  malformedRequest(code: string): void;
   /** A gauge read at scrape time (queue depth, projection lag). */
   gauge(spec: { name: string; help: string; labelNames: readonly string[] }, collect: () => Promise<GaugeSample[]>): void;
   /** The exposition of every metric (Prometheus text format). */
@@ -46,6 +48,7 @@ export const noMetrics: Metrics = {
   embedding: () => undefined,
   search: () => undefined,
   rateLimited: () => undefined,
+  malformedRequest: () => undefined,
   gauge: () => undefined,
   exposition: async () => ({ contentType: 'text/plain; version=0.0.4; charset=utf-8', body: '' }),
 };

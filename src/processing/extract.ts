@@ -87,12 +87,20 @@ export interface ExtractionLimits {
   maxZipEntries: number;
   /** KB_MAX_PDF_PAGES: pages of a PDF. */
   maxPdfPages: number;
+  /**
+   * KB_MAX_CHUNKS_PER_DOCUMENT: chunks of one document, counted as they are made (each costs an
+   * embedding, rows and index entries). Ordinary prose gives about 1,400 chunks per MiB of text
+   * (89,000 at the 64 MiB text bound), CJK text about 2,100 (133,000); a file of tiny headings
+   * gives one chunk per heading (2 MB of `# a` lines: 349,525).
+   */
+  maxChunks: number;
 }
 
 export const DEFAULT_EXTRACTION_LIMITS: Readonly<ExtractionLimits> = {
   maxExtractedBytes: 64 * 1024 * 1024,
   maxZipEntries: 5000,
   maxPdfPages: 5000,
+  maxChunks: 200_000,
 };
 
 export interface ExtractOptions {

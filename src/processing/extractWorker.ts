@@ -512,7 +512,13 @@ async function run(job: ExtractJob, send: (msg: ExtractWorkerMessage) => void, i
       chunks = [];
       chunkChars = 0;
     };
+    let chunkCount = 0;
     const addChunks = (more: Chunk[]): void => {
+      // Checked as the chunks are made: a file of tiny sections is refused at the bound, not after all of its chunks.
+      chunkCount += more.length;
+      if (chunkCount > job.limits.maxChunks) {
+        throw limitError(`the document makes more than ${job.limits.maxChunks} chunks (KB_MAX_CHUNKS_PER_DOCUMENT); each heading starts a chunk: a file of many tiny sections makes one per section`);
+      }
       for (const c of more) {
         if (chunkBatcher) {
           const full = chunkBatcher.push(c);

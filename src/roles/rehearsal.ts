@@ -8,6 +8,8 @@ import type { Config } from '../config/config';
 import type { EmbeddingProvider } from '../ports/embeddings';
 import { buildContainer, closeContainer } from '../container';
 import { spareExtractionWorkerWarm } from '../processing/extract';
+import { chunkText } from '../processing/chunker';
+import type { WarmUpSample } from '../adapters/embedded/searchWorkerProtocol';
 import { startRole } from './startRole';
 
 /**
@@ -23,6 +25,12 @@ import { startRole } from './startRole';
  * metrics in the server's registry. It borrows the server's embedding model (not loaded twice)
  * and takes the process's spare extraction worker, which is replaced and warmed up again before
  * this settles; its own extraction workers are ended with it.
+ *
+ * Its own index runs on the main thread, so the live index's worker thread (KB_SEARCH_THREAD=
+ * worker, the default) would still run cold code at the first upload: it is warmed up too, on a
+ * throwaway in-memory index of that thread (`WorkerSearchIndex.warmUp`): one made-up document
+ * indexed, searched, renamed and deleted there. The live index, its file and checkpoint are not
+ * touched; no event is appended for it.
  */
 
 const DIR_PREFIX = 'rehearsal-';
@@ -57,7 +65,7 @@ async function removeLeftovers(tmp: string): Promise<void> {
 }
 
 /** Runs the rehearsal; rejects (the caller logs it) when a step fails. Always cleans up after itself. */
-export async function rehearseUpload(config: Config, logger: Logger, embeddings: EmbeddingProvider): Promise<void> {
+export async function rehearseUpload(config: Config, logger: Logger, embeddings: EmbeddingProvider, warmSearchThread?: (sample: WarmUpSample) => Promise<void>): Promise<void> {
   const tmp = path.join(config.dataDir, 'tmp');
   await removeLeftovers(tmp);
   const dir = path.join(tmp, `${DIR_PREFIX}${randomUUID()}`);
@@ -92,6 +100,10 @@ export async function rehearseUpload(config: Config, logger: Logger, embeddings:
     const abort = new AbortController();
     timer = setTimeout(() => abort.abort(new Error(`the start-up rehearsal did not finish within ${REHEARSAL_TIMEOUT_MS} ms`)), REHEARSAL_TIMEOUT_MS);
     await rehearse(base, abort.signal);
+    if (warmSearchThread) {
+      await warmLiveSearchThread(warmSearchThread, embeddings);
+      logger.info('search index thread warmed up');
+    }
     // The spare extraction worker it took is replaced once that job ended: wait until the new one is warm.
     await new Promise((r) => setImmediate(r));
     await spareExtractionWorkerWarm();
@@ -106,6 +118,34 @@ export async function rehearseUpload(config: Config, logger: Logger, embeddings:
     if (built) await closeContainer(built.di).catch((err: unknown) => logger.warn({ err }, 'the start-up rehearsal did not close cleanly'));
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+const WARM_UP_QUERY = 'what does the server upload at start-up';
+
+/** The live index's thread warmed up with a made-up document of SAMPLE's chunks and vectors of the live model. */
+async function warmLiveSearchThread(warm: (sample: WarmUpSample) => Promise<void>, embeddings: EmbeddingProvider): Promise<void> {
+  const workspaceId = randomUUID();
+  const documentId = randomUUID();
+  // Small chunks, so the made-up document has several.
+  const chunks = chunkText([{ text: SAMPLE, section: 'Rehearsal' }], { chunkTokens: 24, overlapTokens: 4 });
+  const texts = chunks.map((c) => c.content);
+  const vectors = await (embeddings.embedDocuments ? embeddings.embedDocuments(texts) : embeddings.embed(texts));
+  const [query] = await embeddings.embed([WARM_UP_QUERY]);
+  await warm({
+    chunks: chunks.map((c, i) => ({
+      workspaceId,
+      documentId,
+      documentTitle: 'Rehearsal',
+      purpose: 'KNOWLEDGE',
+      tags: [],
+      chunkIndex: c.index,
+      content: c.content,
+      vector: vectors[i],
+      model: embeddings.modelId,
+      ...(c.section ? { section: c.section } : {}),
+    })),
+    query: { text: WARM_UP_QUERY, vector: query, filters: { workspaceId }, k: 5, vectorModel: embeddings.modelId },
+  });
 }
 
 /** The requests: a user, a workspace, an upload until VERIFIED, the document, a search. */

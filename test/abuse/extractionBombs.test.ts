@@ -97,7 +97,32 @@ describe('extraction limits (extractText)', () => {
     const docxErr = await failure(extractText(await file('wordy.docx', docx(documentXml('word '.repeat(1000)))), 'docx', small));
     expect(docxErr.code).toBe('EXTRACTION_LIMIT_EXCEEDED');
   });
+
+  it('a Markdown file of tiny sections is refused at KB_MAX_CHUNKS_PER_DOCUMENT (default 200,000), counted as the chunks are made', async () => {
+    // 2 MB of alternating one-word sections: one chunk each, 349,526 of them unbounded.
+    const err = await failure(extractText(await file('headings.md', tinySections(2 * MiB)), 'md', { ...opts, chunking: { chunkTokens: 200, overlapTokens: 40 } }));
+    expect(err.code).toBe('EXTRACTION_LIMIT_EXCEEDED');
+    expect(err.message).toMatch(/more than 200000 chunks \(KB_MAX_CHUNKS_PER_DOCUMENT\)/);
+  });
+
+  it('the chunk bound counts chunks, not sections or bytes: a document of exactly the bound passes, one more chunk fails', async () => {
+    const prose = Array.from({ length: 300 }, (_, i) => `Paragraph ${i} of an ordinary report on wing loading, with a sentence or two. It goes on for a while about flutter and drag.`).join('\n\n');
+    const chunking = { chunkTokens: 200, overlapTokens: 40 };
+    const p = await file('prose.md', prose);
+    const whole = await extractText(p, 'md', { ...opts, chunking });
+    const n = whole.chunks?.length ?? 0;
+    expect(n).toBeGreaterThan(10);
+    expect((await extractText(p, 'md', { ...opts, chunking, limits: { ...limits, maxChunks: n } })).chunks).toHaveLength(n);
+    const err = await failure(extractText(p, 'md', { ...opts, chunking, limits: { ...limits, maxChunks: n - 1 } }));
+    expect(err.message).toMatch(/KB_MAX_CHUNKS_PER_DOCUMENT/);
+  });
 });
+
+/** Markdown of alternating one-word sections (`# a`, `# b`: a new section each time), `bytes` long. */
+function tinySections(bytes: number, word = 'x'): string {
+  const pair = `# a\n${word}\n# b\n${word}\n`;
+  return pair.repeat(Math.ceil(bytes / pair.length));
+}
 
 describe('extraction limits (HTTP)', () => {
   let server: TestServer;
@@ -144,6 +169,21 @@ describe('extraction limits (HTTP)', () => {
     const doc = await uploadSettled(await pdfOfPages(30), 'pages.pdf');
     expect(doc.processingStatus).toBe('FAILED');
     expect(doc.error).toMatchObject({ code: 'EXTRACTION_LIMIT_EXCEEDED' });
+  });
+
+  it('a Markdown file of tiny sections ends FAILED past the chunk bound, and none of it is searchable', async () => {
+    // 3 MB: 349,526 sections of the word 'zeph'.
+    const doc = await uploadSettled(Buffer.from(tinySections(3 * MiB, 'zeph')), 'headings.md');
+    expect(doc.processingStatus).toBe('FAILED');
+    expect(doc.error).toMatchObject({ code: 'EXTRACTION_LIMIT_EXCEEDED' });
+    expect(doc.error.message).toMatch(/KB_MAX_CHUNKS_PER_DOCUMENT/);
+    expect(doc.chunkCount ?? 0).toBe(0);
+    // The word is found where it is indexed (an ordinary document holding it), never in the refused one.
+    const ordinary = await uploadSettled(Buffer.from('# Notes\n\nThe zeph is a small wind that blows in the spring.\n'), 'ordinary.md');
+    expect(ordinary.processingStatus).toBe('VERIFIED');
+    const found = await api.post(`/v1/workspaces/${ws}/search`, { query: 'zeph', limit: 20 });
+    expect(found.status).toBe(200);
+    expect(found.body.results.map((r: { documentId: string }) => r.documentId)).toEqual([ordinary.id]);
   });
 
   it('a normal .docx is still VERIFIED', async () => {

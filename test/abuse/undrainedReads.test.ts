@@ -125,3 +125,120 @@ describe('abuse: whole-document reads whose clients never read', () => {
     expect(r.body.content.length).toBe(8 * 1024 * 1024);
   }, 30_000);
 });
+
+/**
+ * A client that takes a little of its answer now and then (one slice every 9 s by default) never
+ * trips the stall bound, and held its turn (or its download's stored file) for as long as it
+ * liked. Answers must now average KB_WHOLE_DOCUMENT_MIN_BYTES_PER_S once the stall time has
+ * passed. Settings shortened: one turn in all, 2 s, 4 MiB/s; the slow reader takes 64 KiB every
+ * 100 ms (~640 KiB/s: a 256 KiB slice every ~0.4 s), often enough for the stall bound (with the
+ * floor at 1 byte/s it keeps its turn), far below the floor. Outcomes are asserted, never times:
+ * a bound that does not hold fails by the test's time-out (the slow reader would take ~37 s for
+ * the 24 MB answer, ~25 s for the 16 MiB file).
+ */
+describe('abuse: whole-document reads and downloads taken slowly', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({
+      KB_RATE_LIMITS: 'off',
+      KB_LOG_LEVEL: 'warn',
+      KB_WHOLE_DOCUMENT_READS_AT_ONCE: '1',
+      KB_WHOLE_DOCUMENT_STALL_MS: '2000',
+      KB_WHOLE_DOCUMENT_MIN_BYTES_PER_S: String(4 * 1024 * 1024),
+    });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  /** Sends a GET, then takes about `bytes` every `everyMs`; `fast()` then reads the rest at once. */
+  async function slowReader(path: string, token: string, everyMs: number, bytes = 64 * 1024) {
+    const s = await connect(server.url);
+    s.pause();
+    let text = '';
+    let slow = true;
+    let budget = 0;
+    s.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+      budget -= d.length;
+      if (slow && budget <= 0) s.pause();
+    });
+    s.on('error', () => undefined);
+    const timer = setInterval(() => {
+      budget = bytes;
+      s.resume();
+    }, everyMs);
+    const closed = new Promise<string>((resolve) => s.on('close', () => resolve(text)));
+    s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+    const begun = new Promise<void>((resolve) => s.once('data', () => resolve()));
+    return {
+      begun,
+      closed,
+      fast: () => {
+        clearInterval(timer);
+        slow = false;
+        s.resume();
+      },
+    };
+  }
+
+  async function bigText(u: Awaited<ReturnType<typeof signUp>>, ws: string): Promise<{ doc: string; chars: number }> {
+    // 16 MB of blank lines: nothing to extract (FAILED, NO_TEXT, no CPU spent), the text kept whole.
+    const big = ' \n'.repeat(8 * 1024 * 1024);
+    const fd = new FormData();
+    fd.append('file', new Blob([big]), 'big.txt');
+    const up = await u.api.post(`/v1/workspaces/${ws}/documents`, fd);
+    expect(up.status).toBe(201);
+    return { doc: up.body.id as string, chars: big.length };
+  }
+
+  it("a reader that takes its answer slowly loses its connection and its turn: another tenant's read is answered", async () => {
+    const slowUser = await signUp(server.url, 'Trickle');
+    const ws = (await slowUser.api.post('/v1/workspaces', { name: 'Big' })).body.id as string;
+    const { doc, chars } = await bigText(slowUser, ws);
+    const other = await signUp(server.url, 'Waiting');
+    const otherWs = (await other.api.post('/v1/workspaces', { name: 'Small' })).body.id as string;
+    const small = (await other.api.post(`/v1/workspaces/${otherWs}/documents`, { title: 'Small', content: 'A few words.', format: 'text' })).body.id as string;
+
+    const reader = await slowReader(`/v1/workspaces/${ws}/documents/${doc}/content`, slowUser.token, 100);
+    await reader.begun; // it holds the only turn
+    // Answered once the slow reader's turn is taken back (before: after the whole answer trickled through, ~37 s).
+    const r = await other.api.get(`/v1/workspaces/${otherWs}/documents/${small}/content`);
+    expect(r.status).toBe(200);
+    expect(r.body.content).toBe('A few words.');
+    // The slow connection was closed by the server before its answer was complete.
+    reader.fast();
+    const got = await reader.closed;
+    expect(got.startsWith('HTTP/1.1 200')).toBe(true);
+    expect(got.length).toBeLessThan(chars);
+    // A reader that takes its answer at once gets all of it.
+    const whole = await slowUser.api.get(`/v1/workspaces/${ws}/documents/${doc}/content`);
+    expect(whole.status).toBe(200);
+    expect(whole.body.content.length).toBe(chars);
+  }, 30_000);
+
+  it('a download taken slowly is closed, and the stored file with it', async () => {
+    const u = await signUp(server.url, 'SlowDownload');
+    const ws = (await u.api.post('/v1/workspaces', { name: 'Files' })).body.id as string;
+    const { doc, chars } = await bigText(u, ws);
+    const openBlobs = () => {
+      const dir = `/proc/${server.proc.pid}/fd`;
+      return fs.readdirSync(dir).filter((f) => {
+        try {
+          return fs.readlinkSync(`${dir}/${f}`).includes(`${server.dataDir}/blobs/`);
+        } catch {
+          return false; // closed meanwhile
+        }
+      }).length;
+    };
+    const reader = await slowReader(`/v1/documents/${doc}/file`, u.token, 100);
+    await reader.begun;
+    expect(openBlobs()).toBeGreaterThan(0);
+    // Let go of while the client still reads slowly (before: held until the last byte, ~25 s).
+    expect(await eventually(() => openBlobs() === 0, 10_000)).toBe(true);
+    reader.fast();
+    const got = await reader.closed;
+    expect(got.startsWith('HTTP/1.1 200')).toBe(true);
+    expect(got.length).toBeLessThan(chars);
+  }, 30_000);
+});

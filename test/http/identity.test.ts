@@ -315,6 +315,47 @@ describe('identity with the outbox (embedded default): outbox, sessions, TOTP', 
     expect((await owner.api.put(`/v1/workspaces/${wsId}`, { settings: { requireMfaX: true } })).status).toBe(400);
   });
 
+  it('GET /v1/workspaces leaves out a workspace whose requireVerifiedEmail / requireMfa the caller does not meet, says so in KB-Workspaces-Withheld, and lists it once they meet it', async () => {
+    const owner = await register('list-owner@example.com');
+    const member = await register('list-member@example.com');
+    const dir = path.join(server.dataDir, 'outbox');
+    const verifyFrom = async (email: string) => {
+      const raw = await waitFor(`mail to ${email}`, () => fs.readdirSync(dir).map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).find((r) => r.includes(`To: ${email}`)));
+      expect((await client(server.url).post('/v1/auth/verify-email', { token: tokenOf(linkIn(raw, 'verify-email')) })).status).toBe(200);
+    };
+    const names = async (api: typeof member.api) => {
+      const r = await api.get('/v1/workspaces');
+      expect(r.status).toBe(200);
+      return { names: (r.body as { name: string }[]).map((w) => w.name), withheld: r.headers.get('kb-workspaces-withheld'), reasons: r.headers.get('kb-workspaces-withheld-reasons') };
+    };
+    await verifyFrom('list-owner@example.com');
+    const enrol = await owner.api.post('/v1/auth/mfa/totp', {});
+    expect((await owner.api.post('/v1/auth/mfa/totp/confirm', { code: totp(base32Decode(enrol.body.secret), Date.now() / 1000) })).status).toBe(200);
+    const open = (await owner.api.post('/v1/workspaces', { name: 'Open' })).body.id as string;
+    const verified = (await owner.api.post('/v1/workspaces', { name: 'Needs verified e-mail' })).body.id as string;
+    const mfa = (await owner.api.post('/v1/workspaces', { name: 'Needs MFA' })).body.id as string;
+    for (const id of [open, verified, mfa]) expect((await owner.api.post(`/v1/workspaces/${id}/members`, { userId: member.id, role: 'MEMBER' })).status).toBe(201);
+    // Before any requirement: all three, nothing withheld.
+    expect(await names(member.api)).toEqual({ names: ['Open', 'Needs verified e-mail', 'Needs MFA'], withheld: '0', reasons: null });
+    expect((await owner.api.put(`/v1/workspaces/${verified}`, { settings: { requireVerifiedEmail: true } })).status).toBe(200);
+    expect((await owner.api.put(`/v1/workspaces/${mfa}`, { settings: { requireMfa: true } })).status).toBe(200);
+
+    // The member meets neither: only the open workspace is listed (its name and counts leaked before), and the header says why.
+    expect(await names(member.api)).toEqual({ names: ['Open'], withheld: '2', reasons: 'EMAIL_NOT_VERIFIED=1, MFA_ENROLMENT_REQUIRED=1' });
+    // The owner, who meets both, sees all three.
+    expect(await names(owner.api)).toEqual({ names: ['Open', 'Needs verified e-mail', 'Needs MFA'], withheld: '0', reasons: null });
+    // An API key is exempt from requireMfa (as on the workspace's own routes), not from requireVerifiedEmail.
+    const key = (await member.api.post('/v1/api-keys', { name: 'ci' })).body.key as string;
+    expect(await names(client(server.url, key))).toEqual({ names: ['Open', 'Needs MFA'], withheld: '1', reasons: 'EMAIL_NOT_VERIFIED=1' });
+
+    // Verified: the second comes back; enrolled: the third.
+    await verifyFrom('list-member@example.com');
+    expect(await names(member.api)).toEqual({ names: ['Open', 'Needs verified e-mail'], withheld: '1', reasons: 'MFA_ENROLMENT_REQUIRED=1' });
+    const mine = await member.api.post('/v1/auth/mfa/totp', {});
+    expect((await member.api.post('/v1/auth/mfa/totp/confirm', { code: totp(base32Decode(mine.body.secret), Date.now() / 1000) })).status).toBe(200);
+    expect(await names(member.api)).toEqual({ names: ['Open', 'Needs verified e-mail', 'Needs MFA'], withheld: '0', reasons: null });
+  });
+
   it('TOTP: enrol, confirm, sign-in asks for the code, recovery codes work once, disable with a code', async () => {
     const u = await register('mfa@example.com');
     const anon = client(server.url);

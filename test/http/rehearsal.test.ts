@@ -35,6 +35,40 @@ describe('start-up rehearsal', () => {
     }
   };
 
+  /** What the live search index holds: chunks, workspaces numbered, vector models, checkpoint. */
+  const indexContents = (dataDir: string) => {
+    const db = new Database(path.join(dataDir, 'search.db'), { readonly: true, fileMustExist: true });
+    try {
+      const n = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+      return {
+        chunks: n('SELECT count(*) AS n FROM chunks'),
+        text: n('SELECT count(*) AS n FROM chunks_fts'),
+        workspaces: n('SELECT count(*) AS n FROM workspace_numbers'),
+        models: n('SELECT count(*) AS n FROM vector_models'),
+        checkpoint: n('SELECT coalesce(max(position), 0) AS n FROM checkpoint'),
+      };
+    } finally {
+      db.close();
+    }
+  };
+
+  it("warms the live search index's thread up on a throwaway index of its own: the live index holds nothing of it", async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-test-'));
+    server = await startServer({ KB_WARMUP_REHEARSAL: 'on', KB_SEARCH_THREAD: 'worker' }, dataDir);
+    await ready(server.url);
+    // Before /readyz said ready (before: the thread ran cold code at the first upload).
+    expect(server.output()).toMatch(/"msg":"search index thread warmed up"/);
+    expect(server.output()).not.toMatch(/start-up rehearsal (failed|did not close)/);
+    await server.stop();
+    expect(indexContents(dataDir)).toEqual({ chunks: 0, text: 0, workspaces: 0, models: 0, checkpoint: 0 });
+    expect(eventCount(dataDir)).toBe(0);
+    // With the index on the main thread there is no thread to warm (the rehearsal's own index ran this code there).
+    server = await startServer({ KB_WARMUP_REHEARSAL: 'on', KB_SEARCH_THREAD: 'main' }, dataDir);
+    await ready(server.url);
+    expect(server.output()).toMatch(/"msg":"start-up rehearsal warmed up"/);
+    expect(server.output()).not.toMatch(/search index thread warmed up/);
+  });
+
   it('runs before /readyz says ready, leaves nothing behind (a crashed one\'s directory included), and the server works as before', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-test-'));
     // What a rehearsal cut off by kill -9 would leave.

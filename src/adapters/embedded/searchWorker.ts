@@ -10,11 +10,37 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { VectorModelChangedError } from '../../ports/searchIndex';
 import { EmbeddedSearchIndex, type EmbeddedSearchIndexOptions } from './embeddedSearchIndex';
-import { CallQueue, type WorkerReply, type WorkerRequest } from './searchWorkerProtocol';
+import { CallQueue, type WarmUpSample, type WorkerReply, type WorkerRequest } from './searchWorkerProtocol';
 
 export interface SearchWorkerData {
   filePath: string;
   options: EmbeddedSearchIndexOptions;
+}
+
+/**
+ * Runs the calls a first upload and search make (index a document's chunks, move the
+ * checkpoint, search, count, update fields, delete) on a throwaway in-memory index of this
+ * thread, so that V8 has compiled this thread's copy of that code before a real document
+ * arrives (the start-up rehearsal's own index ran on the main thread: this thread's code was
+ * still cold at the first upload). No file is opened, and the live index is not touched.
+ */
+async function warmUp(sample: WarmUpSample, options: EmbeddedSearchIndexOptions): Promise<void> {
+  const scratch = new EmbeddedSearchIndex(':memory:', options);
+  try {
+    const documentId = sample.chunks[0]?.documentId;
+    if (!documentId) return;
+    await scratch.setCheckpoint(1);
+    await scratch.upsertDocument(documentId, sample.chunks);
+    await scratch.setCheckpoint(2);
+    await scratch.search(sample.query);
+    await scratch.search({ ...sample.query, filters: { ...sample.query.filters, documentIds: [documentId] } });
+    await scratch.countDocuments(sample.query.filters);
+    await scratch.updateDocumentFields(documentId, { documentTitle: `${sample.chunks[0].documentTitle} (renamed)` });
+    await scratch.deleteDocument(documentId);
+    await scratch.setCheckpoint(3);
+  } finally {
+    await scratch.close();
+  }
 }
 
 function main(): void {
@@ -61,6 +87,8 @@ function main(): void {
         return index.dropVectorModel(req.args[0]);
       case 'nameLegacyModel':
         return index.nameLegacyModel(req.args[0]);
+      case 'warmUp':
+        return warmUp(req.args[0], options);
       case 'crash':
         // Tests: an uncaught error, as a bug or a native failure would end the thread.
         setImmediate(() => {

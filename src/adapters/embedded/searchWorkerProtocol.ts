@@ -1,6 +1,16 @@
 /** Messages between WorkerSearchIndex (main thread) and searchWorker (its thread). */
 import type { ChunkVector, DocumentFields, IndexedChunk, SearchFilters, SearchRequest, VectorModel } from '../../ports/searchIndex';
 
+/**
+ * The start-up warm-up of the index's thread: one made-up document's chunks (one workspace,
+ * one document, vectors of the live model) and a search in it, run through a throwaway
+ * in-memory index in the same thread (src/roles/rehearsal.ts). Nothing reaches the live index.
+ */
+export interface WarmUpSample {
+  chunks: IndexedChunk[];
+  query: SearchRequest;
+}
+
 export type WorkerRequest =
   | { id: number; method: 'search'; args: [SearchRequest] }
   | { id: number; method: 'countDocuments'; args: [SearchFilters] }
@@ -18,6 +28,7 @@ export type WorkerRequest =
   | { id: number; method: 'switchVectorModel'; args: [VectorModel] }
   | { id: number; method: 'dropVectorModel'; args: [string] }
   | { id: number; method: 'nameLegacyModel'; args: [string] }
+  | { id: number; method: 'warmUp'; args: [WarmUpSample] }
   | { id: number; method: 'close'; args: [] }
   /** Tests only: the worker throws an uncaught error. */
   | { id: number; method: 'crash'; args: [] };

@@ -6,7 +6,7 @@ import type { ChunkVector, DocumentFields, IndexedChunk, SearchFilters, SearchHi
 import { compiledPath } from '../../util/paths';
 import type { EmbeddedSearchIndexOptions } from './embeddedSearchIndex';
 import type { SearchWorkerData } from './searchWorker';
-import type { IndexStats, WorkerReady, WorkerReply, WorkerRequest } from './searchWorkerProtocol';
+import type { IndexStats, WarmUpSample, WorkerReady, WorkerReply, WorkerRequest } from './searchWorkerProtocol';
 
 const WORKER_PATH = compiledPath('src/adapters/embedded/searchWorker');
 
@@ -174,6 +174,14 @@ export class WorkerSearchIndex implements SearchIndex {
   /** Whether a worker thread is running (false once closed). */
   get running(): boolean {
     return this.alive;
+  }
+
+  /**
+   * Warms the thread's code up on a throwaway in-memory index of its own (searchWorker.ts,
+   * `warmUp`): the live index is not touched. Queued as an index update.
+   */
+  async warmUp(sample: WarmUpSample): Promise<void> {
+    await this.call({ method: 'warmUp', args: [sample] });
   }
 
   async upsertDocument(documentId: string, chunks: IndexedChunk[]): Promise<void> {

@@ -22,6 +22,7 @@ export function prometheusMetrics(): Metrics {
   const chunks = new Counter({ name: 'kb_chunks_embedded_total', help: 'Chunks embedded by the document processor', registers: [registry] });
   const search = new Histogram({ name: 'kb_search_duration_seconds', help: 'Searches by mode', labelNames: ['mode'], buckets: LATENCY_BUCKETS, registers: [registry] });
   const limited = new Counter({ name: 'kb_rate_limit_rejections_total', help: 'Requests refused by a rate limit, by limiter', labelNames: ['limiter'], registers: [registry] });
+  const malformed = new Counter({ name: 'kb_http_malformed_requests_total', help: 'Connections whose request could not be parsed as HTTP or whose headers timed out, by the error code answered', labelNames: ['code'], registers: [registry] });
   // The labelled series of each method, route template and status, looked up once (not hashed from the labels per request).
   const httpSeries = new Map<string, { duration: { observe(v: number): void }; count: { inc(): void } }>();
   return {
@@ -46,6 +47,7 @@ export function prometheusMetrics(): Metrics {
     },
     search: (r) => search.observe({ mode: r.mode }, r.seconds),
     rateLimited: (limiter) => limited.inc({ limiter }),
+    malformedRequest: (code) => malformed.inc({ code }),
     gauge: (spec, collect: () => Promise<GaugeSample[]>) => {
       new Gauge({
         name: spec.name,

@@ -45,7 +45,7 @@ const ENVELOPE_SCHEMAS: Record<Envelope, (codes: JsonSchema) => JsonSchema> = {
   }),
 };
 
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad request', 401: 'Not signed in', 403: 'Forbidden', 404: 'Not found', 405: 'Method not allowed', 408: 'Request timeout', 409: 'Conflict', 413: 'Payload too large', 415: 'Unsupported media type', 423: 'Locked', 429: 'Rate limited (Retry-After)', 500: 'Internal error', 503: 'Unavailable' };
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad request', 401: 'Not signed in', 403: 'Forbidden', 404: 'Not found', 405: 'Method not allowed', 408: 'Request timeout', 409: 'Conflict', 413: 'Payload too large', 431: 'Request headers too large', 415: 'Unsupported media type', 423: 'Locked', 429: 'Rate limited (Retry-After)', 500: 'Internal error', 503: 'Unavailable' };
 
 /** components.responses: one per envelope and status, the code enum naming every code with that status. */
 function errorResponses(): { responses: Record<string, Record<string, unknown>>; byStatus: Map<number, ErrorCode[]> } {
@@ -107,7 +107,9 @@ function operation(method: string, fullPath: string, doc: RouteDoc, family: Moun
     produces === 'none'
       ? { description: description === 'Success' ? 'Done (no content)' : description }
       : { description, content: { [produces]: { schema: response ? toJsonSchema(response) : produces === 'application/json' ? { type: 'object' } : { type: 'string' } } } };
-  const responses: Record<string, unknown> = { [String(doc.status ?? 200)]: success('Success', doc.produces ?? 'application/json', doc.response) };
+  const ok: Record<string, unknown> = success('Success', doc.produces ?? 'application/json', doc.response);
+  if (doc.responseHeaders?.length) ok.headers = Object.fromEntries(doc.responseHeaders.map((h) => [h.name, { description: h.description, schema: h.schema }]));
+  const responses: Record<string, unknown> = { [String(doc.status ?? 200)]: ok };
   for (const other of doc.otherSuccesses ?? []) {
     if (responses[String(other.status)]) throw new Error(`openapi: ${method.toUpperCase()} ${fullPath} documents status ${other.status} twice`);
     responses[String(other.status)] = success(other.description, other.produces ?? 'application/json', other.response);

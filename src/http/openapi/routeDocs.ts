@@ -25,6 +25,8 @@ export interface RouteDoc {
    * differs by case (a redirect beside a JSON body), or /readyz's 503 (not ready, the same body).
    */
   otherSuccesses?: readonly SuccessDoc[];
+  /** Headers of the success answer beyond the usual ones (name, what it says, its JSON schema). */
+  responseHeaders?: readonly { name: string; description: string; schema: Readonly<Record<string, unknown>> }[];
 }
 
 /** One more success answer of a route: its status, what it means, its body (codec or content type; `none` for no body). */

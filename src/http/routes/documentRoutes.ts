@@ -196,7 +196,7 @@ export function documentRoutes(ctx: AppContext): RouteModule {
 
   // The original file (the upload, or the text a document was created from), for members of its workspace.
   v1.get('/documents/:docId/file', async (req, res) => {
-    await sendFile(res, await documentFileForUser(ctx, authOf(req).userId, documentIdOf(req), (workspaceId) => enforceIdentityRequirements(ctx, req, workspaceId)), ctx.config.wholeDocumentStallMs);
+    await sendFile(res, await documentFileForUser(ctx, authOf(req).userId, documentIdOf(req), (workspaceId) => enforceIdentityRequirements(ctx, req, workspaceId)), ctx.config.wholeDocumentStallMs, ctx.config.wholeDocumentMinBytesPerS);
   });
 
   // The editor's text (and the other person's, after DOCUMENT_LOCKED), for members.

@@ -18,6 +18,10 @@ import { InvitationCreated, InvitationList, Member, MemberList, respond, Tag, Ta
 import { idParam, Uuid } from '../ids';
 import { UUID_PATTERN } from '../../domain/ids';
 
+/** Headers of GET /v1/workspaces: the caller's workspaces left out of the list, and why. */
+const WITHHELD_HEADER = 'KB-Workspaces-Withheld';
+const WITHHELD_REASONS_HEADER = 'KB-Workspaces-Withheld-Reasons';
+
 const Name = HumanName(200);
 const TransferResult = t.type({ data: MemberList });
 const TagName = HumanName(50);
@@ -37,7 +41,20 @@ export const workspaceBodies = { CreateBody, UpdateBody, AddMemberBody, RoleBody
 /** The API description of these routes (schemas from the codecs above). */
 export const workspaceDocs: RouteDocs = {
   'POST /workspaces': { summary: 'Create a workspace (you are its OWNER)', body: CreateBody, status: 201, response: WorkspaceCreated, example: { name: 'Support' } },
-  'GET /workspaces': { summary: 'Your workspaces', response: WorkspaceList },
+  'GET /workspaces': {
+    summary: 'Your workspaces',
+    description:
+      'The workspaces you can access. A workspace whose `requireMfa` or `requireVerifiedEmail` setting you do not meet (its own routes answer 403 `MFA_ENROLMENT_REQUIRED` / `EMAIL_NOT_VERIFIED`) is left out; the `KB-Workspaces-Withheld` header counts them and `KB-Workspaces-Withheld-Reasons` says why, so you can enrol a second factor (`POST /v1/auth/mfa/totp`) or verify your e-mail address to see them again.',
+    response: WorkspaceList,
+    responseHeaders: [
+      { name: WITHHELD_HEADER, description: 'How many of your workspaces are left out because you do not meet their identity settings (0 when none).', schema: { type: 'string', pattern: '^[0-9]+$' } },
+      {
+        name: WITHHELD_REASONS_HEADER,
+        description: 'Only when some are left out: `CODE=count` pairs separated by `, ` in the codes\' alphabetical order, the code being what the workspace\'s routes answer (`MFA_ENROLMENT_REQUIRED`, `EMAIL_NOT_VERIFIED`).',
+        schema: { type: 'string' },
+      },
+    ],
+  },
   'GET /workspaces/:id': { summary: 'One workspace', response: WorkspaceDetail },
   'PUT /workspaces/:id': { summary: 'Rename a workspace or change its settings (ADMIN)', body: UpdateBody, response: WorkspaceDetail, example: { settings: { allowPublicSearchLinks: false } } },
   'DELETE /workspaces/:id': { summary: 'Delete a workspace (OWNER)', status: 204, produces: 'none' },
@@ -116,7 +133,15 @@ export function workspaceRoutes(ctx: AppContext): RouteModule {
   });
 
   v1.get('/workspaces', async (req, res) => {
-    respond(res, WorkspaceList, await listWorkspaces(ctx, authOf(req).userId));
+    const auth = authOf(req);
+    const { workspaces, withheld } = await listWorkspaces(ctx, auth.userId, auth.authMethod);
+    // Workspaces left out because their identity settings ask more of the caller (their own routes answer 403 with these codes).
+    let count = 0;
+    for (const n of withheld.values()) count += n;
+    res.setHeader(WITHHELD_HEADER, String(count));
+    // In the codes' order (the memberships come in no order).
+    if (count > 0) res.setHeader(WITHHELD_REASONS_HEADER, [...withheld].sort(([a], [b]) => (a < b ? -1 : 1)).map(([reason, n]) => `${reason}=${n}`).join(', '));
+    respond(res, WorkspaceList, workspaces);
   });
 
   v1.get('/workspaces/:id', async (req, res) => {
