@@ -100,8 +100,14 @@ export function answerClientErrors(server: http.Server, metrics: Metrics): void 
     if (answered.has(socket)) return;
     answered.add(socket);
     const nodeCode = typeof err.code === 'string' ? err.code : undefined;
-    if (nodeCode === 'ECONNRESET' || nodeCode === 'EPIPE' || !socket.writable) {
-      socket.destroy();
+    const pending = inFlightResponse(socket);
+    // Nobody to answer (the client reset or closed the connection, in the middle of a request
+    // for HPE_INVALID_EOF_STATE), or a request whose body was still arriving, which can never
+    // complete now: destroyed with the error, as node does, so that the request fails where it
+    // is read (an upload's stream errs and its temp file is removed) instead of waiting forever.
+    const unfinished = pending !== undefined && !pending.writableFinished;
+    if (nodeCode === 'ECONNRESET' || nodeCode === 'EPIPE' || nodeCode === 'HPE_INVALID_EOF_STATE' || !socket.writable || (unfinished && !pending.req.complete && nodeCode !== 'ERR_HTTP_REQUEST_TIMEOUT')) {
+      socket.destroy(err);
       return;
     }
     const refusal = refusalOf(nodeCode);
@@ -121,8 +127,7 @@ export function answerClientErrors(server: http.Server, metrics: Metrics): void 
       socket.once('close', () => clearTimeout(linger));
       socket.resume();
     };
-    const pending = inFlightResponse(socket);
-    if (!pending || pending.writableFinished) return refuse();
+    if (!unfinished) return refuse();
     // The previous request of the connection is still being answered (bytes after a body shorter
     // than its Content-Length arrive while its route runs): that answer first, then ours.
     // A timeout is about that very request, which will not complete: answered now unless begun.
