@@ -26,6 +26,16 @@ describe('start-up rehearsal', () => {
     throw new Error('never ready');
   }
 
+  /**
+   * The server's output has (or, with `absent`, still lacks) a line matching `re`: its stdout
+   * reaches this process through a pipe, which may deliver the last lines after the answer of the
+   * /readyz call that followed them, so a line is waited for a little before it counts as missing.
+   */
+  async function logged(re: RegExp): Promise<string> {
+    for (let i = 0; i < 100 && !re.test(server!.output()); i++) await new Promise((res) => setTimeout(res, 20));
+    return server!.output();
+  }
+
   const eventCount = (dataDir: string): number => {
     const db = new Database(path.join(dataDir, 'events.db'), { readonly: true, fileMustExist: true });
     try {
@@ -57,7 +67,7 @@ describe('start-up rehearsal', () => {
     server = await startServer({ KB_WARMUP_REHEARSAL: 'on', KB_SEARCH_THREAD: 'worker' }, dataDir);
     await ready(server.url);
     // Before /readyz said ready (before: the thread ran cold code at the first upload).
-    expect(server.output()).toMatch(/"msg":"search index thread warmed up"/);
+    expect(await logged(/"msg":"search index thread warmed up"/)).toMatch(/"msg":"search index thread warmed up"/);
     expect(server.output()).not.toMatch(/start-up rehearsal (failed|did not close)/);
     await server.stop();
     expect(indexContents(dataDir)).toEqual({ chunks: 0, text: 0, workspaces: 0, models: 0, checkpoint: 0 });
@@ -65,7 +75,7 @@ describe('start-up rehearsal', () => {
     // With the index on the main thread there is no thread to warm (the rehearsal's own index ran this code there).
     server = await startServer({ KB_WARMUP_REHEARSAL: 'on', KB_SEARCH_THREAD: 'main' }, dataDir);
     await ready(server.url);
-    expect(server.output()).toMatch(/"msg":"start-up rehearsal warmed up"/);
+    expect(await logged(/"msg":"start-up rehearsal warmed up"/)).toMatch(/"msg":"start-up rehearsal warmed up"/);
     expect(server.output()).not.toMatch(/search index thread warmed up/);
   });
 
@@ -76,7 +86,7 @@ describe('start-up rehearsal', () => {
     fs.writeFileSync(path.join(dataDir, 'tmp', 'rehearsal-left-by-a-crash', 'events.db'), 'x');
     server = await startServer({ KB_WARMUP_REHEARSAL: 'on' }, dataDir);
     await ready(server.url);
-    expect(server.output()).toMatch(/"msg":"start-up rehearsal warmed up"/);
+    expect(await logged(/"msg":"start-up rehearsal warmed up"/)).toMatch(/"msg":"start-up rehearsal warmed up"/);
     expect(server.output()).not.toMatch(/start-up rehearsal (failed|did not close)/);
     // Its directory (and the crashed one's) is gone; nothing went to the server's outbox.
     expect(fs.readdirSync(path.join(dataDir, 'tmp')).filter((n) => n.startsWith('rehearsal-'))).toEqual([]);
