@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- floor`: what a durable command over HTTP costs on this machine before any of
  * the service's own work, layer by layer (bench/httpFloorServer.ts: bare node:http, + a JWT
- * check, + a group-committed fsynced SQLite append, + express 5's routing), under the same load
+ * check, + a group-committed fsynced SQLite append, + express 5's routing, + the requests made
+ * with the app's prototypes as the service does), under the same load
  * as the service's bench (16 clients, autocannon in this process, the server in its own). It
  * tells how much of the service's CPU per command is the platform's and what rate the main
  * thread could reach at best with each layer; compare with `core --parts http`.
@@ -80,7 +81,7 @@ export async function benchHttpFloor(seconds = 6): Promise<void> {
       const mainUs = perRequest(mainAfter, mainBefore);
       const clientUs = ok > 0 ? Math.round((client.user + client.system) / ok) : NaN;
       console.log(
-        `  ${stage.padEnd(8)} ${Math.round(ok / seconds)} requests/s, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}; server CPU ${serverUs} µs/request (main thread ${mainUs}: at most ${Math.round(1e6 / mainUs)}/s on one event loop), client ${clientUs} µs/request; load average ${load()}`,
+        `  ${stage.padEnd(19)} ${Math.round(ok / seconds)} requests/s, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}; server CPU ${serverUs} µs/request (main thread ${mainUs}: at most ${Math.round(1e6 / mainUs)}/s on one event loop), client ${clientUs} µs/request; load average ${load()}`,
       );
     } finally {
       await server.stop();

@@ -7,7 +7,9 @@
  * - `jwt`: + the bearer token's HS256 signature checked (a cached KeyObject, as the service does);
  * - `append`: + one row appended to a SQLite log per request, group-committed (WAL,
  *   synchronous=FULL: fsync before the answer), as durable as the service's log;
- * - `express`: the same as `append`, routed by express 5 (one route, no other middleware).
+ * - `express`: the same as `append`, routed by express 5 (one route, no other middleware);
+ * - `express-prototypes`: the same, with node making requests and responses with the app's
+ *   prototypes (`src/http/expressServer.ts`, as the service does), so express changes none.
  *
  * Prints `FLOOR_LISTENING <port>` once it listens.
  */
@@ -19,8 +21,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { expressServerOptions } from '../src/http/expressServer';
 
-export const FLOOR_STAGES = ['bare', 'jwt', 'append', 'express'] as const;
+export const FLOOR_STAGES = ['bare', 'jwt', 'append', 'express', 'express-prototypes'] as const;
 export type FloorStage = (typeof FLOOR_STAGES)[number];
 /** The signing secret of the floor's tokens (a bench secret, nothing else uses it). */
 export const FLOOR_SECRET = 'floor-bench-secret-0123456789abcdef';
@@ -59,7 +62,7 @@ function serve(stage: FloorStage): void {
       }
     }
     const input = JSON.parse(body) as { name?: string };
-    if (stage === 'append' || stage === 'express') {
+    if (stage !== 'bare' && stage !== 'jwt') {
       await append(`workspace-${workspaceId}`, JSON.stringify({ type: 'TagUpdated', data: { workspaceId, tagId, name: input.name } }));
     }
     return { status: 200, json: JSON.stringify({ id: tagId, name: input.name }) };
@@ -73,7 +76,7 @@ function serve(stage: FloorStage): void {
     req.on('end', () => then(body));
   };
   let server: http.Server;
-  if (stage === 'express') {
+  if (stage === 'express' || stage === 'express-prototypes') {
     const app = express();
     app.put('/v1/workspaces/:id/tags/:tagId', (req, res) => {
       readBody(req, (body) => {
@@ -83,7 +86,7 @@ function serve(stage: FloorStage): void {
         );
       });
     });
-    server = http.createServer(app);
+    server = http.createServer(stage === 'express-prototypes' ? expressServerOptions(app) : {}, app);
   } else {
     const route = /^\/v1\/workspaces\/([^/]+)\/tags\/([^/]+)$/;
     server = http.createServer((req, res) => {
