@@ -10,6 +10,18 @@ import { closedBy, connect, eventually } from '../support/rawHttp';
  * until their sockets timed out. Completion is asserted, never a time: a read that stays
  * stuck fails by the test's time-out.
  */
+/** Open file descriptors of the server on its stored files (blobs). */
+function openBlobs(server: TestServer): number {
+  const dir = `/proc/${server.proc.pid}/fd`;
+  return fs.readdirSync(dir).filter((f) => {
+    try {
+      return fs.readlinkSync(`${dir}/${f}`).includes(`${server.dataDir}/blobs/`);
+    } catch {
+      return false; // closed meanwhile
+    }
+  }).length;
+}
+
 describe('abuse: whole-document reads whose clients never read', () => {
   let server: TestServer;
   beforeAll(async () => {
@@ -76,20 +88,10 @@ describe('abuse: whole-document reads whose clients never read', () => {
     const fd = new FormData();
     fd.append('file', new Blob([' \n'.repeat(bytes / 2)]), 'big.txt');
     const doc = (await u.api.post(`/v1/workspaces/${ws}/documents`, fd)).body.id as string;
-    const openBlobs = () => {
-      const dir = `/proc/${server.proc.pid}/fd`;
-      return fs.readdirSync(dir).filter((f) => {
-        try {
-          return fs.readlinkSync(`${dir}/${f}`).includes(`${server.dataDir}/blobs/`);
-        } catch {
-          return false; // closed meanwhile
-        }
-      }).length;
-    };
     const stalled = [await neverReads(`/v1/documents/${doc}/file`, u.token), await neverReads(`/v1/documents/${doc}/file`, u.token)];
     // The server opened the stored file for them, then lets go of it (before: held as long as the connections, for good).
-    expect(await eventually(() => openBlobs() > 0, 20_000)).toBe(true);
-    expect(await eventually(() => openBlobs() === 0, 20_000)).toBe(true);
+    expect(await eventually(() => openBlobs(server) > 0, 20_000)).toBe(true);
+    expect(await eventually(() => openBlobs(server) === 0, 20_000)).toBe(true);
     const received = stalled.map((s) => closedBy(s));
     for (const s of stalled) s.resume();
     for (const got of await Promise.all(received)) {
@@ -221,21 +223,11 @@ describe('abuse: whole-document reads and downloads taken slowly', () => {
     const u = await signUp(server.url, 'SlowDownload');
     const ws = (await u.api.post('/v1/workspaces', { name: 'Files' })).body.id as string;
     const { doc, chars } = await bigText(u, ws);
-    const openBlobs = () => {
-      const dir = `/proc/${server.proc.pid}/fd`;
-      return fs.readdirSync(dir).filter((f) => {
-        try {
-          return fs.readlinkSync(`${dir}/${f}`).includes(`${server.dataDir}/blobs/`);
-        } catch {
-          return false; // closed meanwhile
-        }
-      }).length;
-    };
     const reader = await slowReader(`/v1/documents/${doc}/file`, u.token, 100);
     await reader.begun;
-    expect(openBlobs()).toBeGreaterThan(0);
+    expect(openBlobs(server)).toBeGreaterThan(0);
     // Let go of while the client still reads slowly (before: held until the last byte, ~25 s).
-    expect(await eventually(() => openBlobs() === 0, 10_000)).toBe(true);
+    expect(await eventually(() => openBlobs(server) === 0, 10_000)).toBe(true);
     reader.fast();
     const got = await reader.closed;
     expect(got.startsWith('HTTP/1.1 200')).toBe(true);

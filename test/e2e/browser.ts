@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { Browser, chromium } from 'playwright-core';
+import { Browser, chromium, Page } from 'playwright-core';
 
 /** Debian's Chromium (`apt-get install -y chromium`; .ci/run installs it). */
 export const CHROMIUM = process.env.KB_CHROMIUM ?? '/usr/bin/chromium';
@@ -27,4 +27,12 @@ if (!BROWSER_AVAILABLE) console.warn(`web console e2e tests SKIPPED: no Chromium
 export async function launchChromium(): Promise<Browser> {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (or set KB_CHROMIUM).`);
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+}
+
+/** Records on `problems` every CSP refusal and uncaught error of `page` (a suite fails on any at its end). */
+export function recordPageProblems(page: Page, problems: string[]): void {
+  page.on('console', (m) => {
+    if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+  });
+  page.on('pageerror', (e) => problems.push(String(e)));
 }

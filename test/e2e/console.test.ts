@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { Browser, BrowserContext, Page } from 'playwright-core';
 import { startServer, TestServer } from '../support/server';
-import { BROWSER_AVAILABLE, launchChromium } from './browser';
+import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser';
 
 /**
  * The web console in a real browser (Debian's Chromium) against the real server.
@@ -24,10 +24,7 @@ import { BROWSER_AVAILABLE, launchChromium } from './browser';
     page = await context.newPage();
     page.setDefaultTimeout(15_000);
     // Any CSP violation or uncaught error fails the suite (checked at the end).
-    page.on('console', (m) => {
-      if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
-    });
-    page.on('pageerror', (e) => problems.push(String(e)));
+    recordPageProblems(page, problems);
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,6 +1,6 @@
 import { Browser, Page } from 'playwright-core';
 import { client, startServer, TestServer } from '../support/server';
-import { BROWSER_AVAILABLE, launchChromium } from './browser';
+import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser';
 
 /**
  * Every user-controlled string the console renders, made hostile (HTML that would run script,
@@ -29,10 +29,7 @@ import { BROWSER_AVAILABLE, launchChromium } from './browser';
       problems.push(`dialog: ${d.message()}`);
       void d.dismiss();
     });
-    page.on('console', (m) => {
-      if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
-    });
-    page.on('pageerror', (e) => problems.push(String(e)));
+    recordPageProblems(page, problems);
   });
   afterAll(async () => {
     await browser?.close();
