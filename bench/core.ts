@@ -96,6 +96,20 @@ async function benchAppends(): Promise<void> {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
+/** The port a child process announces on its stdout as `<marker> <port>`; rejects if it exits first. */
+export function announcedPort(proc: ChildProcess, marker: string): Promise<number> {
+  const line = new RegExp(`${marker} (\\d+)`);
+  return new Promise<number>((resolve, reject) => {
+    let out = '';
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = line.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.on('exit', (code) => reject(new Error(`${path.basename(String(proc.spawnargs.at(-1)))} exited ${code} before it listened`)));
+  });
+}
+
 /**
  * The server of the HTTP bench. BENCH_SERVER_NODE_ARGS adds node options (e.g.
  * `--cpu-prof --cpu-prof-dir=DIR` to profile it); BENCH_SERVER_LOG_LEVEL sets its log level
@@ -115,15 +129,7 @@ export async function startServer(dataDir: string, main = process.env.BENCH_SERV
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /KB_LISTENING (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    proc.on('exit', (code) => reject(new Error(`server exited ${code}`)));
-  });
+  const port = await announcedPort(proc, 'KB_LISTENING');
   return { url: `http://127.0.0.1:${port}`, proc };
 }
 

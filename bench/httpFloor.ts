@@ -13,22 +13,14 @@ import os from 'node:os';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { createSecretKey } from 'node:crypto';
-import { cpuMsOf, threadCpuMsOf } from './core';
+import { announcedPort, cpuMsOf, threadCpuMsOf } from './core';
 import { FLOOR_SECRET, FLOOR_STAGES, FloorStage } from './httpFloorServer';
 
 const load = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' ');
 
 async function startFloor(stage: FloorStage): Promise<{ url: string; stop: () => Promise<void>; pid: number | undefined }> {
   const proc = spawn(process.execPath, [path.join(__dirname, 'httpFloorServer.js'), stage], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /FLOOR_LISTENING (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    proc.on('exit', (code) => reject(new Error(`floor server exited ${code}`)));
-  });
+  const port = await announcedPort(proc, 'FLOOR_LISTENING');
   return {
     url: `http://127.0.0.1:${port}`,
     pid: proc.pid,
