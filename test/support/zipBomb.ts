@@ -112,9 +112,14 @@ export function docx(documentXml: ZipEntry, extra: ZipEntry[] = []): Buffer {
   return zip([entry('[Content_Types].xml', CONTENT_TYPES), entry('_rels/.rels', RELS), documentXml, ...extra]);
 }
 
+/** `word/document.xml` whose body is the given XML. */
+export function documentBody(bodyXml: string): ZipEntry {
+  return entry('word/document.xml', `${DOC_OPEN}${bodyXml}${DOC_CLOSE}`);
+}
+
 /** `word/document.xml` with one paragraph of `text`. */
 export function documentXml(text: string): ZipEntry {
-  return entry('word/document.xml', `${DOC_OPEN}<w:p><w:r><w:t>${text}</w:t></w:r></w:p>${DOC_CLOSE}`);
+  return documentBody(`<w:p><w:r><w:t>${text}</w:t></w:r></w:p>`);
 }
 
 /**

@@ -6,6 +6,7 @@ import { closeIdleExtractionWorkers, ExtractedText, ExtractionError, ExtractionE
 import { chunkText, countTokens } from '../../src/processing/chunker';
 import { chunkBatches, textExtractedParts } from '../../src/domain/document/eventParts';
 import { normalizeText } from '../../src/processing/normalize';
+import { documentBody, docx } from '../support/zipBomb';
 
 // extractText runs the compiled worker from dist/ (jest's globalSetup, or `npm run build`).
 
@@ -154,12 +155,15 @@ describe('extractText', () => {
   });
 
   it('a worker that runs out of memory fails with CORRUPT, not a crash', async () => {
-    const p = path.join(dir, 'huge-line.md');
-    // One 40 MB line: the Markdown reader holds a line, which does not fit a 16 MB heap.
-    await writeFile(p, 'word '.repeat(8 * 1024 * 1024));
-    const err = await failure(extractText(p, 'md', { timeoutMs: 60_000, maxHeapMb: 16 }));
+    // Text files are streamed (a huge line too), so their memory no longer depends on their
+    // size. A .docx is not: mammoth holds the whole document.xml and its tree. 200,000
+    // paragraphs (~12 MB of XML, some 800,000 tree nodes) cannot fit a 16 MB heap.
+    const p = path.join(dir, 'many-paragraphs.docx');
+    const paragraphs = '<w:p><w:r><w:t>A paragraph of words.</w:t></w:r></w:p>'.repeat(200_000);
+    await writeFile(p, docx(documentBody(paragraphs)));
+    const err = await failure(extractText(p, 'docx', { timeoutMs: 60_000, maxHeapMb: 16 }));
     expect(err.code).toBe('CORRUPT');
-    expect(err.message).toMatch(/more than 16 MB of memory/);
+    expect(err.message).toMatch(/the docx file needed more than 16 MB of memory/);
   });
 
   it('a missing file is not an extraction error', async () => {
