@@ -27,6 +27,9 @@ function causedBy(e: RecordedEvent): CommandContext {
  * SetDocumentResized to each set whose entry differs. A SetDocumentAdded that carried a stale
  * size (decided on a read model from before a re-verification) is corrected the same way.
  */
+/** What the clean-up acts on (the branches of its `handle`). */
+export const SET_CLEANUP_EVENT_TYPES: ReadonlySet<string> = new Set(['DocumentDeleted', 'SetDocumentAdded', 'DocumentTextExtracted', 'DocumentProcessingFailed', 'DocumentVerified']);
+
 export function instructionSetDocumentCleanup(ctx: AppContext): AppContext['services'][number] {
   const sets = instructionSetsCollection(ctx.readStore);
 
@@ -111,7 +114,7 @@ export function instructionSetDocumentCleanup(ctx: AppContext): AppContext['serv
   };
 
   // Not atomic with its checkpoint on purpose: the commands go to the event store and are idempotent.
-  const consumer = checkpointedConsumer({ name: CHECKPOINT, checkpoint: readStoreCheckpoint(ctx.readStore, CHECKPOINT), handle: eachEvent(handle) });
+  const consumer = checkpointedConsumer({ name: CHECKPOINT, checkpoint: readStoreCheckpoint(ctx.readStore, CHECKPOINT), handle: eachEvent(handle), eventTypes: SET_CLEANUP_EVENT_TYPES });
   return {
     ...followingService(ctx.eventStore, consumer, { onError: (err) => ctx.logger.error({ err }, 'instruction-set cleanup failed; retrying') }),
     name: 'instruction-set-document-cleanup',

@@ -26,6 +26,9 @@ interface Mailable {
   body: (link: string, expiresAt: string) => string;
 }
 
+/** What the mailer acts on: the three mails (mailableOf) and the three follow-ups in `handle`. */
+export const MAILER_EVENT_TYPES: ReadonlySet<string> = new Set(['EmailVerificationRequested', 'PasswordResetRequested', 'InvitationCreated', 'PasswordReset', 'SsoIdentityLinked', 'UserRegistered']);
+
 function mailableOf(e: RecordedEvent): Mailable | null {
   const d = e.data as { userId?: string; workspaceId?: string; requestId?: string; invitationId?: string; email: string; expiresAt: string };
   switch (e.type) {
@@ -127,7 +130,7 @@ export function identityMailer(ctx: AppContext, mail: MailSender): AppContext['s
     if (ctx.config.mail.logLinks) ctx.logger.info({ mailId: e.id, kind: m.purpose, via: mail.kind, link: `${base}?token=<redacted>` }, 'mail sent');
   };
 
-  const consumer = checkpointedConsumer({ name: CHECKPOINT, checkpoint: readStoreCheckpoint(ctx.readStore, CHECKPOINT), handle: eachEvent(handle) });
+  const consumer = checkpointedConsumer({ name: CHECKPOINT, checkpoint: readStoreCheckpoint(ctx.readStore, CHECKPOINT), handle: eachEvent(handle), eventTypes: MAILER_EVENT_TYPES });
   return {
     ...followingService(ctx.eventStore, consumer, { onError: (err) => ctx.logger.error({ errName: err instanceof Error ? err.name : 'unknown', errMessage: err instanceof Error ? err.message : String(err) }, 'identity mailer failed; retrying') }),
     name: 'identity-mailer',

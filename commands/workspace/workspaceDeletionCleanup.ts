@@ -22,6 +22,9 @@ interface DeletedWorkspace {
  * owner's behalf, so erasure removes its file and key like every other document of the
  * workspace. Idempotent: deleting what is already gone is skipped.
  */
+/** What the clean-up acts on (the branches of its `handle`). */
+export const DELETION_CLEANUP_EVENT_TYPES: ReadonlySet<string> = new Set(['WorkspaceDeleted', 'DocumentUploaded', 'InstructionSetCreated']);
+
 export function workspaceDeletionCleanup(ctx: Pick<AppContext, 'eventStore' | 'readStore' | 'logger'>): AppContext['services'][number] {
   const deleted = ctx.readStore.collection<DeletedWorkspace>('deleted_workspaces');
 
@@ -55,6 +58,6 @@ export function workspaceDeletionCleanup(ctx: Pick<AppContext, 'eventStore' | 'r
     }
   };
 
-  const consumer = checkpointedConsumer({ name: CHECKPOINT, checkpoint: readStoreCheckpoint(ctx.readStore, CHECKPOINT), handle: eachEvent(handle) });
+  const consumer = checkpointedConsumer({ name: CHECKPOINT, checkpoint: readStoreCheckpoint(ctx.readStore, CHECKPOINT), handle: eachEvent(handle), eventTypes: DELETION_CLEANUP_EVENT_TYPES });
   return followingService(ctx.eventStore, consumer, { onError: (err) => ctx.logger.error({ err }, 'workspace deletion clean-up failed; retrying') });
 }

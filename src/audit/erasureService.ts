@@ -37,10 +37,16 @@ export interface ErasureDependencies {
  * deletions against a half-rebuilt picture of which documents still use a file; its own
  * checkpoint only moves forward with the real log.
  */
+/** What the service acts on (the branches of its `handle`). */
+const ERASURE_EVENT_TYPES: ReadonlySet<string> = new Set(['DocumentUploaded', 'DocumentDeleted', 'WorkspaceDeleted']);
+
 export function erasureService(ctx: AppContext, { keyStore: keys, afterErasure }: ErasureDependencies): AppContext['services'][number] {
   let erasedSinceSweep = false;
+  /** Files may wait to be deleted: at start (from before it), after an erasure, while an upload holds one. */
+  let sweepDue = true;
   const erase = async (doc: ErasureDocView): Promise<void> => {
     erasedSinceSweep = true;
+    sweepDue = true;
     await keys?.destroy(doc.id);
     await docsOf(ctx).put({ ...doc, deleted: true });
     for (const b of doc.blobs) await pendingOf(ctx).put({ id: b });
@@ -75,16 +81,22 @@ export function erasureService(ctx: AppContext, { keyStore: keys, afterErasure }
     const stillLive = theirs.length > 0 && (await docsOf(ctx).getMany(theirs)).filter((x) => x.deleted).length < theirs.length;
     return mine.length === 0 && !stillLive;
   };
-  const sweepBlobs = async (): Promise<void> => {
+  /** Answers whether files are still pending (held by an upload under way). */
+  const sweepBlobs = async (): Promise<boolean> => {
+    let held = false;
     for (const p of await pendingOf(ctx).find({})) {
       if (await unused(p.id)) {
         const gone = await ctx.blobStore.delete(p.id, { stillUnused: () => unused(p.id) }).catch(() => true);
         // Held by an upload under way (BlobStore.put): deleted when it lets go if still unused
         // then, and kept pending meanwhile, so a crash before that leaves it to the next sweep.
-        if (!gone) continue;
+        if (!gone) {
+          held = true;
+          continue;
+        }
       }
       await pendingOf(ctx).delete(p.id);
     }
+    return held;
   };
 
   const consumer = checkpointedConsumer({
@@ -92,6 +104,7 @@ export function erasureService(ctx: AppContext, { keyStore: keys, afterErasure }
     checkpoint: readStoreCheckpoint(ctx.readStore, CHECKPOINT),
     handle: eachEvent(handle),
     transaction: (fn) => ctx.readStore.transaction(fn),
+    eventTypes: ERASURE_EVENT_TYPES,
   });
   return followingService(ctx.eventStore, consumer, {
     onStart: () => {
@@ -102,8 +115,10 @@ export function erasureService(ctx: AppContext, { keyStore: keys, afterErasure }
       pendingOf(ctx);
     },
     afterBatch: async (position) => {
+      // Most batches erase nothing: no look at the head, no transaction.
+      if (!sweepDue) return;
       if (position < (await ctx.eventStore.headPosition())) return;
-      await ctx.readStore.transaction(sweepBlobs);
+      sweepDue = await ctx.readStore.transaction(sweepBlobs);
       if (erasedSinceSweep && afterErasure) {
         erasedSinceSweep = false;
         await ctx.runner.waitFor(position, 10_000);

@@ -35,24 +35,46 @@ export interface ConsumerSpec {
    * are at least once and must be idempotent.
    */
   transaction?: <R>(fn: () => Promise<R>) => Promise<R>;
+  /**
+   * The only event types `handle` acts on, when it can say (it is then given only those). A
+   * batch with none of them is not handled at all: no checkpoint read or write, no transaction.
+   * The checkpoint moves past such batches with the next batch it handles, or once it is
+   * LAZY_CHECKPOINT_EVENTS behind; a restart meanwhile reads those events again, and skips them.
+   */
+  eventTypes?: ReadonlySet<string>;
 }
+
+/** How far a consumer's stored checkpoint may lag behind the batches it had nothing to do in (see ConsumerSpec.eventTypes). */
+export const LAZY_CHECKPOINT_EVENTS = 10_000;
 
 /**
  * The one checkpointed loop of the code base: read the checkpoint, skip what was seen,
  * handle the rest, move the checkpoint. Replaying a batch changes nothing.
  */
 export function checkpointedConsumer(spec: ConsumerSpec): Consumer {
-  const applyBatch = async (events: RecordedEvent[]): Promise<void> => {
+  const types = spec.eventTypes;
+  /** Handles the batch's fresh events; answers the checkpoint stored after it. */
+  const applyBatch = async (events: RecordedEvent[]): Promise<number> => {
     const from = await spec.checkpoint.get();
     const fresh = events.filter((e) => e.position > from);
-    if (fresh.length === 0) return;
-    await spec.handle(fresh);
-    await spec.checkpoint.set(fresh[fresh.length - 1].position);
+    if (fresh.length === 0) return from;
+    const acted = types ? fresh.filter((e) => types.has(e.type)) : fresh;
+    if (acted.length > 0) await spec.handle(acted);
+    const last = fresh[fresh.length - 1].position;
+    await spec.checkpoint.set(last);
+    return last;
   };
+  const run = spec.transaction ? (events: RecordedEvent[]) => spec.transaction!(() => applyBatch(events)) : applyBatch;
+  /** The checkpoint as this consumer last read or stored it (undefined before its first batch). */
+  let stored: number | undefined;
   return {
     name: spec.name,
     checkpoint: () => spec.checkpoint.get(),
-    apply: spec.transaction ? (events) => spec.transaction!(() => applyBatch(events)) : applyBatch,
+    apply: async (events) => {
+      if (events.length === 0) return;
+      if (types && stored !== undefined && events[events.length - 1].position - stored < LAZY_CHECKPOINT_EVENTS && !events.some((e) => types.has(e.type))) return;
+      stored = await run(events);
+    },
   };
 }
 

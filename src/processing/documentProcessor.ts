@@ -1,3 +1,4 @@
+import { LAZY_CHECKPOINT_EVENTS } from '../core/consumer';
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { unlink, writeFile, mkdir } from 'node:fs/promises';
@@ -179,16 +180,22 @@ export class DocumentProcessor {
 
   /** Hands each new run to the scheduler without waiting for it, so later runs (other workspaces) are seen at once. */
   private async handleBatch(events: RecordedEvent[]): Promise<void> {
+    let runs = 0;
     for (const e of events) {
       if (this.stopping) throw new RunAbandoned('stopping');
       if (e.position <= this.seenUpTo) continue;
-      if (e.type === 'DocumentProcessingStarted') this.schedule(e);
+      if (e.type === 'DocumentProcessingStarted') {
+        this.schedule(e);
+        runs++;
+      }
       this.seenUpTo = e.position;
       while (this.unfinished.size >= MAX_WAITING_RUNS && !this.stopping) {
         await new Promise<void>((resolve) => this.runFinishedWaiters.add(resolve));
       }
     }
-    await this.saveCheckpoint();
+    // A batch of other events moves the stored checkpoint only once it lags far behind (as
+    // checkpointedConsumer does): a restart meanwhile reads them again and starts nothing.
+    if (runs > 0 || this.seenUpTo - this.savedCheckpoint >= LAZY_CHECKPOINT_EVENTS) await this.saveCheckpoint();
   }
 
   private schedule(e: RecordedEvent): void {

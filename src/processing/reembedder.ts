@@ -28,6 +28,9 @@ type VerifiedDoc = Pick<DocumentView, 'id' | 'workspaceId' | 'processingId'>;
 /** How re-embedding one document ended: vectors made or restated, already done in this change, or no VERIFIED run to give them to. */
 type DocOutcome = 'reembedded' | 'had-vectors' | 'not-verified';
 
+/** What the follower acts on (onEvent). */
+const REEMBEDDER_EVENT_TYPES: ReadonlySet<string> = new Set(['DocumentVerified']);
+
 /**
  * Re-embedding without downtime: a process manager for embedding model changes.
  *
@@ -73,7 +76,7 @@ export class Reembedder {
       if ((await this.app.readStore.getCheckpoint(REEMBEDDER)) === 0) await this.app.readStore.setCheckpoint(REEMBEDDER, await this.app.eventStore.headPosition());
       this.follower = followingService(
         this.app.eventStore,
-        checkpointedConsumer({ name: REEMBEDDER, checkpoint: readStoreCheckpoint(this.app.readStore, REEMBEDDER), handle: eachEvent((e) => this.onEvent(e)) }),
+        checkpointedConsumer({ name: REEMBEDDER, checkpoint: readStoreCheckpoint(this.app.readStore, REEMBEDDER), handle: eachEvent((e) => this.onEvent(e)), eventTypes: REEMBEDDER_EVENT_TYPES }),
         { onError: (err) => this.app.logger.error({ err }, 're-embedder failed; retrying') },
       );
       await this.follower.start();

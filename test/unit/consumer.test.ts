@@ -4,11 +4,11 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqliteEventStore';
 import { SqliteReadStore } from '../../src/adapters/sqlite/sqliteReadStore';
-import { checkpointedConsumer, eachEvent, follow, readStoreCheckpoint } from '../../src/core/consumer';
+import { checkpointedConsumer, eachEvent, follow, LAZY_CHECKPOINT_EVENTS, readStoreCheckpoint } from '../../src/core/consumer';
 import { RecordedEvent } from '../../src/domain/event';
 
 const meta = { actorId: null, authMethod: 'system' as const, correlationId: 'c', occurredAt: new Date(0).toISOString(), schemaVersion: 1 };
-const recorded = (position: number): RecordedEvent => ({ id: `e${position}`, type: 'Tick', data: { n: position }, metadata: meta, streamId: 's', revision: position - 1, position });
+const recorded = (position: number, type = 'Tick'): RecordedEvent => ({ id: `e${position}`, type, data: { n: position }, metadata: meta, streamId: 's', revision: position - 1, position });
 
 function memoryCheckpoint() {
   let at = 0;
@@ -43,6 +43,84 @@ describe('checkpointedConsumer: the one loop every consumer of the log runs', ()
     await c.apply([recorded(1), recorded(2)]);
     expect(seen).toEqual([1, 2, 1, 2]);
     expect(await c.checkpoint()).toBe(2);
+  });
+
+  describe('with eventTypes: batches with nothing to act on cost nothing', () => {
+    /** A checkpoint that counts its reads and writes. */
+    function countedCheckpoint() {
+      const c = { at: 0, gets: 0, sets: 0 };
+      return { c, checkpoint: { get: async () => (c.gets++, c.at), set: async (p: number) => void (c.sets++, (c.at = p)) } };
+    }
+
+    it('is given only the events of its types; a batch of none neither reads nor writes its checkpoint, nor opens a transaction', async () => {
+      const { c, checkpoint } = countedCheckpoint();
+      const seen: string[] = [];
+      let transactions = 0;
+      const consumer = checkpointedConsumer({
+        name: 't',
+        checkpoint,
+        eventTypes: new Set(['Wanted']),
+        transaction: async (fn) => (transactions++, fn()),
+        handle: eachEvent(async (e) => void seen.push(`${e.type}@${e.position}`)),
+      });
+      // The first batch reads and stores the checkpoint (it is not known yet).
+      await consumer.apply([recorded(1), recorded(2, 'Wanted'), recorded(3)]);
+      expect(seen).toEqual(['Wanted@2']);
+      expect(c).toEqual({ at: 3, gets: 1, sets: 1 });
+      expect(transactions).toBe(1);
+      await consumer.apply([recorded(4), recorded(5)]);
+      await consumer.apply([recorded(6)]);
+      expect(c).toEqual({ at: 3, gets: 1, sets: 1 });
+      expect(transactions).toBe(1);
+      // The next batch it acts on stores the checkpoint past everything skipped.
+      await consumer.apply([recorded(7, 'Wanted'), recorded(8)]);
+      expect(seen).toEqual(['Wanted@2', 'Wanted@7']);
+      expect(c).toEqual({ at: 8, gets: 2, sets: 2 });
+      expect(transactions).toBe(2);
+    });
+
+    it(`stores the checkpoint once it lags ${LAZY_CHECKPOINT_EVENTS} events behind, and a restart replays only what it had not stored`, async () => {
+      const { c, checkpoint } = countedCheckpoint();
+      const seen: number[] = [];
+      const make = () => checkpointedConsumer({ name: 't', checkpoint, eventTypes: new Set(['Wanted']), handle: eachEvent(async (e) => void seen.push(e.position)) });
+      const consumer = make();
+      await consumer.apply([recorded(1)]);
+      expect(c.at).toBe(1);
+      await consumer.apply([recorded(LAZY_CHECKPOINT_EVENTS)]);
+      expect(c.at).toBe(1);
+      await consumer.apply([recorded(LAZY_CHECKPOINT_EVENTS + 1)]);
+      expect(c.at).toBe(LAZY_CHECKPOINT_EVENTS + 1);
+      await consumer.apply([recorded(LAZY_CHECKPOINT_EVENTS + 2)]);
+      expect(c.at).toBe(LAZY_CHECKPOINT_EVENTS + 1);
+      // A restart: from the stored checkpoint; the skipped event comes again and is skipped again.
+      const again = make();
+      await again.apply([recorded(LAZY_CHECKPOINT_EVENTS + 2), recorded(LAZY_CHECKPOINT_EVENTS + 3, 'Wanted')]);
+      expect(seen).toEqual([LAZY_CHECKPOINT_EVENTS + 3]);
+      expect(c.at).toBe(LAZY_CHECKPOINT_EVENTS + 3);
+    });
+
+    it('a failed batch it acts on is handled again; the skipped ones before it are not lost', async () => {
+      const { c, checkpoint } = countedCheckpoint();
+      let fail = true;
+      const seen: number[] = [];
+      const consumer = checkpointedConsumer({
+        name: 't',
+        checkpoint,
+        eventTypes: new Set(['Wanted']),
+        handle: eachEvent(async (e) => {
+          seen.push(e.position);
+          if (fail) throw new Error('crash');
+        }),
+      });
+      await consumer.apply([recorded(1)]);
+      await consumer.apply([recorded(2)]);
+      await expect(consumer.apply([recorded(3, 'Wanted')])).rejects.toThrow('crash');
+      expect(c.at).toBe(1);
+      fail = false;
+      await consumer.apply([recorded(3, 'Wanted')]);
+      expect(seen).toEqual([3, 3]);
+      expect(c.at).toBe(3);
+    });
   });
 
   describe('with a read-store transaction: effects and checkpoint commit together', () => {
