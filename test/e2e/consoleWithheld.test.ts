@@ -90,9 +90,10 @@ import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser
     await page.goto(`${server.url}/app/workspaces`);
     await notice(page).waitFor();
     const lines = await notice(page).locator('p').allInnerTexts();
+    // The address first, since a second factor is set up on a confirmed address only.
     expect(lines).toEqual([
-      '1 workspace is hidden: it requires two-step sign-in (a second factor). Set it up in your account.',
       '1 workspace is hidden: it requires a confirmed e-mail address. Confirm your address in your account.',
+      '1 workspace is hidden: it requires two-step sign-in (a second factor). Set it up in your account once your address is confirmed.',
     ]);
     expect(await card(page, 'Open').count()).toBe(1);
     expect(await card(page, 'Needs MFA').count()).toBe(0);
@@ -111,11 +112,22 @@ import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser
     expect(new URL(page.url()).hash).toBe('#email');
   });
 
-  it('once the address is confirmed, lists that workspace and tells only of the second factor', async () => {
+  it('once the address is confirmed, lists that workspace and tells only of the second factor; once that is set up, of nothing', async () => {
     await confirmAddress(server, memberEmail);
     await page.goto(`${server.url}/app/workspaces`);
     await card(page, 'Needs verified e-mail').waitFor();
     expect(await notice(page).locator('p').allInnerTexts()).toEqual(['1 workspace is hidden: it requires two-step sign-in (a second factor). Set it up in your account.']);
+
+    // The link's page sets the second factor up; the workspace then comes back and the notice goes.
+    await notice(page).getByRole('link', { name: 'Set it up in your account' }).click();
+    await page.getByRole('button', { name: 'Set up two-step sign-in' }).click();
+    const secret = (await page.getByTestId('totp-secret').innerText()).replace(/\s+/g, '');
+    await page.getByLabel('Code from the app').fill(totp(base32Decode(secret), Date.now() / 1000));
+    await page.getByRole('button', { name: 'Confirm and turn on' }).click();
+    await page.getByTestId('recovery-codes').waitFor();
+    await page.goto(`${server.url}/app/workspaces`);
+    await card(page, 'Needs MFA').waitFor();
+    expect(await notice(page).count()).toBe(0);
   });
 
   it('reads hostile header values as text: markup is not rendered, absurd counts and unknown reasons break nothing', async () => {
@@ -131,7 +143,7 @@ import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser
     for (const c of cases) {
       await page.route('**/v1/workspaces', async (route) => {
         const response = await route.fetch();
-        const headers = { ...response.headers(), 'kb-workspaces-withheld': c.count };
+        const headers: Record<string, string> = { ...response.headers(), 'kb-workspaces-withheld': c.count };
         if (c.reasons === undefined) delete headers['kb-workspaces-withheld-reasons'];
         else headers['kb-workspaces-withheld-reasons'] = c.reasons;
         await route.fulfill({ response, headers });
@@ -140,7 +152,7 @@ import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser
       await card(page, 'Open').waitFor();
       expect(await notice(page).locator('p').allInnerTexts()).toEqual(c.lines);
       expect(await page.locator('main img').count()).toBe(0);
-      expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+      expect(await page.evaluate(() => (globalThis as { pwned?: number }).pwned)).toBeUndefined();
       await page.unroute('**/v1/workspaces');
     }
   });

@@ -5,9 +5,10 @@ describe('console: withheld workspaces headers', () => {
   it('reads what the server sends', () => {
     expect(parseWithheld('2', 'EMAIL_NOT_VERIFIED=1, MFA_ENROLMENT_REQUIRED=1')).toEqual({
       count: 2,
+      // The address first: a second factor is set up on a confirmed address only.
       reasons: [
-        { reason: 'MFA_ENROLMENT_REQUIRED', count: 1 },
         { reason: 'EMAIL_NOT_VERIFIED', count: 1 },
+        { reason: 'MFA_ENROLMENT_REQUIRED', count: 1 },
       ],
     });
     expect(parseWithheld('3', 'MFA_ENROLMENT_REQUIRED=3')).toEqual({ count: 3, reasons: [{ reason: 'MFA_ENROLMENT_REQUIRED', count: 3 }] });
@@ -34,7 +35,11 @@ describe('console: withheld workspaces headers', () => {
   });
 
   it('cuts reasons claiming more than the count down to it', () => {
-    expect(parseWithheld('1', 'EMAIL_NOT_VERIFIED=5, MFA_ENROLMENT_REQUIRED=7')).toEqual({ count: 1, reasons: [{ reason: 'MFA_ENROLMENT_REQUIRED', count: 1 }] });
+    expect(parseWithheld('1', 'EMAIL_NOT_VERIFIED=5, MFA_ENROLMENT_REQUIRED=7')).toEqual({ count: 1, reasons: [{ reason: 'EMAIL_NOT_VERIFIED', count: 1 }] });
+    expect(parseWithheld('3', 'EMAIL_NOT_VERIFIED=2, MFA_ENROLMENT_REQUIRED=7')?.reasons).toEqual([
+      { reason: 'EMAIL_NOT_VERIFIED', count: 2 },
+      { reason: 'MFA_ENROLMENT_REQUIRED', count: 1 },
+    ]);
     expect(parseWithheld('2', 'MFA_ENROLMENT_REQUIRED=99999999999999')?.reasons).toEqual([{ reason: 'OTHER', count: 2 }]);
   });
 

@@ -26,7 +26,8 @@ export const MAX_WITHHELD = 100_000;
 const MAX_REASONS_LENGTH = 1_000;
 /** At most this many `CODE=n` pairs are read. */
 const MAX_PAIRS = 20;
-const KNOWN: readonly WithheldReason[] = ['MFA_ENROLMENT_REQUIRED', 'EMAIL_NOT_VERIFIED'];
+/** In the order they are told: a second factor is set up on a confirmed address only, so the address comes first. */
+const KNOWN: readonly WithheldReason[] = ['EMAIL_NOT_VERIFIED', 'MFA_ENROLMENT_REQUIRED'];
 
 function count(text: string): number | null {
   const t = text.trim();

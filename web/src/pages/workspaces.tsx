@@ -30,6 +30,8 @@ const WITHHELD_WORDS: Record<WithheldReason, { one: string; many: string; act: {
 /** Why some of the caller's workspaces are not listed, one line per reason, each with where to act. */
 export function WithheldNotice({ withheld }: { withheld: Withheld | null }) {
   if (!withheld) return null;
+  // A workspace withheld for want of a confirmed address means the caller's address is not confirmed.
+  const unconfirmed = withheld.reasons.some((r) => r.reason === 'EMAIL_NOT_VERIFIED');
   return (
     <div class="notice withheld" role="status" data-testid="withheld-notice">
       {withheld.reasons.map(({ reason, count }) => {
@@ -38,6 +40,8 @@ export function WithheldNotice({ withheld }: { withheld: Withheld | null }) {
           <p key={reason}>
             {count === 1 ? `1 workspace is hidden: ${words.one}` : `${count} workspaces are hidden: ${words.many}`}{' '}
             {words.act.href ? <a href={words.act.href}>{words.act.text}</a> : words.act.text}
+            {/* The server sets a second factor up on a confirmed address only. */}
+            {reason === 'MFA_ENROLMENT_REQUIRED' && unconfirmed ? ' once your address is confirmed' : null}
             {words.act.href ? '.' : null}
           </p>
         );
