@@ -135,6 +135,11 @@ export async function signOut(): Promise<void> {
 
 /** A JSON call with the access token; one silent renewal and retry on 401. */
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  return (await apiWithHeaders<T>(method, path, body)).body;
+}
+
+/** As `api`, with the answer's headers too (for the few answers that say something in them). */
+export async function apiWithHeaders<T>(method: string, path: string, body?: unknown): Promise<{ body: T; headers: Headers }> {
   const send = () =>
     fetch(path, {
       method,
@@ -144,8 +149,8 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   let res = await send();
   if (res.status === 401 && (await renew())) res = await send();
   if (!res.ok) throw await errorOf(res);
-  if (res.status === 204) return undefined as T;
-  return (await res.json()) as T;
+  if (res.status === 204) return { body: undefined as T, headers: res.headers };
+  return { body: (await res.json()) as T, headers: res.headers };
 }
 
 export const get = <T>(path: string) => api<T>('GET', path);

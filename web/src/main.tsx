@@ -1,6 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { get, Me, onSession, renew, sessionState, SessionState, signOut, Workspace } from './api';
+import { apiWithHeaders, get, Me, onSession, renew, sessionState, SessionState, signOut, Workspace } from './api';
+import { parseWithheld, WITHHELD_HEADER, WITHHELD_REASONS_HEADER } from './withheld';
 import { match, navigate, onLinkClick, useLocation } from './router';
 import { ErrorBox, useLoad } from './ui';
 import { SessionEnded, SignIn, SignUp } from './pages/auth';
@@ -27,7 +28,12 @@ const LAST_WS = 'kb-console-workspace';
 function Shell() {
   const { path } = useLocation();
   const me = useLoad(() => get<Me>('/v1/auth/me'), []);
-  const workspaces = useLoad(() => get<Workspace[]>('/v1/workspaces'), [path.split('/')[2] ?? '']);
+  // The list, and how many of the caller's workspaces it leaves out (their identity settings ask more).
+  const listed = useLoad(async () => {
+    const { body, headers } = await apiWithHeaders<Workspace[]>('GET', '/v1/workspaces');
+    return { list: body, withheld: parseWithheld(headers.get(WITHHELD_HEADER), headers.get(WITHHELD_REASONS_HEADER)) };
+  }, [path.split('/')[2] ?? '']);
+  const workspaces = { data: listed.data?.list, error: listed.error, loading: listed.loading, reload: listed.reload };
   const wsId = wsOf(path)?.ws;
   useEffect(() => {
     if (wsId) localStorage.setItem(LAST_WS, wsId);
@@ -47,7 +53,7 @@ function Shell() {
   else if (match('/settings/api-keys', path)) page = <ApiKeys />;
   else if (match('/settings/account', path)) page = <Account />;
   else if ((m = match('/invitations/:id', path))) page = <AcceptInvitation invitationId={m.id} onJoined={workspaces.reload} />;
-  else if (match('/workspaces', path) || path === '/') page = <Workspaces workspaces={workspaces} />;
+  else if (match('/workspaces', path) || path === '/') page = <Workspaces workspaces={workspaces} withheld={listed.data?.withheld ?? null} />;
   else page = <p>There is no page at this address. <a href="/app/workspaces">Go to your workspaces</a>.</p>;
 
   return (

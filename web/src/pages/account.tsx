@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, del, get, Me, post, renew } from '../api';
 import { Confirm, CopyButton, ErrorBox, useLoad, when } from '../ui';
 import { actionWords } from './audit';
@@ -25,6 +25,11 @@ interface SecurityEvent {
 /** /app/settings/account: e-mail verification, second factor, sessions, and the account's security trail. */
 export function Account() {
   const me = useLoad(() => get<Me>('/v1/auth/me'), []);
+  // A link to a part of this page (#email, #second-factor: the workspace list's notice) scrolls to it once it is shown.
+  const loaded = me.data !== undefined;
+  useEffect(() => {
+    if (loaded && location.hash.length > 1) document.getElementById(location.hash.slice(1))?.scrollIntoView();
+  }, [loaded]);
   if (me.error) return <ErrorBox error={me.error} />;
   if (!me.data) return <p role="status">Loading…</p>;
   const m = me.data;
@@ -34,7 +39,7 @@ export function Account() {
       <dl class="meta">
         <dt>Name</dt>
         <dd>{m.name}</dd>
-        <dt>E-mail</dt>
+        <dt id="email">E-mail</dt>
         <dd>
           {m.email} <span class={`badge ${m.emailVerified ? 'status-verified' : 'status-pending'}`}>{m.emailVerified ? 'Confirmed' : 'Not confirmed'}</span>
         </dd>
@@ -82,7 +87,7 @@ function SecondFactor({ enabled, onChanged }: { enabled: boolean; onChanged: () 
   const { busy, error, run } = useSubmit();
   return (
     <>
-      <h2>Second factor</h2>
+      <h2 id="second-factor">Second factor</h2>
       {recovery ? (
         <div class="notice" role="status">
           <p>

@@ -4,11 +4,53 @@ import { navigate } from '../router';
 import { Confirm, ErrorBox, useLoad, when } from '../ui';
 import { useSubmit } from '../useSubmit';
 import { Members, Tags } from './team';
+import { Withheld, WithheldReason } from '../withheld';
 
 const ROLE_WORDS: Record<string, string> = { OWNER: 'Owner', ADMIN: 'Admin', MEMBER: 'Member', VIEWER: 'Viewer' };
 export const roleWord = (r: string) => ROLE_WORDS[r] ?? r;
 
-export function Workspaces({ workspaces }: { workspaces: { data?: Workspace[]; loading: boolean; reload: () => void } }) {
+const WITHHELD_WORDS: Record<WithheldReason, { one: string; many: string; act: { text: string; href?: string } }> = {
+  MFA_ENROLMENT_REQUIRED: {
+    one: 'it requires two-step sign-in (a second factor).',
+    many: 'they require two-step sign-in (a second factor).',
+    act: { text: 'Set it up in your account', href: '/app/settings/account#second-factor' },
+  },
+  EMAIL_NOT_VERIFIED: {
+    one: 'it requires a confirmed e-mail address.',
+    many: 'they require a confirmed e-mail address.',
+    act: { text: 'Confirm your address in your account', href: '/app/settings/account#email' },
+  },
+  OTHER: {
+    one: 'your account does not meet its access requirements.',
+    many: 'your account does not meet their access requirements.',
+    act: { text: 'Ask the workspace’s owner what it requires.' },
+  },
+};
+
+/** Why some of the caller's workspaces are not listed, one line per reason, each with where to act. */
+export function WithheldNotice({ withheld }: { withheld: Withheld | null }) {
+  if (!withheld) return null;
+  // A workspace withheld for want of a confirmed address means the caller's address is not confirmed.
+  const unconfirmed = withheld.reasons.some((r) => r.reason === 'EMAIL_NOT_VERIFIED');
+  return (
+    <div class="notice withheld" role="status" data-testid="withheld-notice">
+      {withheld.reasons.map(({ reason, count }) => {
+        const words = WITHHELD_WORDS[reason];
+        return (
+          <p key={reason}>
+            {count === 1 ? `1 workspace is hidden: ${words.one}` : `${count} workspaces are hidden: ${words.many}`}{' '}
+            {words.act.href ? <a href={words.act.href}>{words.act.text}</a> : words.act.text}
+            {/* The server sets a second factor up on a confirmed address only. */}
+            {reason === 'MFA_ENROLMENT_REQUIRED' && unconfirmed ? ' once your address is confirmed' : null}
+            {words.act.href ? '.' : null}
+          </p>
+        );
+      })}
+    </div>
+  );
+}
+
+export function Workspaces({ workspaces, withheld }: { workspaces: { data?: Workspace[]; loading: boolean; reload: () => void }; withheld: Withheld | null }) {
   const [name, setName] = useState('');
   const { busy, error, run } = useSubmit();
   return (
@@ -36,7 +78,8 @@ export function Workspaces({ workspaces }: { workspaces: { data?: Workspace[]; l
       </form>
       <ErrorBox error={error} />
       {workspaces.loading && !workspaces.data ? <p role="status">Loading…</p> : null}
-      {workspaces.data && workspaces.data.length === 0 ? <p class="muted">You are in no workspace yet: create one above.</p> : null}
+      <WithheldNotice withheld={withheld} />
+      {workspaces.data && workspaces.data.length === 0 && !withheld ? <p class="muted">You are in no workspace yet: create one above.</p> : null}
       <ul class="cards">
         {workspaces.data?.map((w) => (
           <li key={w.id} class="card">
