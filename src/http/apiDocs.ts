@@ -37,8 +37,18 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-/** No inline script; Swagger UI sets inline styles and shows data: images. */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/**
+ * Swagger UI's one inline style sheet: the colours of its logo (an SVG it renders inline). The
+ * browser test of /docs (test/e2e/apiDocs.test.ts) fails should another version change it.
+ */
+const LOGO_STYLE_HASH = "'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='";
+
+/**
+ * No inline script, and no inline style sheet but the logo's (by its hash): Swagger UI's styles
+ * come from its CSS file; it sets style attributes on elements (allowed by `style-src-attr`
+ * only) and shows data: images.
+ */
+const CSP = `default-src 'none'; script-src 'self'; style-src 'self'; style-src-elem 'self' ${LOGO_STYLE_HASH}; style-src-attr 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
 
 function assetDir(): string {
   // swagger-ui-dist's own resolver (absolute-path.js): its directory in node_modules.
