@@ -2,6 +2,7 @@ import net from 'node:net';
 import { signUp, startServer, TestServer } from '../support/server';
 import fs from 'node:fs';
 import { closedBy, connect, eventually } from '../support/rawHttp';
+import { waitForStatus } from '../http/instructionSets.support';
 
 /**
  * Whole-document reads take turns process-wide (src/http/wholeDocumentReads.ts). A client that
@@ -33,8 +34,8 @@ async function uploadProcessed(server: TestServer, u: Awaited<ReturnType<typeof 
   const up = await u.api.post(`/v1/workspaces/${ws}/documents`, fd);
   expect(up.status).toBe(201);
   const doc = up.body.id as string;
-  const processed = async () => ['FAILED', 'VERIFIED'].includes((await u.api.get(`/v1/workspaces/${ws}/documents/${doc}`)).body.processingStatus as string);
-  expect(await eventually(processed, 45_000)).toBe(true);
+  // Blank lines: nothing to extract, so the document ends FAILED (NO_TEXT).
+  await waitForStatus(u.api, ws, doc, 'FAILED');
   expect(await eventually(() => openBlobs(server) === 0, 10_000)).toBe(true);
   return doc;
 }
