@@ -12,7 +12,8 @@
  *    - upload → VERIFIED of a generated 20-page PDF, median of a few uploads;
  *    - many documents at once (BENCH_INGEST_DOCS, default 60 text files of ~25 chunks, 8
  *      uploads in flight): chunks/s from the first upload to the last VERIFIED, with
- *      GET /healthz polled every 10 ms meanwhile (p50/p99/max latency), and the server's CPU
+ *      GET /healthz polled every 10 ms meanwhile by a process of its own, and by the bench's
+ *      own event loop (p50/p99/max latency of each), and the server's CPU
  *      time per chunk, its main thread's apart (from /proc: figures that depend less on what
  *      else the machine runs than wall time does).
  * BENCH_INGEST_PARTS=embed,first,pdf,many (default all) runs some parts only.
@@ -216,8 +217,54 @@ const pct = (xs: number[], p: number): number => {
   return s[Math.min(s.length - 1, Math.floor(p * s.length))];
 };
 
+/**
+ * GET /healthz every 10 ms from a process of its own, until stopped: what a client sees of the
+ * server's HTTP loop. (The bench's own poller shares its event loop with the uploads and their
+ * status polls, so its figures also hold the bench's own delays: both are printed.)
+ */
+const PROBE = `
+const http = require('node:http');
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+const url = new URL(process.argv[1] + '/healthz');
+const times = [];
+let stopping = false;
+process.stdin.on('data', () => { stopping = true; });
+const once = () => new Promise((resolve, reject) => {
+  const t0 = performance.now();
+  http.get({ host: url.hostname, port: url.port, path: url.pathname, agent }, (res) => {
+    res.resume();
+    res.on('end', () => { times.push(performance.now() - t0); resolve(); });
+  }).on('error', reject);
+});
+(async () => {
+  while (!stopping) {
+    await once();
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  process.stdout.write(JSON.stringify(times) + '\\n');
+  agent.destroy();
+})().catch((err) => { console.error(err); process.exit(1); });
+`;
+
+function healthProbe(url: string): { stop(): Promise<number[]> } {
+  const child = spawn(process.execPath, ['-e', PROBE, url], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d: string) => (out += d));
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  return {
+    stop: async () => {
+      child.stdin.end('stop\n');
+      await exited;
+      const line = out.split('\n').find((l) => l.startsWith('['));
+      if (!line) throw new Error('the /healthz probe printed no figures');
+      return JSON.parse(line) as number[];
+    },
+  };
+}
+
 /** Many documents, `inFlight` uploads at once; /healthz polled meanwhile. */
-export async function manyDocuments(docs: number, inFlight: number): Promise<{ chunks: number; seconds: number; health: number[]; cpu?: { process: number; main: number } }> {
+export async function manyDocuments(docs: number, inFlight: number): Promise<{ chunks: number; seconds: number; health: number[]; probed: number[]; cpu?: { process: number; main: number } }> {
   return withServer(undefined, async (s) => {
     // Warm the server once (and wait until it has nothing left to do).
     await verified(s, await upload(s, Buffer.from('# warm\n\nwarm up text'), 'warm.md'));
@@ -234,6 +281,7 @@ export async function manyDocuments(docs: number, inFlight: number): Promise<{ c
         Array.from({ length: 7 }, () => Array.from({ length: 8 + rnd(17) }, () => WORDS[rnd(WORDS.length)]).join(' ') + '.').join(' '),
       ).join('\n\n');
     });
+    const probe = healthProbe(s.url);
     const health: number[] = [];
     let done = false;
     const poller = (async () => {
@@ -262,8 +310,9 @@ export async function manyDocuments(docs: number, inFlight: number): Promise<{ c
     const cpu1 = cpuSeconds(s.pid);
     done = true;
     await poller;
+    const probed = await probe.stop();
     const cpu = cpu0 && cpu1 ? { process: cpu1.process - cpu0.process, main: cpu1.main - cpu0.main } : undefined;
-    return { chunks, seconds, health, ...(cpu ? { cpu } : {}) };
+    return { chunks, seconds, health, probed, ...(cpu ? { cpu } : {}) };
   });
 }
 
@@ -291,7 +340,8 @@ export async function benchIngest(): Promise<void> {
     const many = await manyDocuments(docs, 8);
     console.log(
       `  ${docs} text documents, 8 uploads in flight: ${many.chunks} chunks in ${many.seconds.toFixed(1)} s = ${(many.chunks / many.seconds).toFixed(0)} chunks/s (target ≥ 300); ` +
-        `GET /healthz meanwhile p50 ${pct(many.health, 0.5).toFixed(1)} ms, p99 ${pct(many.health, 0.99).toFixed(1)} ms (target < 50), max ${Math.max(...many.health).toFixed(1)} ms, n=${many.health.length} (${load()})`,
+        `GET /healthz meanwhile, from a process of its own: p50 ${pct(many.probed, 0.5).toFixed(1)} ms, p99 ${pct(many.probed, 0.99).toFixed(1)} ms (target < 50), max ${Math.max(...many.probed).toFixed(1)} ms, n=${many.probed.length}; ` +
+        `from the bench's own event loop (beside the uploads and their status polls): p50 ${pct(many.health, 0.5).toFixed(1)} ms, p99 ${pct(many.health, 0.99).toFixed(1)} ms, max ${Math.max(...many.health).toFixed(1)} ms, n=${many.health.length} (${load()})`,
     );
     if (many.cpu) {
       const per = (s: number): string => ((s * 1000) / many.chunks).toFixed(2);
@@ -300,7 +350,7 @@ export async function benchIngest(): Promise<void> {
       );
     }
     figure('ingest', 'end-to-end ingest, many documents', many.chunks / many.seconds, 'chunks/s', { kind: 'min', value: 300 });
-    figure('ingest', 'GET /healthz p99 during ingest', pct(many.health, 0.99), 'ms', { kind: 'max', value: 50 });
+    figure('ingest', 'GET /healthz p99 during ingest (probe process)', pct(many.probed, 0.99), 'ms', { kind: 'max', value: 50 });
   }
 }
 
