@@ -50,8 +50,9 @@ Object.defineProperty(os, 'setPriority', { value: refuse('os.setPriority'), writ
  * All non-writable and non-configurable; no reference to an original is kept but Pipe's open,
  * inside a closure, for the standard streams. Whatever a module loads (node:net or net,
  * createRequire, import, a vm context's import, a library in its folder) reaches these same
- * objects: builtins exist once per process. The inspector (which could read closures) and
- * native addons are already refused by the permission model (checked).
+ * objects: builtins exist once per process. The inspector (which could read closures), native
+ * addons and loader hooks (module.register: a thread with builtins of its own) are already
+ * refused by the permission model (checked).
  */
 const { apply } = Reflect; // taken now: a module may replace Function.prototype.call and Reflect.apply later
 const offline = (name: string) => () => {

@@ -167,14 +167,20 @@ describe('npm run kb -- project (ad-hoc projections in a sandbox)', () => {
       expect(r.stdout).toBe('');
     });
 
-    it('leaves the inspector and native addons to the permission model, which refuses them', async () => {
-      // The inspector could read any closure (the guard's, node's own); an addon could do anything.
+    it('leaves the inspector, native addons and loader hooks to the permission model, which refuses them', async () => {
+      // The inspector could read any closure (the guard's, node's own); an addon could do
+      // anything; loader hooks run in a thread of their own, with builtins the guard never saw.
       const inspector = await attempt(`const inspector = await import('node:inspector'); new inspector.Session().connect();`, { KB_PROJECT_NETNS: 'off' });
       expect(inspector.stderr).toMatch(/Access to this API has been restricted/);
       const addon = path.join(root, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
       const dlopen = await attempt(`process.dlopen({ exports: {} }, ${JSON.stringify(addon)});`, { KB_PROJECT_NETNS: 'off' });
       expect(dlopen.stderr).toMatch(/loading addons is disabled/);
-      expect([inspector.code, dlopen.code]).toEqual([1, 1]);
+      const hooks = await attempt(
+        `const { register } = await import('node:module'); register('data:text/javascript,' + encodeURIComponent("(await import('node:net')).connect(" + tcpPort + ", '127.0.0.1');"));`,
+        { KB_PROJECT_NETNS: 'off' },
+      );
+      expect(hooks.stderr).toMatch(/Access to this API has been restricted/);
+      expect([inspector.code, dlopen.code, hooks.code, hooks.seen]).toEqual([1, 1, 1, []]);
     });
 
     const unshare = spawnSync('unshare', ['--net', '--map-root-user', 'true']).status === 0;
