@@ -62,8 +62,9 @@ function networkIsolator(): string | null {
   if (isolator !== undefined) return isolator;
   isolator = null;
   if (process.platform !== 'linux') return isolator;
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    const unshare = path.join(dir || '.', 'unshare');
+  // Absolute PATH entries only: an empty or relative one would run an unshare from the current folder.
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter).filter((d) => path.isAbsolute(d))) {
+    const unshare = path.join(dir, 'unshare');
     try {
       fs.accessSync(unshare, fs.constants.X_OK);
     } catch {
