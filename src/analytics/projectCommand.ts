@@ -15,12 +15,18 @@ export async function runProjectCommand(store: EventStore, dataDir: string, args
     console.error('usage: project <file> [--workspace id] [--as-of time] [--format json|csv] [--out file] [--max-memory MB] [--step-timeout seconds]');
     return 2;
   }
+  const netns = process.env.KB_PROJECT_NETNS ?? 'auto';
+  if (netns !== 'auto' && netns !== 'off') {
+    console.error(`KB_PROJECT_NETNS must be auto or off, not ${netns}`);
+    return 2;
+  }
   const started = Date.now();
   const r = await runProjection(store, {
     file,
     workspaceId: o.workspace,
     asOf: o['as-of'],
     protectedPaths: [dataDir],
+    networkNamespace: netns === 'auto',
     ...(o['max-memory'] !== undefined ? { maxMemoryMb: Number(o['max-memory']) } : {}),
     ...(o['step-timeout'] !== undefined ? { stepTimeoutMs: Number(o['step-timeout']) * 1000 } : {}),
     onProgress: (position, head) => {

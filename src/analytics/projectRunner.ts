@@ -1,4 +1,4 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,11 @@ export interface ProjectOptions {
   maxMemoryMb?: number;
   /** How long the module may take over one step (loading, one batch of 1,000 events, the result), ms (default 120,000): past it the run fails. */
   stepTimeoutMs?: number;
+  /**
+   * Start the module's process in a network namespace of its own when the host allows it
+   * (default true); false leaves the in-process guard (sandboxHost.ts) alone to refuse the network.
+   */
+  networkNamespace?: boolean;
   onProgress?: (position: number, head: number, matched: number) => void;
 }
 
@@ -41,6 +46,37 @@ const inside = (child: string, parent: string): boolean => {
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 };
 
+/*
+ * The sandbox host takes the network away from the module in its own process; where the host
+ * allows it, the process also starts in a network namespace of its own (unshare --net, with a
+ * user namespace so no privilege is needed): no interface but a loopback that is down, so no
+ * route anywhere, even for a way out the host missed. unshare execs node in place (same pid,
+ * exit status and signals) and passes the IPC descriptor and the stdio pipes through: a
+ * namespace does not close sockets already open. Unix sockets with a path in the file system
+ * are reachable from any namespace: those are left to the guard. Unprivileged user namespaces
+ * may be turned off (kernel.unprivileged_userns_clone, AppArmor, a container's seccomp
+ * profile), so unshare is tried once per process and the guard runs alone where it fails.
+ */
+let isolator: string | null | undefined;
+function networkIsolator(): string | null {
+  if (isolator !== undefined) return isolator;
+  isolator = null;
+  if (process.platform !== 'linux') return isolator;
+  // Absolute PATH entries only: an empty or relative one would run an unshare from the current folder.
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter).filter((d) => path.isAbsolute(d))) {
+    const unshare = path.join(dir, 'unshare');
+    try {
+      fs.accessSync(unshare, fs.constants.X_OK);
+    } catch {
+      continue;
+    }
+    const probe = spawnSync(unshare, ['--net', '--map-root-user', 'true'], { stdio: 'ignore', env: {}, timeout: 5000 });
+    if (probe.status === 0) isolator = unshare;
+    break;
+  }
+  return isolator;
+}
+
 /** Transpile a one-file TypeScript projection into a private temp folder; returns the file to load. */
 async function prepare(file: string): Promise<{ module: string; readable: string[]; cleanup: () => void }> {
   if (!file.endsWith('.ts')) return { module: file, readable: [file, `${path.dirname(file)}${path.sep}*`], cleanup: () => {} };
@@ -58,7 +94,8 @@ async function prepare(file: string): Promise<{ module: string; readable: string
 /**
  * Run an analyst's projection over the log, in a sandboxed child process: Node's permission
  * model lets it read only its own module (and folder), write nothing, start no process or
- * worker; its environment is empty. It receives events only, read through the store given
+ * worker; the host refuses it the network (and a namespace without one, where the host
+ * allows it); its environment is empty. It receives events only, read through the store given
  * (the decrypting one: erased documents' text is empty) and redacted like the export.
  */
 export async function runProjection(store: EventStore, options: ProjectOptions): Promise<ProjectResult> {
@@ -81,18 +118,18 @@ export async function runProjection(store: EventStore, options: ProjectOptions):
   if (!Number.isInteger(maxMemoryMb) || maxMemoryMb < 16) throw new Error(`the memory bound must be a whole number of MB, at least 16, not ${maxMemoryMb}`);
   if (!Number.isInteger(stepTimeoutMs) || stepTimeoutMs < 1) throw new Error(`the step time-out must be a whole number of ms, at least 1, not ${stepTimeoutMs}`);
   const prepared = await prepare(real);
-  const child = spawn(
+  const node = [
     process.execPath,
-    [
-      '--experimental-permission',
-      '--no-warnings',
-      `--max-old-space-size=${maxMemoryMb}`,
-      `--allow-fs-read=${HOST}`,
-      ...prepared.readable.map((p) => `--allow-fs-read=${p}`),
-      HOST,
-    ],
-    { cwd: path.dirname(prepared.module), env: {}, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
-  );
+    '--experimental-permission',
+    '--no-warnings',
+    `--max-old-space-size=${maxMemoryMb}`,
+    `--allow-fs-read=${HOST}`,
+    ...prepared.readable.map((p) => `--allow-fs-read=${p}`),
+    HOST,
+  ];
+  const unshare = options.networkNamespace === false ? null : networkIsolator();
+  const [command, ...args] = unshare ? [unshare, '--net', '--map-root-user', '--', ...node] : node;
+  const child = spawn(command, args, { cwd: path.dirname(prepared.module), env: {}, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   // Whatever the module prints goes to our stderr, never into the result.
   child.stdout?.on('data', (d: Buffer) => process.stderr.write(d));
   child.stderr?.on('data', (d: Buffer) => process.stderr.write(d));

@@ -9,8 +9,13 @@
  *          (child → parent): { kind: 'ready' } · { kind: 'ack', count } · { kind: 'result', json } · { kind: 'error', message }
  */
 
+import dgram from 'node:dgram';
+import dns from 'node:dns';
+import { syncBuiltinESMExports } from 'node:module';
+import net from 'node:net';
 import os from 'node:os';
 import { pathToFileURL } from 'node:url';
+import v8 from 'node:v8';
 
 /*
  * The permission model has no say over signals: a module could stop or kill any process of
@@ -27,6 +32,115 @@ for (const name of ['kill', '_kill', '_debugProcess', 'setuid', 'setgid', 'seteu
   Object.defineProperty(process, name, { value: refuse(`process.${name}`), writable: false, configurable: false, enumerable: false });
 }
 Object.defineProperty(os, 'setPriority', { value: refuse('os.setPriority'), writable: false, configurable: false });
+
+/*
+ * Nor does the permission model cover the network (Node 20): the module could send what it
+ * receives elsewhere (over a connection, in a UDP packet, or in the name of a DNS query) or
+ * talk to local services (TCP, Unix sockets). Every way to the network from node's public
+ * modules ends in a method of one of four native handle classes: TCP and Pipe (net, tls, http,
+ * https, http2, fetch/undici: all connect through net.Socket.prototype.connect), UDP (dgram) and
+ * ChannelWrap (c-ares: dns.resolve*, dns.reverse, Resolver), or in getaddrinfo/getnameinfo
+ * (dns.lookup, dns.lookupService), which only dns's own closures hold. The handles are within
+ * the module's reach (new tls.TLSSocket()._handle._parent is a TCP, new dns.Resolver()._handle
+ * a ChannelWrap, process.stdout._handle a Pipe) and their methods take any native object as
+ * the request: tcp.connect(req, host, port) called directly connected, as did a UDP send and a
+ * ChannelWrap query, past any guard on net.Socket (checked). So the methods that open, bind,
+ * listen, connect, send or query are replaced on the native prototypes themselves, and the
+ * public entry points as well, for a clear error at the call (and no DNS lookup before it).
+ * All non-writable and non-configurable; no reference to an original is kept but Pipe's open,
+ * inside a closure, for the standard streams. Whatever a module loads (node:net or net,
+ * createRequire, import, a vm context's import, a library in its folder) reaches these same
+ * objects: builtins exist once per process. The inspector (which could read closures), native
+ * addons and loader hooks (module.register: a thread with builtins of its own) are already
+ * refused by the permission model (checked).
+ */
+const { apply } = Reflect; // taken now: a module may replace Function.prototype.call and Reflect.apply later
+const offline = (name: string) => () => {
+  throw Object.assign(new Error(`network access is not allowed in the sandbox (${name})`), { code: 'ERR_ACCESS_DENIED' });
+};
+// Promise-returning APIs answer a rejected promise, as they do for any failure.
+const offlineAsync = (name: string) => () => Promise.reject(Object.assign(new Error(`network access is not allowed in the sandbox (${name})`), { code: 'ERR_ACCESS_DENIED' }));
+function lock(target: object, key: string, value: unknown): void {
+  const enumerable = Object.getOwnPropertyDescriptor(target, key)?.enumerable ?? false;
+  Object.defineProperty(target, key, { value, writable: false, configurable: false, enumerable });
+}
+
+// dns first: a dgram socket binds dns.lookup when it is made (the probe below makes one).
+// setServers too: it re-binds the module's resolve* functions (locked; so it would fail
+// with an obscure TypeError) and servers matter only to the queries refused here.
+const DNS_QUERY = /^(lookup|lookupService|reverse|resolve\w*|setServers)$/;
+for (const [target, label, refusal] of [
+  [dns, 'dns', offline],
+  [dns.promises, 'dns/promises', offlineAsync],
+  [dns.Resolver.prototype, 'dns.Resolver.prototype', offline],
+  [dns.promises.Resolver.prototype, 'dns/promises.Resolver.prototype', offlineAsync],
+] as const) {
+  for (const key of Object.getOwnPropertyNames(target)) {
+    if (DNS_QUERY.test(key) && typeof (target as unknown as Record<string, unknown>)[key] === 'function') lock(target, key, refusal(`${label}.${key}`));
+  }
+}
+
+/** The native handle a net.Socket makes in connect() before checking its arguments (no system call yet). */
+function handleBeforeCheck(options: object): object {
+  const socket = new net.Socket();
+  try {
+    socket.connect(options as net.SocketConnectOpts);
+  } catch {
+    // expected: the port (TCP) or path (Pipe) check fails right after the handle is made
+  }
+  const handle = (socket as unknown as { _handle: object | null })._handle;
+  socket.destroy();
+  if (!handle) throw new Error('sandbox: no native socket handle to take the network away from (node changed?)');
+  return handle;
+}
+const udpSocket = dgram.createSocket('udp4');
+const udpHandle = Object.getOwnPropertySymbols(udpSocket)
+  .map((k) => (udpSocket as unknown as Record<symbol, { handle?: object } | undefined>)[k]?.handle)
+  .find((h) => h !== undefined);
+udpSocket.close();
+const resolverHandle = (new dns.Resolver() as unknown as { _handle: object })._handle;
+const pipeHandle = handleBeforeCheck({ path: 1 });
+const pipeOpen = Object.getPrototypeOf(pipeHandle).open as (fd: number) => number;
+for (const [handle, name, methods] of [
+  [handleBeforeCheck({ port: -1 }), 'TCP', ['open', 'bind', 'bind6', 'listen', 'connect', 'connect6']],
+  [pipeHandle, 'Pipe', ['bind', 'listen', 'connect', 'open']],
+  // Joining a multicast group binds an unbound socket first and sends an IGMP report.
+  [udpHandle, 'UDP', ['open', 'bind', 'bind6', 'connect', 'connect6', 'send', 'send6', 'addMembership', 'dropMembership', 'addSourceSpecificMembership', 'dropSourceSpecificMembership']],
+  [resolverHandle, 'ChannelWrap', ['getHostByAddr', ...Object.getOwnPropertyNames(Object.getPrototypeOf(resolverHandle)).filter((m) => m.startsWith('query'))]],
+] as const) {
+  const proto = handle && Object.getPrototypeOf(handle);
+  if (!proto || proto.constructor.name !== name) throw new Error(`sandbox: no ${name} handle to take the network away from (node changed?)`);
+  for (const method of methods) {
+    // A method missing means node renamed it, and the network would stay: refuse to run.
+    if (typeof proto[method] !== 'function') throw new Error(`sandbox: ${name}.prototype.${method} not found (node changed?)`);
+    lock(
+      proto,
+      method,
+      name === 'Pipe' && method === 'open'
+        ? // Node opens a Pipe on a standard stream when it is first used (process.stdout, console):
+          // those descriptors only. Another one (inherited from the CLI's parent) could be a socket.
+          function open(this: object, fd: unknown) {
+            if (fd === 0 || fd === 1 || fd === 2) return apply(pipeOpen, this, [fd]);
+            return offline('Pipe.prototype.open')();
+          }
+        : offline(`${name}.prototype.${method}`),
+    );
+  }
+}
+
+lock(net.Socket.prototype, 'connect', offline('net.Socket.prototype.connect'));
+lock(net.Server.prototype, 'listen', offline('net.Server.prototype.listen'));
+lock(net, '_createServerHandle', offline('net._createServerHandle'));
+for (const method of ['bind', 'connect', 'send']) lock(dgram.Socket.prototype, method, offline(`dgram.Socket.prototype.${method}`));
+lock(dgram, '_createSocketHandle', offline('dgram._createSocketHandle'));
+for (const name of ['fetch', 'WebSocket', 'EventSource']) {
+  if (name in globalThis) lock(globalThis, name, name === 'fetch' ? offlineAsync('fetch') : offline(name));
+}
+// V8 flags change the engine under these locks: --allow-natives-syntax opens runtime functions
+// that can corrupt memory, --harmony-shadow-realm a realm of its own (unsupported by node 20).
+lock(v8, 'setFlagsFromString', refuse('v8.setFlagsFromString'));
+// `import { connect } from 'node:net'` reads a copy of the exports made when first imported.
+syncBuiltinESMExports();
 
 interface AnalystModule {
   initialState: unknown;

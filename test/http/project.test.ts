@@ -1,4 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import dgram from 'node:dgram';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { cli, root } from '../support/cli';
@@ -74,6 +77,8 @@ describe('npm run kb -- project (ad-hoc projections in a sandbox)', () => {
     ['signals another process', () => `process.kill(process.ppid, 0)`],
     ["opens another process's inspector (SIGUSR1), to drive it over 127.0.0.1:9229", () => `process._debugProcess(process.ppid)`],
     ['re-nices another process', () => `require('node:os').setPriority(process.ppid, 19)`],
+    // --allow-natives-syntax would open V8 runtime functions that can corrupt memory, under the network guard.
+    ['changes V8 flags', () => `require('node:v8').setFlagsFromString('--allow-natives-syntax')`],
   ])('fails when the module %s', async (_what, attack) => {
     const file = module('attack.js', `exports.initialState = 0; exports.evolve = (s) => s + 1; exports.result = (s) => { ${attack(h.dataDir)}; return s; };`);
     const r = await cli(h.dataDir, ['project', file]);
@@ -81,6 +86,115 @@ describe('npm run kb -- project (ad-hoc projections in a sandbox)', () => {
     expect(r.stderr).toMatch(/ERR_ACCESS_DENIED|Access to this API has been restricted/);
     expect(r.stdout).toBe('');
     expect(fs.existsSync('/tmp/kb-sandbox-escape')).toBe(false);
+  });
+
+  describe('the network', () => {
+    // What the module could reach: a TCP server, a Unix socket and a UDP socket (which also
+    // stands for a DNS server: a query whose name carries the events is a way out too).
+    let tcp: net.Server;
+    let unix: net.Server;
+    let udp: dgram.Socket;
+    let socketPath: string;
+    const seen: string[] = [];
+    beforeAll(async () => {
+      tcp = net.createServer((c) => (seen.push('tcp'), c.destroy()));
+      await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
+      socketPath = path.join(scratch, 'service.sock');
+      unix = net.createServer((c) => (seen.push('unix'), c.destroy()));
+      await new Promise<void>((r) => unix.listen(socketPath, r));
+      udp = dgram.createSocket('udp4').on('message', () => seen.push('udp'));
+      await new Promise<void>((r) => udp.bind(0, '127.0.0.1', r));
+    });
+    afterAll(() => {
+      tcp.close();
+      unix.close();
+      udp.close();
+    });
+
+    /** Runs an ES module whose loading makes the attempt (top-level await, two seconds at most). */
+    const attempt = async (source: string, env: Record<string, string> = {}) => {
+      seen.length = 0;
+      const file = module(
+        'attack.mjs',
+        `const tcpPort = ${(tcp.address() as net.AddressInfo).port}, udpPort = ${udp.address().port}, socketPath = ${JSON.stringify(socketPath)};
+         const within = (p) => Promise.race([p, new Promise((r) => setTimeout(r, 2000))]);
+         const connected = (s) => new Promise((resolve, reject) => s.on('connect', resolve).on('error', reject));
+         ${source}
+         export const initialState = 0; export const evolve = (s) => s; export const result = (s) => s;`,
+      );
+      const r = await cli(h.dataDir, ['project', file], env);
+      await new Promise((resolve) => setTimeout(resolve, 50)); // a datagram sent is in our queue by now
+      return { ...r, seen: [...seen] };
+    };
+    // A fake request object: the native handles take any object with an internal field as one.
+    const fakeReq = `const { Resolver: R } = await import('node:dns'); const fakeReq = () => Object.assign(new (new R()._handle.constructor)(1000, 1), { oncomplete() {} });`;
+
+    // The in-process guard on its own (no network namespace): each of these reached the servers
+    // or the resolver before it.
+    it.each([
+      ['net.connect', `const net = await import('node:net'); await within(connected(net.connect(tcpPort, '127.0.0.1')));`],
+      ['net.createConnection (required as net)', `const { createConnection } = await import('net'); await within(connected(createConnection({ port: tcpPort, host: '127.0.0.1' })));`],
+      ['new net.Socket().connect', `const { Socket } = await import('node:net'); await within(connected(new Socket().connect(tcpPort, '127.0.0.1')));`],
+      ['a subclass of net.Socket', `const net = await import('node:net'); class S extends net.Socket {} await within(connected(new S().connect(tcpPort, '127.0.0.1')));`],
+      ['a Unix socket', `const net = await import('node:net'); await within(connected(net.connect(socketPath)));`],
+      ['net through module.createRequire', `const { createRequire } = await import('node:module'); const net = createRequire(import.meta.url)('net'); await within(connected(net.connect(tcpPort, '127.0.0.1')));`],
+      ['net through process.mainModule', `const net = process.mainModule.require('node:net'); await within(connected(net.connect(tcpPort, '127.0.0.1')));`],
+      ['net imported in a vm context', `const vm = await import('node:vm'); const net = await new vm.Script('import("node:net")', { importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER }).runInNewContext({}); await within(connected(net.connect(tcpPort, '127.0.0.1')));`],
+      ['connect put back from tls.TLSSocket.prototype', `const net = await import('node:net'); const tls = await import('node:tls'); const c = Object.getPrototypeOf(tls.TLSSocket.prototype).connect; try { net.Socket.prototype.connect = c; } catch {} await within(connected(new net.Socket().connect(tcpPort, '127.0.0.1')));`],
+      ['http.get', `const http = await import('node:http'); await within(new Promise((res, rej) => http.get({ host: '127.0.0.1', port: tcpPort }, res).on('error', rej)));`],
+      ['tls.connect', `const tls = await import('node:tls'); await within(new Promise((res, rej) => tls.connect({ host: '127.0.0.1', port: tcpPort, rejectUnauthorized: false }, res).on('error', rej)));`],
+      ['fetch', `await within(fetch('http://127.0.0.1:' + tcpPort + '/'));`],
+      ['a TCP handle of its own (from a TLSSocket)', `${fakeReq} const tls = await import('node:tls'); const TCP = new tls.TLSSocket()._handle._parent.constructor; await within(new Promise((res, rej) => { const req = fakeReq(); req.oncomplete = res; const e = new TCP(0).connect(req, '127.0.0.1', tcpPort); if (e) rej(new Error('connect ' + e)); }));`],
+      ['a Pipe handle of its own (from process.stdout)', `${fakeReq} const Pipe = process.stdout._handle.constructor; await within(new Promise((res, rej) => { const req = fakeReq(); req.oncomplete = res; const e = new Pipe(0).connect(req, socketPath); if (e) rej(new Error('connect ' + e)); }));`],
+      ['net.createServer().listen', `const net = await import('node:net'); await within(new Promise((res, rej) => net.createServer().listen(0, '127.0.0.1', res).on('error', rej)));`],
+      ['http.createServer().listen', `const http = await import('node:http'); await within(new Promise((res, rej) => http.createServer().listen(0, '127.0.0.1', res).on('error', rej)));`],
+      ['dgram send', `const dgram = await import('node:dgram'); await within(new Promise((res, rej) => dgram.createSocket('udp4').send('x', udpPort, '127.0.0.1', (e) => (e ? rej(e) : res()))));`],
+      ['dgram bind', `const dgram = await import('node:dgram'); await within(new Promise((res, rej) => dgram.createSocket('udp4').on('error', rej).bind(0, '127.0.0.1', res)));`],
+      ['dgram connect', `const dgram = await import('node:dgram'); await within(new Promise((res, rej) => dgram.createSocket('udp4').on('error', rej).connect(udpPort, '127.0.0.1', res)));`],
+      ['a UDP handle of its own', `${fakeReq} const dgram = await import('node:dgram'); const s = dgram.createSocket('udp4'); const udp = Object.getOwnPropertySymbols(s).map((k) => s[k]).find((v) => v && v.handle).handle; const e = udp.send(fakeReq(), [Buffer.from('x')], 1, udpPort, '127.0.0.1', false); if (e < 0) throw new Error('send ' + e); await within(new Promise(() => {}));`],
+      ['dns.lookup', `const dns = await import('node:dns'); await within(new Promise((res, rej) => dns.lookup('localhost', (e) => (e ? rej(e) : res()))));`],
+      ['dns/promises lookup', `const { lookup } = await import('node:dns/promises'); await within(lookup('localhost'));`],
+      ['dns.lookupService', `const dns = await import('node:dns'); await within(new Promise((res, rej) => dns.lookupService('127.0.0.1', 22, (e) => (e ? rej(e) : res()))));`],
+      ['dns.resolve4 (its servers set to ours, where allowed)', `const dns = (await import('node:dns')).default; try { dns.setServers(['127.0.0.1:' + udpPort]); } catch {} await within(new Promise((res) => dns.resolve4('events.example', res)));`],
+      ['a dns.Resolver (resolveTxt, reverse)', `const { Resolver } = await import('node:dns'); const r = new Resolver({ timeout: 200, tries: 1 }); r.setServers(['127.0.0.1:' + udpPort]); await within(new Promise((res) => r.resolveTxt('events.example', res))); await within(new Promise((res) => r.reverse('10.1.2.3', res)));`],
+      ['a dns/promises Resolver', `const { Resolver } = await import('node:dns/promises'); const r = new Resolver({ timeout: 200, tries: 1 }); r.setServers(['127.0.0.1:' + udpPort]); await within(r.resolveAny('events.example').catch((e) => { if (e.code !== 'ETIMEOUT') throw e; }));`],
+      ['a c-ares handle of its own', `${fakeReq} const { Resolver } = await import('node:dns'); const r = new Resolver({ timeout: 200, tries: 1 }); r.setServers(['127.0.0.1:' + udpPort]); r._handle.queryA(fakeReq(), 'events.example', false); await within(new Promise(() => {}));`],
+    ])('refuses %s', async (_what, source) => {
+      const r = await attempt(source, { KB_PROJECT_NETNS: 'off' });
+      expect(r.seen).toEqual([]);
+      expect(r.stderr).toMatch(/network access is not allowed in the sandbox/);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe('');
+    });
+
+    it('leaves the inspector, native addons and loader hooks to the permission model, which refuses them', async () => {
+      // The inspector could read any closure (the guard's, node's own); an addon could do
+      // anything; loader hooks run in a thread of their own, with builtins the guard never saw.
+      const inspector = await attempt(`const inspector = await import('node:inspector'); new inspector.Session().connect();`, { KB_PROJECT_NETNS: 'off' });
+      expect(inspector.stderr).toMatch(/Access to this API has been restricted/);
+      const addon = path.join(root, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
+      const dlopen = await attempt(`process.dlopen({ exports: {} }, ${JSON.stringify(addon)});`, { KB_PROJECT_NETNS: 'off' });
+      expect(dlopen.stderr).toMatch(/loading addons is disabled/);
+      const hooks = await attempt(
+        `const { register } = await import('node:module'); register('data:text/javascript,' + encodeURIComponent("(await import('node:net')).connect(" + tcpPort + ", '127.0.0.1');"));`,
+        { KB_PROJECT_NETNS: 'off' },
+      );
+      expect(hooks.stderr).toMatch(/Access to this API has been restricted/);
+      expect([inspector.code, dlopen.code, hooks.code, hooks.seen]).toEqual([1, 1, 1, []]);
+    });
+
+    const unshare = spawnSync('unshare', ['--net', '--map-root-user', 'true']).status === 0;
+    (unshare ? it : it.skip)('starts the module in a network namespace of its own where the host allows it (no interface up), and it still prints', async () => {
+      const r = await attempt(`const os = await import('node:os'); console.log('interfaces:', JSON.stringify(Object.keys(os.networkInterfaces())));`);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain('interfaces: []');
+      const outside = await attempt(`const os = await import('node:os'); console.log('interfaces:', JSON.stringify(Object.keys(os.networkInterfaces())));`, { KB_PROJECT_NETNS: 'off' });
+      expect(outside.stderr).not.toContain('interfaces: []');
+      // The guard still answers first, with its message.
+      const refused = await attempt(`const net = await import('node:net'); await within(connected(net.connect(tcpPort, '127.0.0.1')));`);
+      expect(refused.stderr).toMatch(/network access is not allowed in the sandbox \(net\.Socket\.prototype\.connect\)/);
+      expect([refused.code, refused.seen]).toEqual([1, []]);
+    });
   });
 
   it('bounds time and memory: a loop that does not end and a memory blow-up fail the run with a clear error', async () => {
