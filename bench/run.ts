@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark, figures printed. Pass names to run some only:
  * `npm run bench -- core search`. Available: core (`--parts appends,http,rebuild`, `--http-seconds N`, `--http-clients 1,16`, `--rebuild-only`, `--rebuild-events N`), search (`--sizes 1000000 --keep DIR`), extract, ingest,
- * analytics (`--events N`), metrics, quality, reembed, floor (what HTTP, a JWT check, an fsynced append and express cost before the service's own work), mixed (`--seconds N`, `--chunks N`, `--keep DIR`, `--search-interval MS`).
+ * analytics (`--events N`), metrics, quality, reembed, floor (what HTTP, a JWT check, an fsynced append and express cost before the service's own work), mixed (`--seconds N`, `--chunks N`, `--keep DIR`, `--search-interval MS`), seal (sealing and opening document text and vectors).
  * `--keep DIR` means a different directory to search and to mixed: run them one at a time when using it.
  */
 import { benchCore, coreOptions } from './core';
@@ -14,6 +14,7 @@ import { benchMetrics } from './metrics';
 import { benchMixed, mixedOptions } from './mixed';
 import { benchQuality } from './quality';
 import { benchReembed } from './reembed';
+import { benchSeal } from './seal';
 import os from 'node:os';
 import { printTargetTable } from './targets';
 
@@ -32,6 +33,7 @@ const benches: Record<string, () => Promise<void>> = {
   quality: benchQuality,
   reembed: benchReembed,
   floor: () => benchHttpFloor(),
+  seal: benchSeal,
 };
 
 /** Options that take a value (the value is not a bench name). */

@@ -1,14 +1,34 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqliteEventStore';
 import { SqliteKeyStore } from '../../src/adapters/sqlite/sqliteKeyStore';
-import { EncryptingEventStore, SEALED_PREFIX } from '../../src/adapters/encryption/encryptingEventStore';
+import { EncryptingEventStore, open, seal, SEALED_PREFIX } from '../../src/adapters/encryption/encryptingEventStore';
 import { NewEvent, RecordedEvent } from '../../src/domain/event';
 
 const meta = { actorId: 'u1', authMethod: 'session' as const, correlationId: 'c', occurredAt: '2024-01-01T00:00:00.000Z', schemaVersion: 1 };
 const ev = (type: string, data: unknown): NewEvent => ({ id: randomUUID(), type, data, metadata: meta });
+
+describe('seal and open', () => {
+  const key = randomBytes(32);
+  const ivOf = (sealed: string) => Buffer.from(sealed.slice(SEALED_PREFIX.length), 'base64').subarray(0, 12).toString('hex');
+
+  it('round-trips text, with the document id as text or as bytes, and refuses another id or key', () => {
+    for (const text of ['', 'a', 'purple elephants', 'é'.repeat(5000)]) {
+      expect(open(key, seal(key, text, 'doc-1'), 'doc-1')).toBe(text);
+      expect(open(key, seal(key, text, Buffer.from('doc-1')), 'doc-1')).toBe(text);
+    }
+    expect(() => open(key, seal(key, 'secret', 'doc-1'), 'doc-2')).toThrow();
+    expect(() => open(randomBytes(32), seal(key, 'secret', 'doc-1'), 'doc-1')).toThrow();
+  });
+
+  it('never uses an IV twice, across the blocks it draws them in', () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 2000; i++) seen.add(ivOf(seal(key, 'same text', 'doc-1')));
+    expect(seen.size).toBe(2000);
+  });
+});
 
 describe('EncryptingEventStore', () => {
   let dir: string;
