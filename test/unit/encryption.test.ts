@@ -18,8 +18,10 @@ describe('seal and open', () => {
     for (const text of ['', 'a', 'purple elephants', 'é'.repeat(5000)]) {
       expect(open(key, seal(key, text, 'doc-1'), 'doc-1')).toBe(text);
       expect(open(key, seal(key, text, Buffer.from('doc-1')), 'doc-1')).toBe(text);
+      expect(open(key, seal(key, text, 'doc-1'), Buffer.from('doc-1'))).toBe(text);
     }
     expect(() => open(key, seal(key, 'secret', 'doc-1'), 'doc-2')).toThrow();
+    expect(() => open(key, seal(key, 'secret', 'doc-1'), Buffer.from('doc-2'))).toThrow();
     expect(() => open(randomBytes(32), seal(key, 'secret', 'doc-1'), 'doc-1')).toThrow();
   });
 

@@ -45,12 +45,16 @@ export function seal(key: Buffer, plaintext: string, aad: string | Buffer): stri
   return SEALED_PREFIX + out.toString('base64');
 }
 
-export function open(key: Buffer, sealed: string, aad: string): string {
+/** `aad`: the document id the field was sealed with, as text or (opening many fields of one event) its bytes. */
+export function open(key: Buffer, sealed: string, aad: string | Buffer): string {
   const raw = Buffer.from(sealed.slice(SEALED_PREFIX.length), 'base64');
   const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, IV_BYTES));
-  decipher.setAAD(Buffer.from(aad, 'utf8'));
+  decipher.setAAD(typeof aad === 'string' ? Buffer.from(aad, 'utf8') : aad);
   decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-  return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+  const plain = decipher.update(raw.subarray(IV_BYTES + TAG_BYTES));
+  // final() checks the tag (it throws on a wrong key, id or text); GCM gives no bytes there.
+  const last = decipher.final();
+  return (last.length === 0 ? plain : Buffer.concat([plain, last])).toString('utf8');
 }
 
 /** Decryption done in one go before reads let the event loop take a turn. */
@@ -161,6 +165,7 @@ export class EncryptingEventStore implements EventStore {
     const values: string[] = [];
     let erased = false;
     let data = e.data;
+    let aad: Buffer | undefined;
     for (const path of paths) {
       data = mapPath(data, path, (v) => {
         const i = values.length;
@@ -173,7 +178,7 @@ export class EncryptingEventStore implements EventStore {
           values.push('');
           return '';
         }
-        const plain = cached !== undefined && i < cached.length ? cached[i] : open(key, v, documentId);
+        const plain = cached !== undefined && i < cached.length ? cached[i] : open(key, v, (aad ??= Buffer.from(documentId, 'utf8')));
         values.push(plain);
         return plain;
       });
