@@ -1,4 +1,5 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { Duplex } from 'node:stream';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,6 +39,10 @@ const BATCH = 1000;
 export const DEFAULT_MAX_MEMORY_MB = 2048;
 export const DEFAULT_STEP_TIMEOUT_MS = 120_000;
 const HOST = path.join(__dirname, 'sandboxHost.js');
+/** The longest message the module's process may send (its result, as JSON text, is one): past it the run fails. */
+export const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
+/** How much of the module's output (stdout and stderr) is passed on to ours; the rest is dropped, with a note. */
+export const MAX_OUTPUT_BYTES = 1024 * 1024;
 
 type ChildMessage = { kind: 'ready' } | { kind: 'ack'; count: number } | { kind: 'result'; json: string } | { kind: 'error'; message: string };
 
@@ -77,6 +82,61 @@ function networkIsolator(): string | null {
   return isolator;
 }
 
+/**
+ * Node's permission model follows symbolic links (a documented limitation): a link in the
+ * module's folder to the data dir, a key file or /proc made them readable to the module (checked).
+ * A folder holding a link that leads out of it is refused, and one holding a hard link to a
+ * file of the data dir. (Links made after this check, by another process, are not seen: the
+ * module itself can write nothing.)
+ */
+const MAX_FOLDER_ENTRIES = 200_000;
+/** The files (device and inode) under the protected paths, for hard links: a hard link is the file itself. */
+function protectedInodes(protectedPaths: string[]): Set<string> {
+  const inodes = new Set<string>();
+  let seen = 0;
+  const walk = (p: string) => {
+    if (++seen > MAX_FOLDER_ENTRIES) throw new Error(`more than ${MAX_FOLDER_ENTRIES} entries under ${protectedPaths.join(', ')}: cannot check the module's folder for hard links`);
+    let st: fs.BigIntStats;
+    try {
+      st = fs.lstatSync(p, { bigint: true });
+    } catch {
+      return;
+    }
+    if (st.isDirectory()) for (const name of fs.readdirSync(p)) walk(path.join(p, name));
+    else if (st.isFile()) inodes.add(`${st.dev}:${st.ino}`);
+  };
+  for (const p of protectedPaths) walk(p);
+  return inodes;
+}
+
+function refuseLinksOut(folder: string, protectedPaths: string[]): void {
+  let seen = 0;
+  let inodes: Set<string> | null = null;
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (++seen > MAX_FOLDER_ENTRIES) throw new Error(`the module's folder ${folder} holds more than ${MAX_FOLDER_ENTRIES} entries: put the module in a folder of its own`);
+      const full = path.join(dir, entry.name);
+      if (entry.isSymbolicLink()) {
+        let target: string | null = null;
+        try {
+          target = fs.realpathSync(full);
+        } catch {
+          // a dangling link: where it leads may appear later
+        }
+        if (target === null || !inside(target, folder))
+          throw new Error(`the module's folder holds a symbolic link that leads out of it (${full}), which would let the module read what it leads to: put the module in a folder of its own`);
+      } else if (entry.isDirectory()) walk(full);
+      else if (entry.isFile()) {
+        // A hard link to a file of the data dir (a key file, say) reads as that file.
+        const st = fs.lstatSync(full, { bigint: true });
+        if (st.nlink > 1n && (inodes ??= protectedInodes(protectedPaths)).has(`${st.dev}:${st.ino}`))
+          throw new Error(`the module's folder holds a hard link to a file of the data dir (${full}): put the module in a folder of its own`);
+      }
+    }
+  };
+  walk(folder);
+}
+
 /** Transpile a one-file TypeScript projection into a private temp folder; returns the file to load. */
 async function prepare(file: string): Promise<{ module: string; readable: string[]; cleanup: () => void }> {
   if (!file.endsWith('.ts')) return { module: file, readable: [file, `${path.dirname(file)}${path.sep}*`], cleanup: () => {} };
@@ -106,7 +166,11 @@ export async function runProjection(store: EventStore, options: ProjectOptions):
     const prot = fs.existsSync(p) ? fs.realpathSync(p) : path.resolve(p);
     if (inside(prot, path.dirname(real)))
       throw new Error(`the module's folder ${path.dirname(real)} contains ${prot}, which it would be allowed to read: put the module in a folder of its own`);
+    // A folder inside the data dir (its outbox, say, of mail with sign-in links) is no better.
+    if (inside(path.dirname(real), prot))
+      throw new Error(`the module's folder ${path.dirname(real)} is inside ${prot}, which it would be allowed to read in part: put the module in a folder of its own`);
   }
+  if (!real.endsWith('.ts')) refuseLinksOut(path.dirname(real), options.protectedPaths);
   let asOf: string | null = null;
   if (options.asOf !== undefined) {
     const t = Date.parse(options.asOf);
@@ -129,12 +193,24 @@ export async function runProjection(store: EventStore, options: ProjectOptions):
   ];
   const unshare = options.networkNamespace === false ? null : networkIsolator();
   const [command, ...args] = unshare ? [unshare, '--net', '--map-root-user', '--', ...node] : node;
-  const child = spawn(command, args, { cwd: path.dirname(prepared.module), env: {}, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
-  // Whatever the module prints goes to our stderr, never into the result.
-  child.stdout?.on('data', (d: Buffer) => process.stderr.write(d));
-  child.stderr?.on('data', (d: Buffer) => process.stderr.write(d));
-  const channel = messages(child, maxMemoryMb);
-  const request = (message: unknown, expect: ChildMessage['kind']) => ask(child, channel, message, expect, stepTimeoutMs);
+  // Descriptor 3 is a plain socket pair, not node's IPC channel ('ipc'): node's own handling of
+  // that channel in this process trusts the other end (an internal message, a handle, bytes that
+  // are not JSON threw here, uncaught; a line with no end was buffered without bound).
+  const child = spawn(command, args, { cwd: path.dirname(prepared.module), env: {}, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+  const link = child.stdio[3] as Duplex;
+  // Whatever the module prints goes to our stderr, never into the result; up to a bound.
+  let printed = 0;
+  const pass = (d: Buffer) => {
+    if (printed >= MAX_OUTPUT_BYTES) return;
+    const room = MAX_OUTPUT_BYTES - printed;
+    printed += d.length;
+    process.stderr.write(d.length <= room ? d : d.subarray(0, room));
+    if (printed >= MAX_OUTPUT_BYTES) process.stderr.write(`\n[the projection printed more than ${MAX_OUTPUT_BYTES} bytes: the rest is dropped]\n`);
+  };
+  child.stdout?.on('data', pass);
+  child.stderr?.on('data', pass);
+  const channel = messages(child, link, maxMemoryMb);
+  const request = (message: unknown, expect: ChildMessage['kind']) => ask(child, link, channel, message, expect, stepTimeoutMs);
   const started = process.hrtime.bigint();
   try {
     await request({ kind: 'load', module: prepared.module }, 'ready');
@@ -174,39 +250,97 @@ interface Channel {
   next(): Promise<ChildMessage>;
 }
 
-function messages(child: ChildProcess, maxMemoryMb: number): Channel {
-  const queue: ChildMessage[] = [];
+/** A message from the module's process, or null if it is not one of the four kinds, well formed. */
+function checked(m: unknown): ChildMessage | null {
+  if (!m || typeof m !== 'object' || Array.isArray(m)) return null;
+  const r = m as Record<string, unknown>;
+  switch (r.kind) {
+    case 'ready':
+      return { kind: 'ready' };
+    case 'ack':
+      return typeof r.count === 'number' ? { kind: 'ack', count: r.count } : null;
+    case 'result':
+      return typeof r.json === 'string' ? { kind: 'result', json: r.json } : null;
+    case 'error':
+      return typeof r.message === 'string' ? { kind: 'error', message: r.message } : null;
+    default:
+      return null;
+  }
+}
+
+/*
+ * The module's process answers each request once, after it: a line (one JSON message) longer
+ * than MAX_MESSAGE_BYTES, one that does not parse or is not of a known kind, or one that
+ * nobody asked for ends the run (the process is killed), without reading further.
+ */
+function messages(child: ChildProcess, link: Duplex, maxMemoryMb: number): Channel {
   let waiting: { resolve: (m: ChildMessage) => void; reject: (e: Error) => void } | null = null;
   let ended: Error | null = null;
-  child.on('message', (m: ChildMessage) => {
-    if (waiting) {
+  const end = (err: Error) => {
+    if (ended) return;
+    ended = err;
+    if (waiting) waiting.reject(err);
+    waiting = null;
+  };
+  const violation = (what: string) => {
+    end(new Error(`projection: ${what} (the run is stopped)`));
+    link.destroy();
+    if (child.exitCode === null) child.kill('SIGKILL');
+  };
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  link.on('data', (chunk: Buffer) => {
+    let start = 0;
+    while (!ended) {
+      const nl = chunk.indexOf(10, start);
+      const piece = nl === -1 ? chunk.subarray(start) : chunk.subarray(start, nl);
+      pendingBytes += piece.length;
+      if (pendingBytes > MAX_MESSAGE_BYTES) return violation(`a message longer than ${MAX_MESSAGE_BYTES} bytes`);
+      if (nl === -1) {
+        if (piece.length) pending.push(piece);
+        return;
+      }
+      pending.push(piece);
+      const line = Buffer.concat(pending).toString('utf8');
+      pending = [];
+      pendingBytes = 0;
+      start = nl + 1;
+      let m: ChildMessage | null = null;
+      try {
+        m = checked(JSON.parse(line));
+      } catch {
+        // not JSON
+      }
+      if (!m) return violation('a message that is not one of the protocol');
+      if (!waiting) return violation(`a message nobody asked for (${m.kind})`);
       const w = waiting;
       waiting = null;
       w.resolve(m);
-    } else queue.push(m);
+    }
   });
-  child.on('error', (err) => {
-    ended = err;
-    if (waiting) waiting.reject(err);
+  link.on('error', () => {
+    // The process's end ('exit') says more.
   });
-  child.on('exit', (code, signal) => {
+  child.on('error', (err) => end(err));
+  // 'close', not 'exit': the last message may still be on its way when the process has exited.
+  child.on('close', (code, signal) => {
     // V8 aborts (SIGABRT, 134) when the heap bound is reached.
     const oom = signal === 'SIGABRT' || code === 134;
-    ended = new Error(oom ? `the projection ran out of memory (its bound is ${maxMemoryMb} MB)` : `the projection's process ended (${signal ?? `exit code ${code}`})`);
-    if (waiting) waiting.reject(ended);
+    end(new Error(oom ? `the projection ran out of memory (its bound is ${maxMemoryMb} MB)` : `the projection's process ended (${signal ?? `exit code ${code}`})`));
   });
   return {
     next: () => {
-      const m = queue.shift();
-      if (m) return Promise.resolve(m);
       if (ended) return Promise.reject(ended);
       return new Promise((resolve, reject) => (waiting = { resolve, reject }));
     },
   };
 }
 
-async function ask(child: ChildProcess, channel: Channel, message: unknown, expect: ChildMessage['kind'], timeoutMs: number): Promise<ChildMessage> {
-  child.send(message as object);
+async function ask(child: ChildProcess, link: Duplex, channel: Channel, message: unknown, expect: ChildMessage['kind'], timeoutMs: number): Promise<ChildMessage> {
+  const answer = channel.next(); // waiting before the request leaves: an answer is never early
+  link.write(`${JSON.stringify(message)}\n`, () => {
+    // a write that fails (the process gone) shows as its end
+  });
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {
@@ -214,7 +348,7 @@ async function ask(child: ChildProcess, channel: Channel, message: unknown, expe
       reject(new Error(`projection: no answer within ${timeoutMs / 1000} s to ${expect === 'ack' ? 'a batch of events' : expect === 'ready' ? 'loading the module' : 'result()'} (a loop that does not end?); raise --step-timeout if the work is real`));
     }, timeoutMs);
   });
-  const reply = await Promise.race([channel.next(), late]).finally(() => clearTimeout(timer));
+  const reply = await Promise.race([answer, late]).finally(() => clearTimeout(timer));
   if (reply.kind === 'error') throw new Error(`projection: ${reply.message}`);
   if (reply.kind !== expect) throw new Error(`projection: expected ${expect}, got ${reply.kind}`);
   return reply;

@@ -2,8 +2,9 @@
  * The child process an ad-hoc projection runs in (npm run kb -- project). It is started
  * by projectRunner.ts with Node's permission model: it may read only this file and the
  * analyst's module (and its folder); no writes, no child processes, no workers, and an
- * empty environment. It imports nothing of the service: the events arrive over the IPC
- * channel in batches, already decrypted (erased text stays empty) and redacted.
+ * empty environment. It imports nothing of the service: the events arrive over descriptor 3
+ * (a plain socket pair, not node's IPC channel: one JSON message a line, both ways) in batches,
+ * already decrypted (erased text stays empty) and redacted.
  *
  * Protocol (parent → child): { kind: 'load', module } · { kind: 'batch', events } · { kind: 'end' }
  *          (child → parent): { kind: 'ready' } · { kind: 'ack', count } · { kind: 'result', json } · { kind: 'error', message }
@@ -16,6 +17,16 @@ import net from 'node:net';
 import os from 'node:os';
 import { pathToFileURL } from 'node:url';
 import v8 from 'node:v8';
+
+/*
+ * The link to the parent: descriptor 3, opened here, before Pipe.prototype.open is refused below.
+ * Not node's IPC channel ('ipc'): over it a module could send the parent internal messages
+ * (NODE_HANDLE_ACK, NODE_HANDLE with a descriptor) or bytes that are not JSON, which throw in
+ * the parent's own child_process code (the CLI crashed), or a line with no end, which the
+ * parent piled up in memory. The parent reads this link with a bound and checks every message.
+ */
+const link = new net.Socket({ fd: 3, readable: true, writable: true });
+const { stringify, parse } = JSON; // a module may replace JSON's methods later
 
 /*
  * The permission model has no say over signals: a module could stop or kill any process of
@@ -104,8 +115,9 @@ const pipeOpen = Object.getPrototypeOf(pipeHandle).open as (fd: number) => numbe
 for (const [handle, name, methods] of [
   [handleBeforeCheck({ port: -1 }), 'TCP', ['open', 'bind', 'bind6', 'listen', 'connect', 'connect6']],
   [pipeHandle, 'Pipe', ['bind', 'listen', 'connect', 'open']],
-  // Joining a multicast group binds an unbound socket first and sends an IGMP report.
-  [udpHandle, 'UDP', ['open', 'bind', 'bind6', 'connect', 'connect6', 'send', 'send6', 'addMembership', 'dropMembership', 'addSourceSpecificMembership', 'dropSourceSpecificMembership']],
+  // Joining a multicast group binds an unbound socket first and sends an IGMP report; so does
+  // recvStart (libuv binds an unbound socket to 0.0.0.0 and an ephemeral port: datagrams from anyone).
+  [udpHandle, 'UDP', ['open', 'bind', 'bind6', 'connect', 'connect6', 'send', 'send6', 'recvStart', 'addMembership', 'dropMembership', 'addSourceSpecificMembership', 'dropSourceSpecificMembership']],
   [resolverHandle, 'ChannelWrap', ['getHostByAddr', ...Object.getOwnPropertyNames(Object.getPrototypeOf(resolverHandle)).filter((m) => m.startsWith('query'))]],
 ] as const) {
   const proto = handle && Object.getPrototypeOf(handle);
@@ -157,7 +169,7 @@ let projection: AnalystModule | null = null;
 let state: unknown;
 
 function send(message: unknown): Promise<void> {
-  return new Promise((resolve, reject) => process.send!(message, (err: Error | null) => (err ? reject(err) : resolve())));
+  return new Promise((resolve, reject) => link.write(`${stringify(message)}\n`, (err?: Error | null) => (err ? reject(err) : resolve())));
 }
 
 function fail(message: string): void {
@@ -202,15 +214,26 @@ async function onMessage(message: ParentMessage): Promise<void> {
     }
     case 'end': {
       const value = projection!.result(state);
-      await send({ kind: 'result', json: JSON.stringify(value === undefined ? null : value, replacer) });
+      await send({ kind: 'result', json: stringify(value === undefined ? null : value, replacer) });
       process.exit(0);
     }
   }
 }
 
-// Messages are handled one at a time, in order.
+// Messages (one a line) are handled one at a time, in order.
 let queue = Promise.resolve();
-process.on('message', (m: ParentMessage) => {
-  queue = queue.then(() => onMessage(m)).catch((err: unknown) => fail(err instanceof Error ? err.message : String(err)));
+let pending: Buffer[] = [];
+link.on('data', (chunk: Buffer) => {
+  let start = 0;
+  for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+    pending.push(chunk.subarray(start, nl));
+    const line = Buffer.concat(pending).toString('utf8');
+    pending = [];
+    start = nl + 1;
+    queue = queue.then(() => onMessage(parse(line) as ParentMessage)).catch((err: unknown) => fail(err instanceof Error ? err.message : String(err)));
+  }
+  if (start < chunk.length) pending.push(chunk.subarray(start));
 });
-process.on('disconnect', () => process.exit(0));
+// The parent gone (or the link closed): nothing more to do.
+link.on('end', () => process.exit(0));
+link.on('error', () => process.exit(0));

@@ -151,6 +151,7 @@ describe('npm run kb -- project (ad-hoc projections in a sandbox)', () => {
       ['dgram send', `const dgram = await import('node:dgram'); await within(new Promise((res, rej) => dgram.createSocket('udp4').send('x', udpPort, '127.0.0.1', (e) => (e ? rej(e) : res()))));`],
       ['dgram bind', `const dgram = await import('node:dgram'); await within(new Promise((res, rej) => dgram.createSocket('udp4').on('error', rej).bind(0, '127.0.0.1', res)));`],
       ['dgram connect', `const dgram = await import('node:dgram'); await within(new Promise((res, rej) => dgram.createSocket('udp4').on('error', rej).connect(udpPort, '127.0.0.1', res)));`],
+      ['UDP recvStart on a handle of its own (it binds 0.0.0.0: datagrams from anyone)', `const dgram = await import('node:dgram'); const s = dgram.createSocket('udp4'); const udp = Object.getOwnPropertySymbols(s).map((k) => s[k]).find((v) => v && v.handle).handle; const e = udp.recvStart(); if (e < 0) throw new Error('recvStart ' + e); const a = {}; udp.getsockname(a); console.error('listening on UDP port ' + a.port);`],
       ['a UDP handle of its own', `${fakeReq} const dgram = await import('node:dgram'); const s = dgram.createSocket('udp4'); const udp = Object.getOwnPropertySymbols(s).map((k) => s[k]).find((v) => v && v.handle).handle; const e = udp.send(fakeReq(), [Buffer.from('x')], 1, udpPort, '127.0.0.1', false); if (e < 0) throw new Error('send ' + e); await within(new Promise(() => {}));`],
       ['dns.lookup', `const dns = await import('node:dns'); await within(new Promise((res, rej) => dns.lookup('localhost', (e) => (e ? rej(e) : res()))));`],
       ['dns/promises lookup', `const { lookup } = await import('node:dns/promises'); await within(lookup('localhost'));`],
@@ -206,6 +207,53 @@ describe('npm run kb -- project (ad-hoc projections in a sandbox)', () => {
     expect(mem.code).toBe(1);
     expect(mem.stderr).toMatch(/ran out of memory \(its bound is 64 MB\)/);
     expect((await cli(h.dataDir, ['project', hog, '--max-memory', 'lots'])).stderr).toMatch(/memory bound must be a whole number of MB/);
+  });
+
+  it("keeps the CLI whole whatever the module writes on its link or prints", async () => {
+    // Bytes that are not a message, on the link to the CLI (descriptor 3, opened as a stream: libuv's
+    // tty takes any socket); over node's IPC channel this crashed the CLI with an uncaught error.
+    const garbage = await cli(h.dataDir, ['project', module('garbage.mjs', "import tty from 'node:tty'; new tty.WriteStream(3).write('this is not json\\n'); await new Promise((r) => setTimeout(r, 1000)); export const initialState = 0; export const evolve = (s) => s; export const result = (s) => s;")]);
+    expect(garbage.code).toBe(1);
+    expect(garbage.stderr).toMatch(/a message that is not one of the protocol \(the run is stopped\)/);
+    expect(garbage.stderr).not.toMatch(/ERR_INTERNAL_ASSERTION|SyntaxError|at .*node:internal/);
+    // A message the CLI did not ask for (node's own internal one, over the old channel, crashed it).
+    const unasked = await cli(h.dataDir, ['project', module('unasked.mjs', "import tty from 'node:tty'; new tty.WriteStream(3).write(JSON.stringify({ cmd: 'NODE_HANDLE_ACK' }) + '\\n' + JSON.stringify({ kind: 'ack', count: 1 }) + '\\n'); await new Promise((r) => setTimeout(r, 1000)); export const initialState = 0; export const evolve = (s) => s; export const result = (s) => s;")]);
+    expect(unasked.code).toBe(1);
+    expect(unasked.stderr).toMatch(/not one of the protocol|nobody asked for/);
+    // What the module prints reaches the CLI's stderr up to 1 MiB, then a note.
+    const loud = await cli(h.dataDir, ['project', module('loud.mjs', "const line = 'x'.repeat(1 << 16) + '\\n'; for (let i = 0; i < 64; i++) if (!process.stdout.write(line)) await new Promise((r) => process.stdout.once('drain', r)); export const initialState = 0; export const evolve = (s) => s + 1; export const result = (s) => s;")]);
+    expect(loud.code).toBe(0);
+    expect(loud.stderr.length).toBeLessThan(1.1 * 1024 * 1024);
+    expect(loud.stderr).toMatch(/printed more than 1048576 bytes: the rest is dropped/);
+    expect(JSON.parse(loud.stdout)).toBeGreaterThan(0);
+  });
+
+  it('refuses a module folder inside the data dir, or holding a link that leads out of it or to a file of the data dir', async () => {
+    const exportsOnly = 'exports.initialState = 0; exports.evolve = (s) => s; exports.result = (s) => s;';
+    const inside = path.join(h.dataDir, 'analyst');
+    fs.mkdirSync(inside, { recursive: true });
+    fs.writeFileSync(path.join(inside, 'p.js'), exportsOnly);
+    const r1 = await cli(h.dataDir, ['project', path.join(inside, 'p.js')]);
+    fs.rmSync(inside, { recursive: true, force: true });
+    expect(r1.code).toBe(1);
+    expect(r1.stderr).toMatch(/is inside .* put the module in a folder of its own/);
+
+    const withSymlink = module('p.js', exportsOnly);
+    fs.symlinkSync(h.dataDir, path.join(path.dirname(withSymlink), 'data'));
+    const r2 = await cli(h.dataDir, ['project', withSymlink]);
+    expect(r2.code).toBe(1);
+    expect(r2.stderr).toMatch(/holds a symbolic link that leads out of it/);
+
+    const withHardLink = module('p.js', exportsOnly);
+    fs.linkSync(path.join(h.dataDir, 'events.db'), path.join(path.dirname(withHardLink), 'log'));
+    const r3 = await cli(h.dataDir, ['project', withHardLink]);
+    expect(r3.code).toBe(1);
+    expect(r3.stderr).toMatch(/holds a hard link to a file of the data dir/);
+
+    // A link that stays inside the folder is fine.
+    const withInnerLink = module('p.js', exportsOnly);
+    fs.symlinkSync(withInnerLink, path.join(path.dirname(withInnerLink), 'same.js'));
+    expect((await cli(h.dataDir, ['project', withInnerLink])).code).toBe(0);
   });
 
   it('refuses a module whose folder holds the data dir, and a module without the three exports', async () => {
