@@ -88,7 +88,16 @@ const projectionFactories: ((di: DependencyContainer) => Projection)[] = [
   (di) => userProjection(di.resolve(READ_STORE)),
   (di) => workspaceProjection(di.resolve(READ_STORE)),
   (di) => documentProjection(di.resolve(READ_STORE)),
-  (di) => searchIndexProjection({ eventStore: di.resolve(EVENT_STORE), readStore: di.resolve(READ_STORE), searchIndex: di.resolve(SEARCH_INDEX) }),
+  (di) => {
+    const config = di.resolve<Config>(CONFIG);
+    return searchIndexProjection({
+      eventStore: di.resolve(EVENT_STORE),
+      readStore: di.resolve(READ_STORE),
+      searchIndex: di.resolve(SEARCH_INDEX),
+      // One process with its own index file: nobody else waits on the index's stored checkpoint.
+      lazyCheckpoint: config.role === 'all' && config.searchIndex === 'embedded',
+    });
+  },
   (di) => instructionSetProjection(di.resolve(READ_STORE)),
   (di) => searchLinkProjection(di.resolve(READ_STORE)),
   (di) => auditProjection(di.resolve(READ_STORE)),

@@ -39,6 +39,14 @@ export interface SearchIndexProjectionDeps {
   eventStore: EventStore;
   readStore: ReadStore;
   searchIndex: SearchIndex;
+  /**
+   * Store the index's checkpoint only with the batches it acts on (and once it is
+   * LAZY_CHECKPOINT_EVENTS behind): a batch of other events (most commands: tags, members,
+   * sets) then costs the index nothing, not a checkpoint write and a trip to its thread.
+   * Only where no other process reads that checkpoint to wait for a write (a split
+   * deployment's API and worker processes do): see the container.
+   */
+  lazyCheckpoint?: boolean;
 }
 
 /**
@@ -224,6 +232,7 @@ export function searchIndexProjection(deps: SearchIndexProjectionDeps): Projecti
       name: 'search-index',
       checkpoint: { get: () => searchIndex.getCheckpoint(), set: (position) => searchIndex.setCheckpoint(position) },
       handle: eachEvent(handle),
+      ...(deps.lazyCheckpoint === true ? { eventTypes: SEARCH_INDEX_EVENT_TYPES } : {}),
     }),
     reset: async () => {
       await searchIndex.clear();

@@ -118,8 +118,8 @@ export class Reembedder {
   }
 
   /**
-   * Waits for the search index to reach the head of the log (its active model is then the
-   * log's), then starts, resumes or cancels the change the configuration asks for.
+   * Waits for the search index to have applied the log's last event of the embedding model
+   * (its active model is then the log's), then starts, resumes or cancels the change the configuration asks for.
    */
   private async reconcile(): Promise<ModelChange | undefined> {
     await this.indexCaughtUp();
@@ -146,8 +146,11 @@ export class Reembedder {
   }
 
   private async indexCaughtUp(): Promise<void> {
-    const head = await this.app.eventStore.headPosition();
-    while (!this.stopping && (await this.app.searchIndex.getCheckpoint()) < head) await this.sleep(200);
+    // The index stores its checkpoint only with batches it acts on (the model's events among
+    // them): it may stay behind the head over others, so the last model event is the mark.
+    const events = await this.app.eventStore.readStream(EMBEDDING_MODEL_STREAM);
+    const last = events.length > 0 ? events[events.length - 1].position : 0;
+    while (!this.stopping && (await this.app.searchIndex.getCheckpoint()) < last) await this.sleep(200);
   }
 
   private async modelState(): Promise<EmbeddingModelState> {
