@@ -67,7 +67,24 @@ async function main(argv: string[]): Promise<number> {
       }
       case 'projections': {
         const head = await ctx.eventStore.headPosition();
-        for (const p of ctx.projections) console.log(`${p.name}\t${await p.checkpoint()}/${head}`);
+        for (const p of ctx.projections) {
+          const at = await p.checkpoint();
+          // A projection that stores its checkpoint only with the batches it acts on (the search
+          // index, in one process) may be behind the head yet have nothing left to apply.
+          const types = p.eventTypes;
+          let note = '';
+          if (types && at < head) {
+            let pending = 0;
+            for (let from = at; from < head; ) {
+              const batch = await ctx.eventStore.readAll(from, 2000);
+              if (batch.length === 0) break;
+              pending += batch.filter((e) => types.has(e.type)).length;
+              from = batch[batch.length - 1].position;
+            }
+            note = pending === 0 ? '\t(up to date: none of the events after its checkpoint is one it acts on)' : `\t(${pending} event${pending === 1 ? '' : 's'} to apply)`;
+          }
+          console.log(`${p.name}\t${at}/${head}${note}`);
+        }
         return 0;
       }
       case 'verify': {

@@ -20,6 +20,7 @@ import { searchIndexProjection } from '../../projections/searchIndex/searchIndex
 import { Reembedder } from '../../src/processing/reembedder';
 import { searchWorkspace } from '../../queries/search/searchService';
 import { fixedModels, hashEmbedder } from '../support/embedders';
+import { cli } from '../support/cli';
 
 const logger = pino({ level: 'silent' });
 const OWNER = '00000000-0000-4000-8000-0000000000ab';
@@ -135,6 +136,25 @@ describe('search index with a lazy checkpoint, in the container (role all, embed
     expect(await ctx.searchIndex.getCheckpoint()).toBe(before);
     expect(before).toBeLessThan(head);
   });
+
+  it('`kb projections` says the index is up to date when none of the events after its stored checkpoint is one it acts on, and how many are left when some are', async () => {
+    await closeContainer(di);
+    try {
+      const upToDate = (await cli(dir, ['projections'])).stdout.split('\n').find((l) => l.startsWith('search-index\t'));
+      expect(upToDate).toMatch(/^search-index\t\d+\/\d+\t\(up to date: none of the events after its checkpoint is one it acts on\)$/);
+      // A tag created and deleted while nothing projects: the deletion is one the index acts on.
+      ({ ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir }), logger));
+      const tagId = randomUUID();
+      const as = { ...systemContext(), actorId: OWNER };
+      await handleCommand(ctx.eventStore, workspaceStream(workspaceId), workspaceDecider, { type: 'CreateTag', actorId: OWNER, tagId, name: `gone-${tagId}`, color: '#112233' }, as, { workspaceId });
+      await handleCommand(ctx.eventStore, workspaceStream(workspaceId), workspaceDecider, { type: 'DeleteTag', actorId: OWNER, tagId }, as, { workspaceId });
+      await closeContainer(di);
+      const behind = (await cli(dir, ['projections'])).stdout.split('\n').find((l) => l.startsWith('search-index\t'));
+      expect(behind).toMatch(/^search-index\t\d+\/\d+\t\(1 event to apply\)$/);
+    } finally {
+      await open();
+    }
+  }, 60_000);
 
   it('a restart resumes from the stored checkpoint: nothing is applied twice or lost, and search answers', async () => {
     await closeContainer(di);
