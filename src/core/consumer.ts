@@ -72,6 +72,9 @@ export function checkpointedConsumer(spec: ConsumerSpec): Consumer {
     checkpoint: () => spec.checkpoint.get(),
     apply: async (events) => {
       if (events.length === 0) return;
+      // A batch from at or before what it stored: the log is applied again from further back (a
+      // rebuild after a reset of the checkpoint): what it knew of the stored value is stale.
+      if (stored !== undefined && events[0].position <= stored) stored = undefined;
       if (types && stored !== undefined && events[events.length - 1].position - stored < LAZY_CHECKPOINT_EVENTS && !events.some((e) => types.has(e.type))) return;
       stored = await run(events);
     },

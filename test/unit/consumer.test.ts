@@ -99,6 +99,20 @@ describe('checkpointedConsumer: the one loop every consumer of the log runs', ()
       expect(c.at).toBe(LAZY_CHECKPOINT_EVENTS + 3);
     });
 
+    it('applied again from further back (a rebuild after its checkpoint was reset), it reads the checkpoint again instead of trusting what it stored', async () => {
+      const { c, checkpoint } = countedCheckpoint();
+      const consumer = checkpointedConsumer({ name: 't', checkpoint, eventTypes: new Set(['Wanted']), handle: eachEvent(async () => undefined) });
+      await consumer.apply([recorded(1, 'Wanted'), recorded(2), recorded(3)]);
+      await consumer.apply([recorded(4, 'Wanted'), recorded(5)]);
+      expect(c.at).toBe(5);
+      // Reset (the projection's own reset sets the stored checkpoint to 0), then the log from the start.
+      await checkpoint.set(0);
+      await consumer.apply([recorded(1), recorded(2), recorded(3)]);
+      expect(c.at).toBe(3);
+      await consumer.apply([recorded(4), recorded(5)]);
+      expect(c.at).toBe(3);
+    });
+
     it('a failed batch it acts on is handled again; the skipped ones before it are not lost', async () => {
       const { c, checkpoint } = countedCheckpoint();
       let fail = true;
