@@ -55,15 +55,27 @@ const inside = (child: string, parent: string): boolean => {
  * The sandbox host takes the network away from the module in its own process; where the host
  * allows it, the process also starts in a network namespace of its own (unshare --net, with a
  * user namespace so no privilege is needed): no interface but a loopback that is down, so no
- * route anywhere, even for a way out the host missed. unshare execs node in place (same pid,
- * exit status and signals) and passes the IPC descriptor and the stdio pipes through: a
- * namespace does not close sockets already open. Unix sockets with a path in the file system
+ * route anywhere, even for a way out the host missed; the user inside is the caller's own
+ * (USER_MAPPINGS). unshare execs node in place (same pid, exit status and signals) and passes
+ * the IPC descriptor and the stdio pipes through: a namespace does not close sockets already open. Unix sockets with a path in the file system
  * are reachable from any namespace: those are left to the guard. Unprivileged user namespaces
  * may be turned off (kernel.unprivileged_userns_clone, AppArmor, a container's seccomp
  * profile), so unshare is tried once per process and the guard runs alone where it fails.
  */
-let isolator: string | null | undefined;
-function networkIsolator(): string | null {
+let isolator: NetworkIsolator | null | undefined;
+/** The unshare to run the module under, and its arguments (before `--`). */
+export interface NetworkIsolator {
+  unshare: string;
+  args: string[];
+}
+/**
+ * The user inside the namespace is the caller's own (`--map-current-user`, util-linux 2.38 and
+ * later): a process that is not root outside keeps no capability inside. Mapped to root
+ * (`--map-root-user`, the fallback for an older unshare) it would hold every capability in its
+ * namespaces, its network namespace included (nothing to reach from there, but no reason to).
+ */
+const USER_MAPPINGS = ['--map-current-user', '--map-root-user'];
+export function networkIsolator(): NetworkIsolator | null {
   if (isolator !== undefined) return isolator;
   isolator = null;
   if (process.platform !== 'linux') return isolator;
@@ -75,8 +87,14 @@ function networkIsolator(): string | null {
     } catch {
       continue;
     }
-    const probe = spawnSync(unshare, ['--net', '--map-root-user', 'true'], { stdio: 'ignore', env: {}, timeout: 5000 });
-    if (probe.status === 0) isolator = unshare;
+    for (const mapping of USER_MAPPINGS) {
+      const args = ['--net', mapping];
+      const probe = spawnSync(unshare, [...args, 'true'], { stdio: 'ignore', env: {}, timeout: 5000 });
+      if (probe.status === 0) {
+        isolator = { unshare, args };
+        break;
+      }
+    }
     break;
   }
   return isolator;
@@ -191,8 +209,8 @@ export async function runProjection(store: EventStore, options: ProjectOptions):
     ...prepared.readable.map((p) => `--allow-fs-read=${p}`),
     HOST,
   ];
-  const unshare = options.networkNamespace === false ? null : networkIsolator();
-  const [command, ...args] = unshare ? [unshare, '--net', '--map-root-user', '--', ...node] : node;
+  const isolated = options.networkNamespace === false ? null : networkIsolator();
+  const [command, ...args] = isolated ? [isolated.unshare, ...isolated.args, '--', ...node] : node;
   // Descriptor 3 is a plain socket pair, not node's IPC channel ('ipc'): node's own handling of
   // that channel in this process trusts the other end (an internal message, a handle, bytes that
   // are not JSON threw here, uncaught; a line with no end was buffered without bound).

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { cli, root } from '../support/cli';
 import { History, makeHistory } from './analyticsCli.support';
+import { networkIsolator } from '../../src/analytics/projectRunner';
 
 describe('npm run kb -- project (ad-hoc projections in a sandbox)', () => {
   let h: History;
@@ -185,6 +186,21 @@ describe('npm run kb -- project (ad-hoc projections in a sandbox)', () => {
     });
 
     const unshare = spawnSync('unshare', ['--net', '--map-root-user', 'true']).status === 0;
+    // A user that is not root, where this machine lets root become one (nobody, with su).
+    const nobody = process.getuid?.() === 0 && spawnSync('su', ['nobody', '-s', '/bin/sh', '-c', `${process.execPath} -e 0`]).status === 0;
+    (unshare && nobody ? it : it.skip)("runs the module as its caller's own user inside the namespace: one that is not root outside holds no capability there", () => {
+      const isolated = networkIsolator();
+      expect(isolated).not.toBeNull();
+      const inside = (args: string[]) => {
+        const script = "process.stdout.write(JSON.stringify({ uid: process.getuid(), caps: require('fs').readFileSync('/proc/self/status', 'utf8').match(/^CapEff:\\s*(\\w+)/m)[1] }))";
+        const r = spawnSync('su', ['nobody', '-s', '/bin/sh', '-c', [isolated!.unshare, ...args, '--', process.execPath, '-e', JSON.stringify(script)].join(' ')], { encoding: 'utf8' });
+        return JSON.parse(r.stdout) as { uid: number; caps: string };
+      };
+      expect(inside(isolated!.args)).toEqual({ uid: 65534, caps: '0000000000000000' });
+      // What the namespace gave before (mapped to root): every capability in it.
+      expect(inside(['--net', '--map-root-user'])).toMatchObject({ uid: 0 });
+      expect(inside(['--net', '--map-root-user']).caps).not.toBe('0000000000000000');
+    });
     (unshare ? it : it.skip)('starts the module in a network namespace of its own where the host allows it (no interface up), and it still prints', async () => {
       const r = await attempt(`const os = await import('node:os'); console.log('interfaces:', JSON.stringify(Object.keys(os.networkInterfaces())));`);
       expect(r.code).toBe(0);
