@@ -1,0 +1,61 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { client, confirmAddress, signUp, startServer, TestServer } from '../support/server';
+
+/**
+ * A fifth hostile pass over identity, accounts and tenancy: invitations accepted from an
+ * address nobody confirmed, and what else it found (each test fails on the code before its fix).
+ */
+describe('abuse: fifth look (identity)', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ KB_RATE_LIMITS: 'off' });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  /** The token of the newest `page` link mailed to `to` (quoted-printable undone). */
+  async function mailedToken(to: string, page: string): Promise<string> {
+    const outbox = path.join(server.dataDir, 'outbox');
+    for (let i = 0; i < 200; i++) {
+      const files = fs.existsSync(outbox) ? fs.readdirSync(outbox).filter((f) => f.endsWith('.eml')) : [];
+      for (const f of files) {
+        const raw = fs.readFileSync(path.join(outbox, f), 'utf8');
+        if (!raw.includes(`To: ${to}`)) continue;
+        const text = raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+        const m = new RegExp(`https?://[^\\s]+/${page}\\?token=[A-Za-z0-9%._-]+`).exec(text);
+        if (m) return decodeURIComponent(new URL(m[0]).searchParams.get('token') as string);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`no ${page} mail to ${to}`);
+  }
+
+  const memberIds = async (owner: { api: ReturnType<typeof client> }, ws: string) => ((await owner.api.get(`/v1/workspaces/${ws}/members`)).body as { userId: string }[]).map((m) => m.userId);
+
+  it('an invitation is accepted by a signed-in user only once their address is confirmed (403 EMAIL_NOT_VERIFIED, nothing recorded)', async () => {
+    const owner = await signUp(server.url, 'Owner');
+    // Someone registers the invitee's address without owning its mailbox: the account stays unconfirmed.
+    const squatter = await signUp(server.url, 'Squatter');
+    const ws = (await owner.api.post('/v1/workspaces', { name: 'Private' })).body.id as string;
+    const inv = (await owner.api.post(`/v1/workspaces/${ws}/invite`, { email: squatter.email, role: 'ADMIN' })).body.invitationId as string;
+    const refused = await squatter.api.post(`/v1/invitations/${inv}/accept`, {});
+    expect([refused.status, refused.body?.error?.code]).toEqual([403, 'EMAIL_NOT_VERIFIED']);
+    expect(refused.text.includes('Private')).toBe(false);
+    expect(await memberIds(owner, ws)).not.toContain(squatter.id);
+    expect((await squatter.api.get(`/v1/workspaces/${ws}`)).status).toBe(404);
+    // Someone else's invitation stays not found, confirmed or not (its existence is not told).
+    const other = await signUp(server.url, 'Other');
+    expect((await other.api.post(`/v1/invitations/${inv}/accept`, {})).body.error.code).toBe('INVITATION_NOT_FOUND');
+    // The invitation still waits; once the address is confirmed (the mailed link), it is accepted.
+    await confirmAddress(server, squatter.email);
+    const ok = await squatter.api.post(`/v1/invitations/${inv}/accept`, {});
+    expect([ok.status, ok.body.id, ok.body.role]).toEqual([200, ws, 'ADMIN']);
+    // A newcomer accepting from the mailed link (which proves the mailbox) still joins.
+    const newcomer = `newcomer-${Date.now()}@example.com`;
+    expect((await owner.api.post(`/v1/workspaces/${ws}/invite`, { email: newcomer, role: 'MEMBER' })).status).toBe(201);
+    const joined = await client(server.url).post('/v1/auth/accept-invitation', { token: await mailedToken(newcomer, 'accept-invitation'), name: 'Newcomer', password: 'a good password' });
+    expect([joined.status, joined.body.workspaceId, joined.body.user?.emailVerified]).toEqual([201, ws, true]);
+  });
+});
