@@ -59,3 +59,36 @@ describe('abuse: fifth look (identity)', () => {
     expect([joined.status, joined.body.workspaceId, joined.body.user?.emailVerified]).toEqual([201, ws, true]);
   });
 });
+
+describe('abuse: fifth look (identity), with limits on', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ KB_WRITE_RATE_PER_MINUTE: '6' });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("the per-credential write limit follows the credential, not the header's spelling: scheme case, extra spaces, refreshed tokens and made-up headers get no fresh budget", async () => {
+    const u = await signUp(server.url, 'Writer');
+    const key = (await u.api.post('/v1/api-keys', { name: 'ci' })).body.key as string;
+    const write = (authorization?: string) => client(server.url).post('/v1/workspaces', { name: 'w' }, authorization ? { authorization } : {});
+    let spent = 0;
+    while ((await write(`Bearer ${u.token}`)).status !== 429) expect(++spent).toBeLessThanOrEqual(6);
+    for (const spelling of ['bearer', 'BEARER', 'Bearer ', 'Bearer  ', 'Bearer\t']) {
+      const r = await write(`${spelling} ${u.token}`);
+      expect([spelling, r.status, r.body?.error?.code]).toEqual([spelling, 429, 'RATE_LIMITED']);
+    }
+    // A token the session is refreshed to is the same credential.
+    const refreshed = await client(server.url).post('/v1/auth/refresh', { refreshToken: u.refreshToken });
+    expect(refreshed.status).toBe(200);
+    expect((await write(`Bearer ${refreshed.body.accessToken}`)).status).toBe(429);
+    // Another credential (the user's API key) has its own budget.
+    expect((await write(`Bearer ${key}`)).status).toBe(201);
+    // Without a valid credential the client IP counts, whatever header is made up.
+    const anon = (authorization?: string) => client(server.url).post('/v1/auth/logout', { refreshToken: 'not-a-token' }, authorization ? { authorization } : {});
+    let anonSpent = 0;
+    while ((await anon()).status !== 429) expect(++anonSpent).toBeLessThanOrEqual(6);
+    for (const made of ['Bearer made-up-1', 'Bearer kb_made-up-2', 'Basic Zm9vOmJhcg==']) expect((await anon(made)).status).toBe(429);
+  });
+});
