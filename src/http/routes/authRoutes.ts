@@ -84,7 +84,7 @@ export const authDocs: RouteDocs = {
   'GET /auth/oidc/start': { summary: "Start single sign-on with the organisation's OpenID provider (redirect)", auth: false, produces: 'none', status: 302 },
   'GET /auth/oidc/callback': {
     summary: "The OpenID provider's callback (authorization code with PKCE)",
-    description: 'A sign-in started with GET /v1/auth/oidc/start answers the tokens (200). One started from the console (GET /v1/auth/console/sso) sets the console cookie and redirects to `/app/` (302), or to `/app/signin?ssoError=<code>` when it fails.',
+    description: 'A sign-in started with GET /v1/auth/oidc/start answers the tokens (200). One started from the console (GET /v1/auth/console/sso) sets the console cookie and redirects to `/app/` (302), or to `/app/signin?ssoError=<code>` when it fails. An account with a second factor enrolled is not signed in by the provider alone: 401 MFA_REQUIRED with `details: {challenge, expiresIn}`, finished with POST /v1/auth/login/mfa (from the console: a redirect to `/app/signin#mfaChallenge=<challenge>`, its code form).',
     auth: false,
     response: SsoSignedIn,
     otherSuccesses: [{ status: 302, description: "A console sign-in: the console's cookie is set and the browser goes back to /app/ (or to /app/signin?ssoError=<code>)", produces: 'none' }],
@@ -200,7 +200,10 @@ export function authRoutes(ctx: AppContext): RouteModule {
         res.redirect(302, '/app/');
       } catch (err) {
         if (!(err instanceof DomainError)) throw err;
-        res.redirect(302, `/app/signin?ssoError=${encodeURIComponent(err.code)}`);
+        // The account has a second factor: the sign-in page's code form, the challenge in the fragment (never sent to a server).
+        const challenge = err.code === 'MFA_REQUIRED' ? (err.details as { challenge?: unknown } | undefined)?.challenge : undefined;
+        if (typeof challenge === 'string') res.redirect(302, `/app/signin#mfaChallenge=${encodeURIComponent(challenge)}`);
+        else res.redirect(302, `/app/signin?ssoError=${encodeURIComponent(err.code)}`);
       }
       return;
     }
