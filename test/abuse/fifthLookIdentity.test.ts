@@ -58,6 +58,25 @@ describe('abuse: fifth look (identity)', () => {
     const joined = await client(server.url).post('/v1/auth/accept-invitation', { token: await mailedToken(newcomer, 'accept-invitation'), name: 'Newcomer', password: 'a good password' });
     expect([joined.status, joined.body.workspaceId, joined.body.user?.emailVerified]).toEqual([201, ws, true]);
   });
+
+  it('a leaked API key cannot sign its owner out (of every session, or of one): sessions are managed from a session', async () => {
+    const owner = await signUp(server.url, 'KeyOwner');
+    const key = (await owner.api.post('/v1/api-keys', { name: 'leaks' })).body.key as string;
+    const thief = client(server.url, key);
+    const mine = ((await owner.api.get('/v1/auth/sessions')).body.data as { id: string; current: boolean }[]).find((s) => s.current)!;
+    for (const r of [await thief.delete('/v1/auth/sessions'), await thief.delete(`/v1/auth/sessions/${mine.id}`)]) {
+      expect([r.status, r.body?.error?.code]).toEqual([403, 'FORBIDDEN']);
+    }
+    // The owner is still signed in, and revokes the key.
+    expect((await owner.api.get('/v1/auth/me')).status).toBe(200);
+    const keyId = ((await owner.api.get('/v1/api-keys')).body.data as { id: string }[])[0].id;
+    expect((await owner.api.delete(`/v1/api-keys/${keyId}`)).status).toBe(204);
+    expect((await thief.get('/v1/auth/me')).status).toBe(401);
+    // From a session, both still work.
+    const second = await client(server.url).post('/v1/auth/login', { email: owner.email, password: 'correct horse battery' });
+    expect((await owner.api.delete('/v1/auth/sessions')).body).toEqual({ revoked: 1 });
+    expect((await client(server.url, second.body.accessToken).get('/v1/auth/me')).status).toBe(401);
+  });
 });
 
 describe('abuse: fifth look (identity), with limits on', () => {
