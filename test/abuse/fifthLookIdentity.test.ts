@@ -59,6 +59,25 @@ describe('abuse: fifth look (identity)', () => {
     expect([joined.status, joined.body.workspaceId, joined.body.user?.emailVerified]).toEqual([201, ws, true]);
   });
 
+  it("the mailbox's owner takes an invitation back from whoever registered the address first: a reset from the mail claims the account, then it is accepted", async () => {
+    const owner = await signUp(server.url, 'Owner');
+    const squatter = await signUp(server.url, 'Early');
+    const ws = (await owner.api.post('/v1/workspaces', { name: 'Claimed' })).body.id as string;
+    const inv = (await owner.api.post(`/v1/workspaces/${ws}/invite`, { email: squatter.email, role: 'MEMBER' })).body.invitationId as string;
+    // The newcomer's mailed link says the address has an account.
+    const newcomer = await client(server.url).post('/v1/auth/accept-invitation', { token: await mailedToken(squatter.email, 'accept-invitation'), name: 'Real', password: 'the real password' });
+    expect([newcomer.status, newcomer.body.error?.code]).toEqual([409, 'EMAIL_TAKEN']);
+    expect((await squatter.api.post(`/v1/invitations/${inv}/accept`, {})).body.error.code).toBe('EMAIL_NOT_VERIFIED');
+    // The mailbox's owner resets the password from the mail: the address is confirmed, the squatter signed out.
+    expect((await client(server.url).post('/v1/auth/forgot-password', { email: squatter.email })).status).toBe(202);
+    const reset = await client(server.url).post('/v1/auth/reset-password', { token: await mailedToken(squatter.email, 'reset-password'), password: 'the real password' });
+    expect(reset.status).toBe(200);
+    expect((await squatter.api.get('/v1/auth/me')).status).toBe(401);
+    const real = await client(server.url).post('/v1/auth/login', { email: squatter.email, password: 'the real password' });
+    const ok = await client(server.url, real.body.accessToken).post(`/v1/invitations/${inv}/accept`, {});
+    expect([ok.status, ok.body.id]).toEqual([200, ws]);
+  });
+
   it('a leaked API key cannot sign its owner out (of every session, or of one): sessions are managed from a session', async () => {
     const owner = await signUp(server.url, 'KeyOwner');
     const key = (await owner.api.post('/v1/api-keys', { name: 'leaks' })).body.key as string;
