@@ -8,7 +8,8 @@ import { ExternalIdentity, IdentityProvider, PendingAuthorization } from '../../
 import { identityKeys } from '../../src/security/identityKeys';
 import { hashPassword, sha256Hex } from '../../src/util/crypto';
 import { userByEmail } from '../../queries/user/userQueries';
-import { normalizeEmail, registerUser, SessionOrigin, startSession } from './userCommands';
+import { signMfaChallenge } from '../../src/security/accessTokens';
+import { normalizeEmail, passwordFingerprint, registerUser, SessionOrigin, startSession } from './userCommands';
 import { revokeClaimedCredentials } from './sessions';
 
 /** An address as registration accepts them, stricter: one `@`, a dotted domain without empty labels (no trailing dot), no spaces or controls. */
@@ -101,6 +102,15 @@ export async function finishSso(ctx: AppContext, cc: CommandContext, callbackUrl
     // Whoever registered the address without proving it signed in with that password: their sessions and keys end here (before this session starts).
     await ctx.runner.waitFor(link.position, ctx.config.readYourWritesMs);
     await revokeClaimedCredentials(ctx, { ...cc, actorId: user.id, authMethod: 'system' }, user.id, linked.data.linkedAt);
+  }
+  // A second factor enrolled here is asked for after the provider too, as after a password: the provider's
+  // sign-in (maybe without a second factor of its own) must not skip it, nor count as it for a workspace's requireMfa.
+  if (user.mfa === 'on') {
+    const current = (await userByEmail(ctx, email)) ?? user;
+    throw new DomainError('MFA_REQUIRED', 'Enter the code from your authenticator app.', {
+      challenge: signMfaChallenge(ctx, current.id, passwordFingerprint(current.passwordHash)),
+      expiresIn: ctx.config.identity.mfaChallengeTtl,
+    });
   }
   const session = await startSession(ctx, cc, user.id, origin, 'sso');
   return { ...session, user: { id: user.id, email, created }, position: Math.max(link.position, session.position) };

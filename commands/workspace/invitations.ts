@@ -3,7 +3,7 @@ import { CommandContext } from '../../src/core/commandHandler';
 import { DomainError } from '../../src/domain/errors';
 import { Role } from '../../src/domain/workspace/events';
 import { getInvitation } from '../../queries/workspace/workspaceQueries';
-import { userByEmail } from '../../queries/user/userQueries';
+import { userByEmail, userById } from '../../queries/user/userQueries';
 import { actorOf, isId, runWorkspaceCommand, WorkspaceDeps } from './runWorkspaceCommand';
 
 /** Invite an e-mail address into a workspace (a registered invitee is named in the event). */
@@ -22,6 +22,14 @@ export async function acceptInvitation(deps: WorkspaceDeps, cc: CommandContext, 
   const inv = isId(input.invitationId) ? await getInvitation(deps, input.invitationId) : null;
   if (!inv) throw new DomainError('INVITATION_NOT_FOUND', 'Invitation not found.');
   const actorId = actorOf(cc);
+  // The invitation goes to a mailbox: only an account whose address was confirmed (the mailed link)
+  // proves it owns that mailbox. Otherwise whoever registered the invitee's address first could join.
+  // Someone else's invitation stays not found (the decider's answer), whatever the caller's address.
+  if (inv.email === input.actorEmail.trim().toLowerCase()) {
+    const me = await userById(deps, actorId);
+    if (me?.emailVerified !== true)
+      throw new DomainError('EMAIL_NOT_VERIFIED', 'Confirm your e-mail address first (the mailed link; POST /v1/auth/resend-verification mails it again): an invitation is accepted from a confirmed address only.');
+  }
   await runWorkspaceCommand(deps, cc, inv.workspaceId, { type: 'AcceptInvitation', actorId, actorEmail: input.actorEmail, invitationId: input.invitationId, now: cc.now });
   // The workspace joined; what the caller may see of it (its identity settings may ask more of them first) is the route's to answer.
   return { workspaceId: inv.workspaceId };

@@ -38,6 +38,29 @@ export async function authenticateRequest(ctx: AppContext, req: Request): Promis
 }
 
 /**
+ * The credential a request's bearer token is, for the per-credential write limit: `key:<id>` of a
+ * live API key, `session:<id>` of a valid access token (every token a session is refreshed to is
+ * the same credential), null for no or no valid credential (the client IP counts then). Keyed by
+ * what the token resolves to, not by the header's text: `bearer`, `BEARER` or more spaces after the
+ * scheme name the same credential, and a made-up header is no fresh budget.
+ */
+export async function credentialOf(ctx: AppContext, req: Request): Promise<string | null> {
+  const header = req.headers.authorization;
+  if (!header || !/^Bearer\s+\S+$/i.test(header)) return null;
+  const token = header.replace(/^Bearer\s+/i, '').trim();
+  if (token.startsWith(API_KEY_PREFIX)) {
+    const cache = authReadCache(ctx);
+    const key = cache ? await cache.liveApiKey(token) : await liveApiKeyByToken(ctx.readStore, token);
+    return key ? `key:${key.id}` : null;
+  }
+  try {
+    return `session:${verifyAccessToken(ctx, token).sid}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * The reads of authentication and membership remembered between requests, when this process
  * runs the projections (its runner tells the cache of every applied batch: AuthReadCache);
  * null in a process whose projections run elsewhere, which reads the store every time.

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppContext, RateLimiterLike } from '../app/context';
 import { HttpError } from './errors';
 import { DomainError } from '../domain/errors';
+import { credentialOf } from './auth';
 
 function isRejection(x: unknown): x is { msBeforeNext: number; remainingPoints: number } {
   return typeof x === 'object' && x !== null && 'msBeforeNext' in x;
@@ -86,17 +86,20 @@ export const byUser = (req: Request): string => req.auth?.userId ?? req.ip ?? 'a
 export const byIp = (req: Request): string => req.ip ?? 'unknown';
 
 /**
- * Every write under /v1 and /api counts against its credential (a hash of the bearer token;
- * the client IP without one), so one leaked or runaway key cannot create resources without end.
+ * Every write under /v1 and /api counts against its credential (the API key, or the session of an
+ * access token, whatever the header's spelling; the client IP without a valid one), so one leaked
+ * or runaway key cannot create resources without end.
  */
 export function writeRateLimit(ctx: AppContext): RequestHandler {
-  const limit = rateLimit(ctx, 'writes', ctx.config.writeRatePerMinute, (req) => {
-    const auth = req.headers.authorization;
-    return typeof auth === 'string' && auth.length > 0 ? `cred:${createHash('sha256').update(auth).digest('hex')}` : `ip:${byIp(req)}`;
-  });
+  const points = ctx.config.writeRatePerMinute;
+  const limiter = ctx.rateLimiter({ keyPrefix: 'writes', points, durationSeconds: 60 });
   return (req, res, next) => {
     if (req.method === 'GET' || req.method === 'HEAD' || !/^\/(v1|api)\//.test(req.path) || /^\/api\/v1\/(public|mcp|s)\//.test(req.path)) return next();
-    limit(req, res, next);
+    // Limits off (KB_RATE_LIMITS=off): not even the credential is looked up.
+    if (!ctx.config.rateLimits) return next();
+    credentialOf(ctx, req)
+      .then((cred) => consumeRateLimit(ctx, limiter, points, cred ? `cred:${cred}` : `ip:${byIp(req)}`, res, 'writes'))
+      .then(() => next(), next);
   };
 }
 

@@ -156,25 +156,30 @@ describe('abuse: fourth look', () => {
 
     const invitee = await signUp(server.url, 'Invitee');
     const invite = async (ws: string) => (await owner.api.post(`/v1/workspaces/${ws}/invite`, { email: invitee.email, role: 'MEMBER' })).body.invitationId as string;
-    for (const [ws, code, name] of [
-      [mfaWs, 'MFA_ENROLMENT_REQUIRED', 'Secret Mfa Name'],
-      [mailWs, 'EMAIL_NOT_VERIFIED', 'Secret Mail Name'],
-    ]) {
-      const inv = await invite(ws);
-      expect(typeof inv).toBe('string');
-      const r = await invitee.api.post(`/v1/invitations/${inv.toUpperCase()}/accept`, {});
-      expect([r.status, r.body?.error?.code]).toEqual([403, code]);
-      expect(r.body.error.details).toEqual({ accepted: true, workspaceId: ws });
-      expect(r.text.includes(name)).toBe(false);
-      // The same answer as the workspace's own routes give this user; the membership is recorded.
-      const direct = await invitee.api.get(`/v1/workspaces/${ws}`);
-      expect([direct.status, direct.body?.error?.code]).toEqual([403, code]);
-      expect(((await owner.api.get(`/v1/workspaces/${ws}/members`)).body as { userId: string }[]).map((m) => m.userId)).toContain(invitee.id);
-      // Accepted once: not again.
-      expect((await invitee.api.post(`/v1/invitations/${inv}/accept`, {})).status).toBe(404);
+    const mfaInv = await invite(mfaWs);
+    const mailInv = await invite(mailWs);
+    // An invitation is accepted from a confirmed address only (fifth look): refused, nothing recorded.
+    for (const inv of [mfaInv, mailInv]) {
+      const r = await invitee.api.post(`/v1/invitations/${inv}/accept`, {});
+      expect([r.status, r.body?.error?.code, r.body?.error?.details]).toEqual([403, 'EMAIL_NOT_VERIFIED', undefined]);
     }
-    // Once the requirement is met, the workspace opens.
     await verifyEmail(invitee.email);
+    for (const ws of [mfaWs, mailWs]) expect(((await owner.api.get(`/v1/workspaces/${ws}/members`)).body as { userId: string }[]).map((m) => m.userId)).not.toContain(invitee.id);
+    {
+      const r = await invitee.api.post(`/v1/invitations/${mfaInv.toUpperCase()}/accept`, {});
+      expect([r.status, r.body?.error?.code]).toEqual([403, 'MFA_ENROLMENT_REQUIRED']);
+      expect(r.body.error.details).toEqual({ accepted: true, workspaceId: mfaWs });
+      expect(r.text.includes('Secret Mfa Name')).toBe(false);
+      // The same answer as the workspace's own routes give this user; the membership is recorded.
+      const direct = await invitee.api.get(`/v1/workspaces/${mfaWs}`);
+      expect([direct.status, direct.body?.error?.code]).toEqual([403, 'MFA_ENROLMENT_REQUIRED']);
+      expect(((await owner.api.get(`/v1/workspaces/${mfaWs}/members`)).body as { userId: string }[]).map((m) => m.userId)).toContain(invitee.id);
+      // Accepted once: not again.
+      expect((await invitee.api.post(`/v1/invitations/${mfaInv}/accept`, {})).status).toBe(404);
+    }
+    // With the address confirmed, the workspace that requires it opens on accept.
+    const mailOk = await invitee.api.post(`/v1/invitations/${mailInv}/accept`, {});
+    expect([mailOk.status, mailOk.body.name]).toEqual([200, 'Secret Mail Name']);
     expect((await invitee.api.get(`/v1/workspaces/${mailWs}`)).body.name).toBe('Secret Mail Name');
     // A workspace without requirements answers its details on accept, as before.
     const open = (await owner.api.post('/v1/workspaces', { name: 'Open' })).body.id as string;

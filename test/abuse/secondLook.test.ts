@@ -1,4 +1,4 @@
-import { client, signUp, startServer, TestServer } from '../support/server';
+import { client, confirmAddress, signUp, startServer, TestServer } from '../support/server';
 import { eventually } from '../support/rawHttp';
 
 /**
@@ -44,6 +44,7 @@ describe('abuse: second look', () => {
   it('an invitation id is accepted in any letter case, like every other id', async () => {
     const owner = await signUp(server.url, 'Inviter');
     const invitee = await signUp(server.url, 'Invitee');
+    await confirmAddress(server, invitee.email);
     const ws = (await owner.api.post('/v1/workspaces', { name: 'Invites' })).body.id;
     const inv = await owner.api.post(`/v1/workspaces/${ws}/invite`, { email: invitee.email, role: 'MEMBER' });
     expect(inv.status).toBe(201);

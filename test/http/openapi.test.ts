@@ -201,6 +201,7 @@ describe('OpenAPI 3.1 at /openapi.json, the reference at /docs', () => {
     check('post', '/v1/workspaces/{id}/members', await api.post(`/v1/workspaces/${ws}/members`, { userId: member.id, role: 'MEMBER' }), 201);
     check('patch', '/v1/workspaces/{id}/members/{userId}', await api.patch(`/v1/workspaces/${ws}/members/${member.id}`, { role: 'ADMIN' }));
     const guest = await signUp(server.url, 'Guest');
+    await confirmAddress(server, guest.email);
     const invited = await api.post(`/v1/workspaces/${ws}/invite`, { email: guest.email, role: 'MEMBER' });
     check('post', '/v1/workspaces/{id}/invite', invited, 201);
     const newcomer = `newcomer-${Date.now()}@example.com`;

@@ -3,7 +3,8 @@ import net from 'node:net';
 import fs from 'node:fs';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
-import { client, startServer, TestServer } from '../support/server';
+import { client, confirmAddress, startServer, TestServer } from '../support/server';
+import { base32Decode, totp } from '../../src/security/totp';
 import { closed } from '../support/openapiSchema';
 
 const freePort = () =>
@@ -234,5 +235,37 @@ describe('single sign-on with OpenID Connect (a real oidc-provider in a child pr
     expect(noCookie.body.error.code).toBe('SSO_FAILED');
     const forged = await client(server.url).get('/v1/auth/oidc/callback?code=abc&state=def');
     expect(forged.status).toBe(401);
+  });
+
+  it('an account with a second factor is not signed in by the provider alone: 401 MFA_REQUIRED and a challenge (the console: its code form), then a code', async () => {
+    const anon = client(server.url);
+    expect((await anon.post('/v1/auth/register', { email: 'erin@corp.example', password: 'erins password', name: 'Erin' })).status).toBe(201);
+    await confirmAddress(server, 'erin@corp.example');
+    const login = await anon.post('/v1/auth/login', { email: 'erin@corp.example', password: 'erins password' });
+    const erin = client(server.url, login.body.accessToken);
+    const enrol = await erin.post('/v1/auth/mfa/totp', {});
+    const confirmed = await erin.post('/v1/auth/mfa/totp/confirm', { code: totp(base32Decode(enrol.body.secret), Date.now() / 1000) });
+    expect(confirmed.status).toBe(200);
+    const [code1, code2] = confirmed.body.recoveryCodes as string[];
+    // Through the API: no tokens, the challenge of a password sign-in; a code finishes it.
+    const r = await signIn('erin');
+    expect([r.status, r.body.error?.code, typeof r.body.error?.details?.challenge]).toEqual([401, 'MFA_REQUIRED', 'string']);
+    expect(JSON.stringify(r.body)).not.toMatch(/accessToken|refreshToken/);
+    const done = await anon.post('/v1/auth/login/mfa', { challenge: r.body.error.details.challenge, code: code1 });
+    expect(done.status).toBe(200);
+    expect((await client(server.url, done.body.accessToken).get('/v1/auth/me')).body.email).toBe('erin@corp.example');
+    // From the console: back to the sign-in page's code form (the challenge in the fragment), no cookie yet.
+    const { url, kbJar } = await toCallback('erin', '/v1/auth/console/sso');
+    const cb = await fetch(url, { redirect: 'manual', headers: { cookie: kbJar.header() } });
+    expect(cb.status).toBe(302);
+    const location = cb.headers.get('location') as string;
+    expect(location.startsWith('/app/signin#mfaChallenge=')).toBe(true);
+    expect(cb.headers.getSetCookie().some((c) => c.startsWith('kb_console=') && !/kb_console=;/.test(c))).toBe(false);
+    const challenge = decodeURIComponent(location.slice('/app/signin#mfaChallenge='.length));
+    const consoleDone = await anon.post('/v1/auth/console/session/mfa', { challenge, code: code2 }, { 'x-kb-console': '1' });
+    expect(consoleDone.status).toBe(200);
+    expect(consoleDone.headers.getSetCookie().some((c) => c.startsWith('kb_console='))).toBe(true);
+    // Without a second factor the provider's sign-in is enough, as before.
+    expect((await signIn('alice')).status).toBe(200);
   });
 });

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import path from 'node:path';
-import { signUp, startServer, TestServer } from '../support/server';
+import { confirmAddress, signUp, startServer, TestServer } from '../support/server';
 
 /** Pending invitations (list, revoke), ownership transfer, and the owners' "verify the log". */
 describe('team administration: invitations, ownership transfer, log verification', () => {
@@ -23,6 +23,7 @@ describe('team administration: invitations, ownership transfer, log verification
   it('lists pending invitations (newest first, expired ones marked), revokes one, and the revoked one cannot be accepted', async () => {
     const { admin, member, ws } = await team();
     const invitee = await signUp(server.url, 'Invitee');
+    await confirmAddress(server, invitee.email);
     const first = (await admin.api.post(`/v1/workspaces/${ws}/invite`, { email: invitee.email, role: 'MEMBER' })).body;
     const second = (await admin.api.post(`/v1/workspaces/${ws}/invite`, { email: 'newcomer@example.com', role: 'ADMIN' })).body;
     const list = await admin.api.get(`/v1/workspaces/${ws}/invitations`);

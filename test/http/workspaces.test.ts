@@ -1,4 +1,4 @@
-import { signUp, startServer, TestServer } from '../support/server';
+import { confirmAddress, signUp, startServer, TestServer } from '../support/server';
 
 describe('workspaces, members, invitations, tags', () => {
   let server: TestServer;
@@ -101,6 +101,7 @@ describe('workspaces, members, invitations, tags', () => {
   it('invitations: invite, accept by the invited email only', async () => {
     const owner = await signUp(server.url, 'Inv');
     const invitee = await signUp(server.url, 'Guest');
+    await confirmAddress(server, invitee.email);
     const other = await signUp(server.url, 'Other');
     const ws = (await owner.api.post('/v1/workspaces', { name: 'Invites' })).body.id;
     const inv = await owner.api.post(`/v1/workspaces/${ws}/invite`, { email: invitee.email.toUpperCase(), role: 'MEMBER' });

@@ -11,6 +11,7 @@ const accounts = new Map([
   ['mallory', { email: 'mallory@elsewhere.example', email_verified: true, name: 'Mallory' }],
   ['unverified', { email: 'unverified@corp.example', email_verified: false, name: 'U' }],
   ['dave', { email: 'dave@corp.example', email_verified: true, name: 'Dave' }],
+  ['erin', { email: 'erin@corp.example', email_verified: true, name: 'Erin' }],
   ['upper', { email: 'Upper@CORP.Example', email_verified: true, name: 'Upper' }],
   ['trailingdot', { email: 'td@corp.example.', email_verified: true, name: 'TD' }],
   ['subdomain', { email: 'sd@sub.corp.example', email_verified: true, name: 'SD' }],

@@ -84,15 +84,15 @@ export const authDocs: RouteDocs = {
   'GET /auth/oidc/start': { summary: "Start single sign-on with the organisation's OpenID provider (redirect)", auth: false, produces: 'none', status: 302 },
   'GET /auth/oidc/callback': {
     summary: "The OpenID provider's callback (authorization code with PKCE)",
-    description: 'A sign-in started with GET /v1/auth/oidc/start answers the tokens (200). One started from the console (GET /v1/auth/console/sso) sets the console cookie and redirects to `/app/` (302), or to `/app/signin?ssoError=<code>` when it fails.',
+    description: 'A sign-in started with GET /v1/auth/oidc/start answers the tokens (200). One started from the console (GET /v1/auth/console/sso) sets the console cookie and redirects to `/app/` (302), or to `/app/signin?ssoError=<code>` when it fails. An account with a second factor enrolled is not signed in by the provider alone: 401 MFA_REQUIRED with `details: {challenge, expiresIn}`, finished with POST /v1/auth/login/mfa (from the console: a redirect to `/app/signin#mfaChallenge=<challenge>`, its code form).',
     auth: false,
     response: SsoSignedIn,
     otherSuccesses: [{ status: 302, description: "A console sign-in: the console's cookie is set and the browser goes back to /app/ (or to /app/signin?ssoError=<code>)", produces: 'none' }],
   },
   'GET /auth/options': { summary: 'How one may sign in here: registration open, single sign-on configured (for sign-in pages)', auth: false, response: SignInOptions },
   'GET /auth/sessions': { summary: "The account's sessions", response: SessionList },
-  'DELETE /auth/sessions': { summary: 'Revoke every session but this one', response: SessionsRevoked },
-  'DELETE /auth/sessions/:sessionId': { summary: 'Revoke one session', status: 204, produces: 'none' },
+  'DELETE /auth/sessions': { summary: 'Revoke every session but this one (from a session: an API key gets 403)', response: SessionsRevoked },
+  'DELETE /auth/sessions/:sessionId': { summary: 'Revoke one session (from a session: an API key gets 403)', status: 204, produces: 'none' },
   'GET /auth/security-events': { summary: "The account's security trail (verification, resets, MFA, SSO, sessions)", response: SecurityEventList },
   'POST /auth/mfa/totp': { summary: 'Start TOTP enrolment: the secret, shown once, as an otpauth URI', body: EmptyBody, status: 201, response: TotpEnrollment },
   'POST /auth/mfa/totp/confirm': { summary: 'Confirm TOTP enrolment with a code; answers the recovery codes, shown once', body: CodeBody, response: TotpConfirmed },
@@ -200,7 +200,10 @@ export function authRoutes(ctx: AppContext): RouteModule {
         res.redirect(302, '/app/');
       } catch (err) {
         if (!(err instanceof DomainError)) throw err;
-        res.redirect(302, `/app/signin?ssoError=${encodeURIComponent(err.code)}`);
+        // The account has a second factor: the sign-in page's code form, the challenge in the fragment (never sent to a server).
+        const challenge = err.code === 'MFA_REQUIRED' ? (err.details as { challenge?: unknown } | undefined)?.challenge : undefined;
+        if (typeof challenge === 'string') res.redirect(302, `/app/signin#mfaChallenge=${encodeURIComponent(challenge)}`);
+        else res.redirect(302, `/app/signin?ssoError=${encodeURIComponent(err.code)}`);
       }
       return;
     }
@@ -213,20 +216,33 @@ export function authRoutes(ctx: AppContext): RouteModule {
     respond(res, SignInOptions, { registration: ctx.config.allowRegistration, sso: ctx.config.oidc !== undefined && ctx.identityProvider !== undefined });
   });
 
+  // Keys, sessions and the second factor are managed from a signed-in session: a leaked key must not mint its own
+  // replacements, nor enrol a second factor of its own (the owner could not sign in again: a reset leaves it on),
+  // nor sign the owner out of every session again and again (they could never stay signed in long enough to revoke it).
+  const requireSession = [
+    requireAuth(ctx),
+    (req: Request, _res: Response, next: NextFunction) =>
+      next(
+        authOf(req).authMethod === 'session'
+          ? undefined
+          : new DomainError('FORBIDDEN', `${req.path.startsWith('/auth/mfa') ? 'Two-step sign-in is' : req.path.startsWith('/auth/sessions') ? 'Sessions are' : 'API keys are'} managed from a signed-in session, not with an API key.`),
+      ),
+  ];
+
   v1.get('/auth/sessions', requireAuth(ctx), async (req, res) => {
     const a = authOf(req);
     respond(res, SessionList, { data: await listSessions(ctx, a.userId, a.sessionId) });
   });
 
-  // Sign out every other session (the caller's own stays; with an API key, all of them).
-  v1.delete('/auth/sessions', requireAuth(ctx), async (req, res) => {
+  // Sign out every other session (the caller's own stays).
+  v1.delete('/auth/sessions', ...requireSession, async (req, res) => {
     const a = authOf(req);
     const r = await revokeAllSessions(ctx, commandContext(ctx, req), a.userId, 'revoked_by_user', a.sessionId);
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     respond(res, SessionsRevoked, { revoked: r.revoked });
   });
 
-  v1.delete('/auth/sessions/:sessionId', requireAuth(ctx), async (req, res) => {
+  v1.delete('/auth/sessions/:sessionId', ...requireSession, async (req, res) => {
     const r = await revokeSession(ctx, commandContext(ctx, req), authOf(req).userId, idParam(req, 'sessionId', 'SESSION_NOT_FOUND', 'Session not found.'));
     await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
     res.status(204).end();
@@ -235,14 +251,6 @@ export function authRoutes(ctx: AppContext): RouteModule {
   v1.get('/auth/security-events', requireAuth(ctx), async (req, res) => {
     respond(res, SecurityEventList, { data: await accountEvents(ctx, authOf(req).userId, 200) });
   });
-
-  // Keys and the second factor are managed from a signed-in session: a leaked key must not mint its own
-  // replacements, nor enrol a second factor of its own (the owner could not sign in again: a reset leaves it on).
-  const requireSession = [
-    requireAuth(ctx),
-    (req: Request, _res: Response, next: NextFunction) =>
-      next(authOf(req).authMethod === 'session' ? undefined : new DomainError('FORBIDDEN', `${req.path.startsWith('/auth/mfa') ? 'Two-step sign-in is' : 'API keys are'} managed from a signed-in session, not with an API key.`)),
-  ];
 
   v1.post('/auth/mfa/totp', ...requireSession, async (req, res) => {
     decode(EmptyBody, req.body ?? {});

@@ -79,7 +79,7 @@ export const workspaceDocs: RouteDocs = {
   'POST /invitations/:invitationId/accept': {
     summary: 'Accept an invitation: answers the workspace joined',
     description:
-      'When the workspace requires more of the caller (`requireVerifiedEmail`, `requireMfa` for sessions), the membership is recorded but the answer is that requirement\'s 403 (EMAIL_NOT_VERIFIED, MFA_ENROLMENT_REQUIRED) with `details: {accepted: true, workspaceId}`, as the workspace\'s own routes answer until it is met.',
+      'By the signed-in user whose address the invitation names (anyone else: 404 INVITATION_NOT_FOUND), and only once that address is confirmed: else 403 EMAIL_NOT_VERIFIED, nothing recorded (confirm it with the mailed link; `POST /v1/auth/resend-verification` mails it again), for whoever registered an address without owning its mailbox could otherwise join. When the workspace requires more of the caller (`requireMfa` for sessions), the membership is recorded but the answer is that requirement\'s 403 (MFA_ENROLMENT_REQUIRED) with `details: {accepted: true, workspaceId}`, as the workspace\'s own routes answer until it is met.',
     response: WorkspaceDetail,
   },
   'GET /workspaces/:id/tags': { summary: 'Tags of a workspace', response: TagList },

@@ -54,11 +54,26 @@ function CodeForm({ challenge, onRestart }: { challenge: string; onRestart: () =
   );
 }
 
+/**
+ * The challenge a single sign-on brought back for an account with a second factor
+ * (`/app/signin#mfaChallenge=…`), taken once: the fragment is cleared from the address bar.
+ */
+function takeSsoChallenge(): string | null {
+  const m = /^#mfaChallenge=([^&]+)$/.exec(window.location.hash);
+  if (!m) return null;
+  history.replaceState(history.state, '', window.location.pathname + window.location.search);
+  try {
+    return decodeURIComponent(m[1]);
+  } catch {
+    return null;
+  }
+}
+
 function SignInForm({ submitLabel = 'Sign in' }: { submitLabel?: string }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const { busy, error, run } = useSubmit();
-  const [challenge, setChallenge] = useState<string | null>(null);
+  const [challenge, setChallenge] = useState<string | null>(takeSsoChallenge);
   if (challenge) return <CodeForm challenge={challenge} onRestart={() => setChallenge(null)} />;
   return (
     <form

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { del, get, patch, post, put, Role, Tag, Workspace } from '../api';
+import { ApiError, del, get, patch, post, put, Role, Tag, Workspace } from '../api';
 import { navigate } from '../router';
 import { Confirm, CopyButton, ErrorBox, useLoad, when } from '../ui';
 import { useSubmit } from '../useSubmit';
@@ -330,6 +330,12 @@ export function AcceptInvitation({ invitationId, onJoined }: { invitationId: str
       <h1>Join a workspace</h1>
       <p>You have been invited to a workspace. Accept to join it with the account you are signed in with.</p>
       <ErrorBox error={error} />
+      {/* An invitation is accepted from a confirmed address only: where to confirm it. */}
+      {error instanceof ApiError && error.code === 'EMAIL_NOT_VERIFIED' ? (
+        <p>
+          <a href="/app/settings/account#email">Confirm your address in your account</a>, then accept again.
+        </p>
+      ) : null}
       <button
         type="button"
         class="primary"
