@@ -1,0 +1,60 @@
+import { client, startServer, TestServer } from '../support/server';
+import { team, verifiedDoc } from '../http/instructionSets.support';
+
+/**
+ * Fifth look at the data plane, as a hostile client.
+ */
+describe('abuse: a public instruction-set page whose Markdown is pathological', () => {
+  let server: TestServer;
+  let t: Awaited<ReturnType<typeof team>>;
+  const anon = () => client(server.url);
+
+  beforeAll(async () => {
+    server = await startServer({ KB_RATE_LIMITS: 'off' });
+    t = await team(server.url);
+  }, 120_000);
+  afterAll(async () => server?.stop());
+
+  /** A public set holding one .md document of this text; answers the set id. */
+  async function publicSet(name: string, markdown: string): Promise<string> {
+    const d = await verifiedDoc(t.owner.api, t.workspaceId, `${name}.md`, markdown);
+    const s = await t.owner.api.post(`/api/workspaces/${t.workspaceId}/instruction-sets`, { name, isPublic: true });
+    expect(s.status).toBe(201);
+    expect((await t.owner.api.post(`/api/instruction-sets/${s.body.id}/documents`, { documentId: d.id })).status).toBe(201);
+    return s.body.id as string;
+  }
+
+  it("rendering a page never holds the event loop: others' requests are answered meanwhile, and the page still comes", async () => {
+    // 100 KB (the set limit) of `_a`: marked's emphasis scan is quadratic in it (~30 s of CPU).
+    const id = await publicSet('underscores', 'MARK-U\n\n' + '_a'.repeat(49_000));
+    const page = anon().get(`/s/${id}`);
+    await new Promise((r) => setTimeout(r, 150));
+    const started = Date.now();
+    const health = await anon().get('/healthz');
+    expect(health.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(1500);
+    const p = await page;
+    expect(p.status).toBe(200);
+    expect(p.headers.get('content-type')).toMatch(/text\/html/);
+    expect(p.text).toContain('MARK-U');
+    expect(p.text).not.toContain('<script');
+  }, 120_000);
+
+  it('deeply nested block quotes (marked overflows its stack) are a page, not a 500', async () => {
+    const id = await publicSet('quotes', 'MARK-Q\n\n' + '> '.repeat(20_000) + 'deep');
+    const p = await anon().get(`/s/${id}`);
+    expect(p.status).toBe(200);
+    expect(p.text).toContain('MARK-Q');
+    expect(p.text).toContain('deep');
+    expect(server.output()).not.toMatch(/RangeError|Maximum call stack/);
+  }, 120_000);
+
+  it('the raw text is unaffected and a normal page still renders Markdown', async () => {
+    const id = await publicSet('normal', '# Title\n\nSome *emphasis* and <script>alert(1)</script> here.');
+    const p = await anon().get(`/s/${id}`);
+    expect(p.status).toBe(200);
+    expect(p.text).toContain('<em>emphasis</em>');
+    expect(p.text).toContain('<h3>Title</h3>');
+    expect(p.text).not.toContain('<script>alert');
+  }, 60_000);
+});
