@@ -1,4 +1,4 @@
-import { client, startServer, TestServer } from '../support/server';
+import { client, signUp, startServer, TestServer } from '../support/server';
 import { team, verifiedDoc } from '../http/instructionSets.support';
 
 /**
@@ -57,4 +57,35 @@ describe('abuse: a public instruction-set page whose Markdown is pathological', 
     expect(p.text).toContain('<h3>Title</h3>');
     expect(p.text).not.toContain('<script>alert');
   }, 60_000);
+});
+
+describe('abuse: analytics as of a past time walks the whole log, so it is bounded', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer(); // rate limits on, as deployed
+  }, 120_000);
+  afterAll(async () => server?.stop());
+
+  it("an ADMIN's asOf answers are limited per workspace and per server (429 RATE_LIMITED in the envelope); live answers are not", async () => {
+    const owner = await signUp(server.url, 'Analyst');
+    const workspaces: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const ws = await owner.api.post('/v1/workspaces', { name: `W${i}` });
+      expect(ws.status).toBe(201);
+      workspaces.push(ws.body.id as string);
+    }
+    const asOf = (ws: string) => owner.api.get(`/v1/workspaces/${ws}/analytics?asOf=2020-01-01T00:00:00Z`);
+    for (let i = 0; i < 10; i++) expect((await asOf(workspaces[0])).status).toBe(200);
+    const refused = await asOf(workspaces[0]);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe('RATE_LIMITED');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The live answer reads the projection, not the log: not limited.
+    expect((await owner.api.get(`/v1/workspaces/${workspaces[0]}/analytics`)).status).toBe(200);
+    // Another workspace has its own budget, until the server's (60 an hour) is spent.
+    for (const ws of workspaces.slice(1, 6)) for (let i = 0; i < 10; i++) expect((await asOf(ws)).status).toBe(200);
+    const server429 = await asOf(workspaces[6]);
+    expect(server429.status).toBe(429);
+    expect(server429.body.error.code).toBe('RATE_LIMITED');
+  }, 120_000);
 });
