@@ -89,3 +89,44 @@ describe('abuse: analytics as of a past time walks the whole log, so it is bound
     expect(server429.body.error.code).toBe('RATE_LIMITED');
   }, 120_000);
 });
+
+describe('abuse: tags per document are bounded (the search index copies them onto every chunk)', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ KB_RATE_LIMITS: 'off' });
+  }, 120_000);
+  afterAll(async () => server?.stop());
+
+  it('51 distinct tags are refused on update, text creation and upload (400 VALIDATION_ERROR); 50, and repeats, are taken', async () => {
+    const owner = await signUp(server.url, 'Tagger');
+    const W = (await owner.api.post('/v1/workspaces', { name: 'Tags' })).body.id as string;
+    const tags: string[] = [];
+    for (let i = 0; i < 51; i++) {
+      const r = await owner.api.post(`/v1/workspaces/${W}/tags`, { name: `t${i}`, color: '#112233' });
+      expect(r.status).toBe(201);
+      tags.push(r.body.id as string);
+    }
+    const doc = await verifiedDoc(owner.api, W, 'a.md', '# A\n\nalpha');
+    const tooMany = await owner.api.put(`/v1/workspaces/${W}/documents/${doc.id}`, { tags });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error.code).toBe('VALIDATION_ERROR');
+    expect(tooMany.body.error.details).toMatchObject({ maxTags: 50, count: 51 });
+    expect((await owner.api.get(`/v1/workspaces/${W}/documents/${doc.id}`)).body.tags).toEqual([]);
+
+    const fifty = await owner.api.put(`/v1/workspaces/${W}/documents/${doc.id}`, { tags: [...tags.slice(0, 50), ...tags.slice(0, 50)] });
+    expect(fifty.status).toBe(200);
+    expect(fifty.body.tags).toHaveLength(50);
+
+    const text = await owner.api.post(`/v1/workspaces/${W}/documents`, { title: 'x', content: 'hello', format: 'text', tags });
+    expect(text.status).toBe(400);
+    expect(text.body.error.code).toBe('VALIDATION_ERROR');
+    const form = new FormData();
+    form.append('tags', JSON.stringify(tags));
+    form.append('file', new Blob(['some text']), 'z.txt');
+    const uploaded = await owner.api.post(`/v1/workspaces/${W}/documents`, form);
+    expect(uploaded.status).toBe(400);
+    expect(uploaded.body.error.code).toBe('VALIDATION_ERROR');
+    // Nothing of the refused creations was kept.
+    expect((await owner.api.get(`/v1/workspaces/${W}/documents`)).body.pagination.total).toBe(1);
+  }, 120_000);
+});
