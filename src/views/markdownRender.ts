@@ -89,7 +89,14 @@ function pump(): void {
     worker?.unref(); // an idle worker never keeps the process alive
     return;
   }
-  worker ??= spawn();
+  try {
+    worker ??= spawn();
+  } catch {
+    // No thread to be had (resources exhausted): this text is shown plain, never rendered here.
+    job.resolve(plainHtml(job.markdown));
+    pump();
+    return;
+  }
   const w = worker;
   w.ref();
   const timer = setTimeout(() => {
