@@ -67,6 +67,9 @@ export function buckets(from: Date, to: Date, interval: Interval): string[] {
 
 const ms = (a: string, b: string) => Date.parse(b) - Date.parse(a);
 
+/** Settles when the asOf fold running (or queued last) has ended. */
+let foldTurn: Promise<void> = Promise.resolve();
+
 /**
  * Analytics of one workspace over [from, to), read from the analytics projection, or,
  * with `asOf`, from the log folded up to that time through the same projection.
@@ -77,14 +80,25 @@ export async function workspaceAnalytics(ctx: AppContext, r: AnalyticsRequest) {
     await ctx.runner.waitFor(await ctx.eventStore.headPosition(), ctx.config.readYourWritesMs);
     return compute(ctx, ctx.readStore, r);
   }
-  const store = ctx.scratchReadStore();
-  try {
-    await foldWorkspaceUpTo(ctx, store, r.workspaceId, r.asOf.toISOString());
-    return await compute(ctx, store, r);
-  } finally {
-    await store.close();
-  }
+  const asOf = r.asOf;
+  // One fold at a time: each reads the whole log (every tenant's events), and several at once
+  // would take turns with every other request for the event loop.
+  const run = foldTurn.then(async () => {
+    const store = ctx.scratchReadStore();
+    try {
+      await foldWorkspaceUpTo(ctx, store, r.workspaceId, asOf.toISOString());
+      return await compute(ctx, store, r);
+    } finally {
+      await store.close();
+    }
+  });
+  foldTurn = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  return run;
 }
+
 
 async function foldWorkspaceUpTo(ctx: AppContext, store: ReadStore, workspaceId: string, asOf: string): Promise<void> {
   const projection = analyticsProjection(store);

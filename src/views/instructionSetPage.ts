@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { escapeHtml } from './escape';
-import { renderMarkdown } from './markdown';
+import { plainHtml, renderMarkdownBounded } from './markdownRender';
 
 export interface SetPageDocument {
   title: string;
@@ -81,14 +81,16 @@ export const SET_PAGE_CSP = [
 
 const formatSize = (bytes: number): string => (bytes < 1024 ? `${bytes} bytes` : `${(bytes / 1024).toFixed(1)} KB`);
 
-function renderContent(d: SetPageDocument): string {
+/** A document's text as HTML; Markdown is rendered off the event loop, in bounded time (markdownRender.ts). */
+async function renderContent(d: SetPageDocument): Promise<string> {
   if (d.text.trim() === '') return '<p class="empty">This document has no text.</p>';
-  return d.format === 'markdown' ? renderMarkdown(d.text) : `<div class="plain">${escapeHtml(d.text)}</div>`;
+  return d.format === 'markdown' ? renderMarkdownBounded(d.text) : plainHtml(d.text);
 }
 
 /** The public page of an instruction set: header, table of contents, each document in order. */
-export function renderInstructionSetPage(p: SetPageInput): string {
+export async function renderInstructionSetPage(p: SetPageInput): Promise<string> {
   const n = p.documents.length;
+  const contents = await Promise.all(p.documents.map(renderContent));
   const toc =
     n > 0
       ? `<nav class="toc" aria-label="Contents"><h2>Contents</h2><ol>${p.documents
@@ -101,7 +103,7 @@ export function renderInstructionSetPage(p: SetPageInput): string {
           .map(
             (d, i) => `<article class="doc" id="doc-${i + 1}" aria-labelledby="doc-${i + 1}-title">
 <div class="doc-head"><span class="doc-num">${i + 1}.</span><h2 id="doc-${i + 1}-title">${escapeHtml(d.title)}</h2><span class="badge">${escapeHtml(d.purpose)}</span></div>
-<div class="content">${renderContent(d)}</div>
+<div class="content">${contents[i]}</div>
 </article>`,
           )
           .join('\n')

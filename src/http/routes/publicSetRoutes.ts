@@ -37,7 +37,7 @@ export function publicSetRoutes(ctx: AppContext): RouteModule {
     const pathOnly = req.originalUrl.split('?')[0];
     if (pathOnly.endsWith('/')) return res.redirect(308, pathOnly.replace(/\/+$/, ''));
     const { set, parts } = content;
-    const html = renderInstructionSetPage({
+    const html = await renderInstructionSetPage({
       id: set.id,
       name: set.name,
       description: set.description,

@@ -1,0 +1,132 @@
+import { client, signUp, startServer, TestServer } from '../support/server';
+import { team, verifiedDoc } from '../http/instructionSets.support';
+
+/**
+ * Fifth look at the data plane, as a hostile client.
+ */
+describe('abuse: a public instruction-set page whose Markdown is pathological', () => {
+  let server: TestServer;
+  let t: Awaited<ReturnType<typeof team>>;
+  const anon = () => client(server.url);
+
+  beforeAll(async () => {
+    server = await startServer({ KB_RATE_LIMITS: 'off' });
+    t = await team(server.url);
+  }, 120_000);
+  afterAll(async () => server?.stop());
+
+  /** A public set holding one .md document of this text; answers the set id. */
+  async function publicSet(name: string, markdown: string): Promise<string> {
+    const d = await verifiedDoc(t.owner.api, t.workspaceId, `${name}.md`, markdown);
+    const s = await t.owner.api.post(`/api/workspaces/${t.workspaceId}/instruction-sets`, { name, isPublic: true });
+    expect(s.status).toBe(201);
+    expect((await t.owner.api.post(`/api/instruction-sets/${s.body.id}/documents`, { documentId: d.id })).status).toBe(201);
+    return s.body.id as string;
+  }
+
+  it("rendering a page never holds the event loop: others' requests are answered meanwhile, and the page still comes", async () => {
+    // 100 KB (the set limit) of `_a`: marked's emphasis scan is quadratic in it (~30 s of CPU).
+    const id = await publicSet('underscores', 'MARK-U\n\n' + '_a'.repeat(49_000));
+    const page = anon().get(`/s/${id}`);
+    await new Promise((r) => setTimeout(r, 150));
+    const started = Date.now();
+    const health = await anon().get('/healthz');
+    expect(health.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(1500);
+    const p = await page;
+    expect(p.status).toBe(200);
+    expect(p.headers.get('content-type')).toMatch(/text\/html/);
+    expect(p.text).toContain('MARK-U');
+    expect(p.text).not.toContain('<script');
+  }, 120_000);
+
+  it('deeply nested block quotes (marked overflows its stack) are a page, not a 500', async () => {
+    const id = await publicSet('quotes', 'MARK-Q\n\n' + '> '.repeat(20_000) + 'deep');
+    const p = await anon().get(`/s/${id}`);
+    expect(p.status).toBe(200);
+    expect(p.text).toContain('MARK-Q');
+    expect(p.text).toContain('deep');
+    expect(server.output()).not.toMatch(/RangeError|Maximum call stack/);
+  }, 120_000);
+
+  it('the raw text is unaffected and a normal page still renders Markdown', async () => {
+    const id = await publicSet('normal', '# Title\n\nSome *emphasis* and <script>alert(1)</script> here.');
+    const p = await anon().get(`/s/${id}`);
+    expect(p.status).toBe(200);
+    expect(p.text).toContain('<em>emphasis</em>');
+    expect(p.text).toContain('<h3>Title</h3>');
+    expect(p.text).not.toContain('<script>alert');
+  }, 60_000);
+});
+
+describe('abuse: analytics as of a past time walks the whole log, so it is bounded', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer(); // rate limits on, as deployed
+  }, 120_000);
+  afterAll(async () => server?.stop());
+
+  it("an ADMIN's asOf answers are limited per workspace and per server (429 RATE_LIMITED in the envelope); live answers are not", async () => {
+    const owner = await signUp(server.url, 'Analyst');
+    const workspaces: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const ws = await owner.api.post('/v1/workspaces', { name: `W${i}` });
+      expect(ws.status).toBe(201);
+      workspaces.push(ws.body.id as string);
+    }
+    const asOf = (ws: string) => owner.api.get(`/v1/workspaces/${ws}/analytics?asOf=2020-01-01T00:00:00Z`);
+    for (let i = 0; i < 10; i++) expect((await asOf(workspaces[0])).status).toBe(200);
+    const refused = await asOf(workspaces[0]);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe('RATE_LIMITED');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The live answer reads the projection, not the log: not limited.
+    expect((await owner.api.get(`/v1/workspaces/${workspaces[0]}/analytics`)).status).toBe(200);
+    // Another workspace has its own budget, until the server's (60 an hour) is spent.
+    for (const ws of workspaces.slice(1, 6)) for (let i = 0; i < 10; i++) expect((await asOf(ws)).status).toBe(200);
+    const server429 = await asOf(workspaces[6]);
+    expect(server429.status).toBe(429);
+    expect(server429.body.error.code).toBe('RATE_LIMITED');
+  }, 120_000);
+});
+
+describe('abuse: tags per document are bounded (the search index copies them onto every chunk)', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ KB_RATE_LIMITS: 'off' });
+  }, 120_000);
+  afterAll(async () => server?.stop());
+
+  it('51 distinct tags are refused on update, text creation and upload (400 VALIDATION_ERROR); 50, and repeats, are taken', async () => {
+    const owner = await signUp(server.url, 'Tagger');
+    const W = (await owner.api.post('/v1/workspaces', { name: 'Tags' })).body.id as string;
+    const tags: string[] = [];
+    for (let i = 0; i < 51; i++) {
+      const r = await owner.api.post(`/v1/workspaces/${W}/tags`, { name: `t${i}`, color: '#112233' });
+      expect(r.status).toBe(201);
+      tags.push(r.body.id as string);
+    }
+    const doc = await verifiedDoc(owner.api, W, 'a.md', '# A\n\nalpha');
+    const tooMany = await owner.api.put(`/v1/workspaces/${W}/documents/${doc.id}`, { tags });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error.code).toBe('VALIDATION_ERROR');
+    expect(tooMany.body.error.details).toMatchObject({ maxTags: 50, count: 51 });
+    expect((await owner.api.get(`/v1/workspaces/${W}/documents/${doc.id}`)).body.tags).toEqual([]);
+
+    const fifty = await owner.api.put(`/v1/workspaces/${W}/documents/${doc.id}`, { tags: [...tags.slice(0, 50), ...tags.slice(0, 50)] });
+    expect(fifty.status).toBe(200);
+    expect(fifty.body.tags).toHaveLength(50);
+
+    const text = await owner.api.post(`/v1/workspaces/${W}/documents`, { title: 'x', content: 'hello', format: 'text', tags });
+    expect(text.status).toBe(400);
+    expect(text.body.error.code).toBe('VALIDATION_ERROR');
+    const form = new FormData();
+    form.append('tags', JSON.stringify(tags));
+    form.append('file', new Blob(['some text']), 'z.txt');
+    const uploaded = await owner.api.post(`/v1/workspaces/${W}/documents`, form);
+    expect(uploaded.status).toBe(400);
+    expect(uploaded.body.error.code).toBe('VALIDATION_ERROR');
+    // Nothing of the refused creations was kept.
+    expect((await owner.api.get(`/v1/workspaces/${W}/documents`)).body.pagination.total).toBe(1);
+  }, 120_000);
+});
