@@ -11,6 +11,8 @@ export interface SetPageDocument {
 
 export interface SetPageInput {
   id: string;
+  /** The set's workspace: Markdown of different workspaces' pages is rendered in turn. */
+  workspaceId: string;
   name: string;
   description: string | null;
   updatedAt: string;
@@ -82,15 +84,15 @@ export const SET_PAGE_CSP = [
 const formatSize = (bytes: number): string => (bytes < 1024 ? `${bytes} bytes` : `${(bytes / 1024).toFixed(1)} KB`);
 
 /** A document's text as HTML; Markdown is rendered off the event loop, in bounded time (markdownRender.ts). */
-async function renderContent(d: SetPageDocument): Promise<string> {
+async function renderContent(d: SetPageDocument, owner: string): Promise<string> {
   if (d.text.trim() === '') return '<p class="empty">This document has no text.</p>';
-  return d.format === 'markdown' ? renderMarkdownBounded(d.text) : plainHtml(d.text);
+  return d.format === 'markdown' ? renderMarkdownBounded(d.text, owner) : plainHtml(d.text);
 }
 
 /** The public page of an instruction set: header, table of contents, each document in order. */
 export async function renderInstructionSetPage(p: SetPageInput): Promise<string> {
   const n = p.documents.length;
-  const contents = await Promise.all(p.documents.map(renderContent));
+  const contents = await Promise.all(p.documents.map((d) => renderContent(d, p.workspaceId)));
   const toc =
     n > 0
       ? `<nav class="toc" aria-label="Contents"><h2>Contents</h2><ol>${p.documents

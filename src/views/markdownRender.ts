@@ -44,7 +44,35 @@ interface Job {
   resolve: (html: string) => void;
 }
 
-const queue: Job[] = [];
+/**
+ * Waiting texts, by owner (the workspace whose page asks), taken in turn: one owner's many
+ * slow texts hold another's for at most the one rendering when it asks. An owner with
+ * MAX_WAITING_PER_OWNER texts waiting has its next ones shown plain at once.
+ */
+export const MAX_WAITING_PER_OWNER = 32;
+const waiting = new Map<string, Job[]>();
+
+/** Whose text was rendered last: another owner waiting goes first. */
+let lastOwner: string | undefined;
+
+/** The next job: the first waiting of the owner first in turn (not the last served, if another waits); that owner's turn moves to the end. */
+function nextJob(): Job | undefined {
+  let owner: string | undefined;
+  for (const o of waiting.keys()) {
+    if (o !== lastOwner) {
+      owner = o;
+      break;
+    }
+  }
+  owner ??= waiting.keys().next().value;
+  if (owner === undefined) return undefined;
+  const jobs = waiting.get(owner)!;
+  waiting.delete(owner);
+  const job = jobs.shift();
+  if (jobs.length > 0) waiting.set(owner, jobs);
+  lastOwner = owner;
+  return job;
+}
 let worker: Worker | undefined;
 let running: { job: Job; timer: NodeJS.Timeout } | undefined;
 let nextId = 1;
@@ -84,7 +112,7 @@ function spawn(): Worker {
 
 function pump(): void {
   if (running) return;
-  const job = queue.shift();
+  const job = nextJob();
   if (!job) {
     worker?.unref(); // an idle worker never keeps the process alive
     return;
@@ -112,8 +140,11 @@ function pump(): void {
   w.postMessage({ id: job.id, markdown: job.markdown } satisfies MarkdownWorkerRequest);
 }
 
-/** Safe HTML of a Markdown text (see above): rendered within MARKDOWN_RENDER_MS, or plain. */
-export function renderMarkdownBounded(markdown: string): Promise<string> {
+/**
+ * Safe HTML of a Markdown text (see above): rendered within MARKDOWN_RENDER_MS, or plain.
+ * `owner`: whose page asks (its workspace), for taking turns between owners.
+ */
+export function renderMarkdownBounded(markdown: string, owner = ''): Promise<string> {
   const key = createHash('sha256').update(markdown).digest('base64');
   const hit = cache.get(key);
   if (hit !== undefined) {
@@ -123,8 +154,12 @@ export function renderMarkdownBounded(markdown: string): Promise<string> {
   }
   const pending = inFlight.get(key);
   if (pending) return pending;
+  const jobs = waiting.get(owner) ?? [];
+  // Not remembered: the text may render once the owner's turn comes round again.
+  if (jobs.length >= MAX_WAITING_PER_OWNER) return Promise.resolve(plainHtml(markdown));
   const rendered = new Promise<string>((resolve) => {
-    queue.push({ id: nextId++, markdown, resolve });
+    jobs.push({ id: nextId++, markdown, resolve });
+    if (!waiting.has(owner)) waiting.set(owner, jobs);
     pump();
   }).then((html) => {
     inFlight.delete(key);
@@ -133,4 +168,11 @@ export function renderMarkdownBounded(markdown: string): Promise<string> {
   });
   inFlight.set(key, rendered);
   return rendered;
+}
+
+/** Ends the rendering thread (tests; a process that ends needs nothing: an idle thread is unreferenced). */
+export async function stopMarkdownWorker(): Promise<void> {
+  const w = worker;
+  worker = undefined;
+  await w?.terminate();
 }

@@ -39,6 +39,7 @@ export function publicSetRoutes(ctx: AppContext): RouteModule {
     const { set, parts } = content;
     const html = await renderInstructionSetPage({
       id: set.id,
+      workspaceId: set.workspaceId,
       name: set.name,
       description: set.description,
       updatedAt: set.updatedAt,
