@@ -15,6 +15,8 @@ import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser
   let browser: Browser;
   let page: Page;
   const problems: string[] = [];
+  /** What the first test made (the second sends links to it). */
+  let ids: { ws: string; doc: string; set: string } | undefined;
   const email = 'hostile@example.com';
   const password = 'correct horse battery';
   /** Each payload would add an element with this attribute, or set this global, if it ran. */
@@ -100,9 +102,47 @@ import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser
     await page.locator('.hit').first().waitFor();
     expect(await page.locator('.hit').first().textContent()).toContain('<img src=x data-xss=4');
     await noInjection('search results');
-    // An error message that repeats the caller's input (an unknown workspace id in the path).
-    await page.goto(`${server.url}/app/w/${encodeURIComponent(payload(12))}/documents`);
+    // An error message that repeats the caller's input (an unknown workspace id in the path; one
+    // with a `/` matches no page: the next test).
+    await page.goto(`${server.url}/app/w/${encodeURIComponent(`x"'><img src=x data-xss=12 onerror=alert(12)><svg data-xss=12 onload=alert(12)>`)}/documents`);
     await page.getByRole('heading', { name: 'Documents' }).waitFor();
     await noInjection('a path that is not an id');
+    ids = { ws, doc: doc.body.id as string, set: set.body.id as string };
   }, 120_000);
+
+  it("a link's path parameters cannot steer the console's API requests elsewhere (no ?, #, / or .. smuggled in by %-escapes)", async () => {
+    const { ws, doc, set } = ids as { ws: string; doc: string; set: string };
+    const sent: string[] = [];
+    const onRequest = (r: { url(): string; method(): string }) => {
+      const u = new URL(r.url());
+      if (/^\/(v1|api)\//.test(u.pathname)) sent.push(`${r.method()} ${u.pathname}${u.search}`);
+    };
+    page.on('request', onRequest);
+    // Each link a member could send an admin, and the request its page would have made for the attacker.
+    const links: [string, RegExp][] = [
+      // `?`: the document page's reads (and its Save and Delete) went to the workspace itself.
+      [`/app/w/${ws}%3F/documents/${doc}`, new RegExp(`/v1/workspaces/${ws}\\?`)],
+      [`/app/w/${ws}%23/documents/${doc}`, new RegExp(`^GET /v1/workspaces/${ws}$`)],
+      // `..%2F`: any route, here the user's sessions (a set page's Delete would DELETE what it names).
+      [`/app/w/${ws}/sets/..%2F..%2Fv1%2Fauth%2Fsessions%3F`, /\/v1\/auth\/sessions/],
+      [`/app/w/${ws}/sets/${set}%2F..%2F..%2F..%2Fv1%2Fapi-keys%3F`, /\/v1\/api-keys/],
+      // A second encoding: %2e%2e is a `..` segment to the browser's URL parser once decoded.
+      [`/app/w/${ws}/documents/%252e%252e`, new RegExp(`^GET /v1/workspaces/${ws}/?$`)],
+      [`/app/w/${ws}/documents/..%5C..%5C..%5Cauth%5Csessions`, /\/v1\/auth\/sessions/],
+    ];
+    for (const [link, steered] of links) {
+      sent.length = 0;
+      await page.goto(`${server.url}${link}`);
+      // The page's loads (before the fix some pages then failed to render what came back).
+      await page.waitForLoadState('load');
+      await page.waitForTimeout(1200);
+      expect([link, sent.filter((r) => steered.test(r))]).toEqual([link, []]);
+      await expect(page.getByText('There is no page at this address').count()).resolves.toBe(1);
+    }
+    page.off('request', onRequest);
+    // A broken %-escape in a parameter is no page either (it threw while rendering before).
+    await page.goto(`${server.url}/app/w/${ws}/documents/%E0%A4%A`);
+    await page.getByText('There is no page at this address').waitFor();
+    expect(problems).toEqual([]);
+  }, 60_000);
 });
