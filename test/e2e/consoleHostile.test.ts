@@ -1,5 +1,5 @@
 import { Browser, Page } from 'playwright-core';
-import { client, startServer, TestServer } from '../support/server';
+import { client, confirmAddress, startServer, TestServer } from '../support/server';
 import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser';
 
 /**
@@ -145,4 +145,48 @@ import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser
     await page.getByText('There is no page at this address').waitFor();
     expect(problems).toEqual([]);
   }, 60_000);
+
+  it("shows an admin a member's hostile name, anonymous visitors' hostile queries and a document's hostile Markdown links as text", async () => {
+    const { ws } = ids as { ws: string };
+    const owner = client(server.url, (await client(server.url).post('/v1/auth/login', { email, password })).body.accessToken);
+    // A member with a hostile name, joined by invitation.
+    const memberEmail = 'member@example.com';
+    expect((await client(server.url).post('/v1/auth/register', { email: memberEmail, password, name: payload(13) })).status).toBe(201);
+    const member = client(server.url, (await client(server.url).post('/v1/auth/login', { email: memberEmail, password })).body.accessToken);
+    await confirmAddress(server, memberEmail);
+    const inv = (await owner.post(`/v1/workspaces/${ws}/invite`, { email: memberEmail, role: 'MEMBER' })).body.invitationId as string;
+    expect((await member.post(`/v1/invitations/${inv}/accept`, {})).status).toBe(200);
+    // Anonymous visitors' queries, kept in a link's history.
+    const link = (await owner.post(`/api/workspaces/${ws}/public-links`, { name: 'History bot', historyMode: true })).body;
+    for (const q of [short(14), `lighthouse ${payload(15)}`]) expect((await client(server.url).get(`/public/${link.token}/search?q=${encodeURIComponent(q)}`)).status).toBe(200);
+    // A Markdown document whose links and images aim at script.
+    const md = [
+      '# Notes',
+      '[a](javascript:alert(16)) [b](JaVaScRiPt:alert(16)) [c](data:text/html,<script>alert(16)</script>) [d](vbscript:x) [e]( javascript:alert(16))',
+      '[f][r] <javascript:alert(16)> ![g](javascript:alert(16)) ![h](https://example.invalid/track.png) [ok](https://example.org/?x=1)',
+      '',
+      '[r]: javascript:alert(16)',
+      '',
+      `<a href="javascript:alert(16)" data-xss=16>raw</a> ${payload(16)}`,
+    ].join('\n');
+    const doc = (await owner.post(`/v1/workspaces/${ws}/documents`, { title: 'Hostile notes', format: 'markdown', content: md })).body;
+
+    await page.goto(`${server.url}/app/w/${ws}/settings`);
+    await page.getByText(payload(13)).locator('visible=true').first().waitFor();
+    await noInjection('members');
+    await page.goto(`${server.url}/app/w/${ws}/links`);
+    const item = page.locator('li[data-link="History bot"]');
+    await item.getByText('Query history').click();
+    await item.locator('table.queries td', { hasText: short(14) }).waitFor();
+    await noInjection('query history');
+    await page.goto(`${server.url}/app/w/${ws}/documents/${doc.id}`);
+    await page.getByTestId('save-state').filter({ hasText: /^Saved/ }).waitFor();
+    await page.getByRole('button', { name: 'Preview' }).click();
+    const preview = page.getByTestId('preview');
+    await preview.getByRole('heading', { name: 'Notes' }).waitFor();
+    await noInjection('Markdown preview');
+    const hrefs = await preview.locator('a').evaluateAll((as) => as.map((a) => [a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel')]));
+    expect(hrefs).toEqual([['https://example.org/?x=1', '_blank', 'noopener noreferrer nofollow']]);
+    expect(await preview.locator('img, script, svg, iframe').count()).toBe(0);
+  }, 90_000);
 });
