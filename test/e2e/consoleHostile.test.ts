@@ -132,12 +132,15 @@ import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser
     ];
     for (const [link, steered] of links) {
       sent.length = 0;
+      await page.evaluate((w) => localStorage.setItem('kb-console-workspace', w), ws);
       await page.goto(`${server.url}${link}`);
       // The page's loads (before the fix some pages then failed to render what came back).
       await page.waitForLoadState('load');
       await page.waitForTimeout(1200);
       expect([link, sent.filter((r) => steered.test(r))]).toEqual([link, []]);
       await expect(page.getByText('There is no page at this address').count()).resolves.toBe(1);
+      // Nor is it remembered as the workspace to open at the next sign-in (every sign-in then led to no page).
+      expect([link, await page.evaluate(() => localStorage.getItem('kb-console-workspace'))]).toEqual([link, ws]);
     }
     page.off('request', onRequest);
     // A broken %-escape in a parameter is no page either (it threw while rendering before).
