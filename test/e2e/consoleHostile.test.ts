@@ -130,9 +130,11 @@ import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser
       [`/app/w/${ws}/documents/%252e%252e`, new RegExp(`^GET /v1/workspaces/${ws}/?$`)],
       [`/app/w/${ws}/documents/..%5C..%5C..%5Cauth%5Csessions`, /\/v1\/auth\/sessions/],
     ];
+    /** The page's localStorage, inside page.evaluate (this file compiles without the DOM's types). */
+    type Storage = { localStorage: { getItem(k: string): string | null; setItem(k: string, v: string): void } };
     for (const [link, steered] of links) {
       sent.length = 0;
-      await page.evaluate((w) => localStorage.setItem('kb-console-workspace', w), ws);
+      await page.evaluate((w) => (globalThis as unknown as Storage).localStorage.setItem('kb-console-workspace', w), ws);
       await page.goto(`${server.url}${link}`);
       // The page's loads (before the fix some pages then failed to render what came back).
       await page.waitForLoadState('load');
@@ -140,7 +142,7 @@ import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser
       expect([link, sent.filter((r) => steered.test(r))]).toEqual([link, []]);
       await expect(page.getByText('There is no page at this address').count()).resolves.toBe(1);
       // Nor is it remembered as the workspace to open at the next sign-in (every sign-in then led to no page).
-      expect([link, await page.evaluate(() => localStorage.getItem('kb-console-workspace'))]).toEqual([link, ws]);
+      expect([link, await page.evaluate(() => (globalThis as unknown as Storage).localStorage.getItem('kb-console-workspace'))]).toEqual([link, ws]);
     }
     page.off('request', onRequest);
     // A broken %-escape in a parameter is no page either (it threw while rendering before).
