@@ -6,7 +6,7 @@ import { BlobStore, BlobTooLargeError, StoredBlob } from '../ports/blobStore';
 import { DomainError } from '../domain/errors';
 import { StoredUpload } from '../../commands/document/uploadDocument';
 import { decode, HumanName, Purpose } from './codecs';
-import { textProblem } from '../util/text';
+import { codePointLength, textProblem } from '../util/text';
 import { DETECT_HEAD_BYTES, DetectedType, detectType, InvalidFileTypeError, SUPPORTED_EXTENSIONS } from '../processing/detectType';
 
 export interface ReceivedUpload {
@@ -15,6 +15,9 @@ export interface ReceivedUpload {
   filename: string;
   fields: { title?: string; purpose?: string; tags: string[] };
 }
+
+/** The longest file name taken, in code points (a title's bound; names of 5,000 characters were stored and shown). */
+const MAX_FILENAME = 255;
 
 /** Keeps the first `max` bytes that pass through (for magic-byte detection) without buffering the rest. */
 class HeadTap extends Transform {
@@ -131,7 +134,7 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
       const ext = path.extname(filename).toLowerCase();
       // The name is shown to every member (and given to downloads): the text rule of names, as a title's.
       // Without it a bidi override made "salary\u202Etxt.exe.md" read as another file, whatever the title said.
-      const nameProblem = filename ? textProblem(filename, 'line') : undefined;
+      const nameProblem = !filename ? undefined : codePointLength(filename) > MAX_FILENAME ? `must be at most ${MAX_FILENAME} characters` : textProblem(filename, 'line');
       if (nameProblem) {
         earlyError = new DomainError('VALIDATION_ERROR', `The file's name ${nameProblem}.`);
         stream.on('error', () => undefined);

@@ -30,21 +30,24 @@ describe('abuse: fifth look (web)', () => {
     return { status: res.status, body: (await res.json()) as { error?: { code: string }; filename?: string } };
   }
 
-  it("an upload's file name obeys the text rule of names: no bidi override or isolate, no control character (400, nothing stored)", async () => {
+  it("an upload's file name obeys the text rule of names: no bidi override or isolate, no control character, at most 255 characters (400, nothing stored)", async () => {
     const user = await signUp(server.url, 'Uploader');
     const ws = (await user.api.post('/v1/workspaces', { name: 'Files' })).body.id as string;
     // With a title of its own the name was stored as sent, and shown to every member as the document's file
     // ("salary‮txt.exe‬.md" reads "salarydm.exe.txt"; "pay\u2067roll.md" reorders), and given to downloads.
-    const hostile = ['salary\u202Etxt.exe\u202C.md', 'pay\u2067roll.md', 'line\nbreak.md', 'esc\u001b[31mred.md', 'del\u007f.md', 'c1\u0085.md'];
+    const hostile = ['salary\u202Etxt.exe\u202C.md', 'pay\u2067roll.md', 'line\nbreak.md', 'esc\u001b[31mred.md', 'del\u007f.md', 'c1\u0085.md', `${'a'.repeat(5000)}.md`];
     for (const name of hostile) {
       for (const title of ['Quarterly report', undefined]) {
         const r = await upload(user.token, ws, name, title);
-        expect([JSON.stringify(name), title, r.status, r.body.error?.code]).toEqual([JSON.stringify(name), title, 400, 'VALIDATION_ERROR']);
+        const label = JSON.stringify(name.length > 40 ? `${name.slice(0, 12)}… (${name.length})` : name);
+        expect([label, title, r.status, r.body.error?.code]).toEqual([label, title, 400, 'VALIDATION_ERROR']);
       }
     }
     expect((await user.api.get(`/v1/workspaces/${ws}/documents`)).body.data).toEqual([]);
     // An ordinary name, in any script, is still taken as sent.
     const fine = await upload(user.token, ws, 'Rapport annuel – été 2025 (版本 2).md', 'Rapport');
     expect([fine.status, fine.body.filename]).toEqual([201, 'Rapport annuel – été 2025 (版本 2).md']);
+    const longest = `${'é'.repeat(252)}.md`;
+    expect([(await upload(user.token, ws, longest, 'Longest')).status, (await upload(user.token, ws, `é${longest}`, 'Too long')).status]).toEqual([201, 400]);
   });
 });
