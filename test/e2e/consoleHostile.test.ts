@@ -145,6 +145,20 @@ import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser
       expect([link, await page.evaluate(() => (globalThis as unknown as Storage).localStorage.getItem('kb-console-workspace'))]).toEqual([link, ws]);
     }
     page.off('request', onRequest);
+    // `?` after a set's id: the page showed the real set (its read lost only an empty query), and
+    // "Remove <document> from the set" (no confirmation) sent DELETE /api/instruction-sets/<set>?/documents/<doc>:
+    // the whole set, and its public page, were deleted.
+    const owner = client(server.url, (await client(server.url).post('/v1/auth/login', { email, password })).body.accessToken);
+    await page.goto(`${server.url}/app/w/${ws}/sets/${set}%3F`);
+    await page.waitForLoadState('load');
+    await page.waitForTimeout(1200);
+    const remove = page.getByRole('button', { name: /from the set$/ });
+    if ((await remove.count()) > 0) {
+      await remove.first().click();
+      await page.waitForTimeout(1000);
+    }
+    const still = await owner.get(`/api/instruction-sets/${set}`);
+    expect([still.status, still.body.documents?.length]).toEqual([200, 1]);
     // A broken %-escape in a parameter is no page either (it threw while rendering before).
     await page.goto(`${server.url}/app/w/${ws}/documents/%E0%A4%A`);
     await page.getByText('There is no page at this address').waitFor();

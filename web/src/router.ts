@@ -40,9 +40,9 @@ export function onLinkClick(e: MouseEvent): void {
  * A path parameter the pages may put into an API path as it is: one segment that stays one
  * segment. Pages build request paths from parameters (`/v1/workspaces/${wsId}/documents/${docId}`),
  * so a decoded `/`, `\\`, `?`, `#`, `%` (a second encoding) or a `.`/`..` segment would send the
- * signed-in user's requests, with their token, elsewhere: a link to `/app/w/<ws>%3F/documents/<id>`
- * sent the document page's requests (its Save and Delete too) to `/v1/workspaces/<ws>`, and one with
- * `..%2F` to any route of the API. Such a parameter matches no page.
+ * signed-in user's requests, with their token, elsewhere: a link to `/app/w/<ws>/sets/<set>%3F`
+ * showed the real set, and its "Remove … from the set" sent DELETE `/api/instruction-sets/<set>?/documents/<doc>`
+ * (the whole set was deleted); one with `..%2F` reached any route of the API. Such a parameter matches no page.
  */
 const SEGMENT = /^[^/\\?#%]+$/;
 
