@@ -6,6 +6,7 @@ import { BlobStore, BlobTooLargeError, StoredBlob } from '../ports/blobStore';
 import { DomainError } from '../domain/errors';
 import { StoredUpload } from '../../commands/document/uploadDocument';
 import { decode, HumanName, Purpose } from './codecs';
+import { codePointLength, textProblem } from '../util/text';
 import { DETECT_HEAD_BYTES, DetectedType, detectType, InvalidFileTypeError, SUPPORTED_EXTENSIONS } from '../processing/detectType';
 
 export interface ReceivedUpload {
@@ -14,6 +15,9 @@ export interface ReceivedUpload {
   filename: string;
   fields: { title?: string; purpose?: string; tags: string[] };
 }
+
+/** The longest file name taken, in code points (a title's bound; names of 5,000 characters were stored and shown). */
+const MAX_FILENAME = 255;
 
 /** Keeps the first `max` bytes that pass through (for magic-byte detection) without buffering the rest. */
 class HeadTap extends Transform {
@@ -128,6 +132,15 @@ export async function receiveUpload(req: Request, blobs: BlobStore, maxBytes: nu
       }
       const filename = path.basename((info.filename ?? '').replace(/\\/g, '/')).trim();
       const ext = path.extname(filename).toLowerCase();
+      // The name is shown to every member (and given to downloads): the text rule of names, as a title's.
+      // Without it a bidi override made "salary\u202Etxt.exe.md" read as another file, whatever the title said.
+      const nameProblem = !filename ? undefined : codePointLength(filename) > MAX_FILENAME ? `must be at most ${MAX_FILENAME} characters` : textProblem(filename, 'line');
+      if (nameProblem) {
+        earlyError = new DomainError('VALIDATION_ERROR', `The file's name ${nameProblem}.`);
+        stream.on('error', () => undefined);
+        stream.resume();
+        return;
+      }
       if (!filename || !SUPPORTED_EXTENSIONS.includes(ext)) {
         earlyError = new DomainError('INVALID_FILE_TYPE', `"${filename || '(no name)'}" has an unsupported type${ext ? ` (${ext})` : ''}; supported: ${SUPPORTED_EXTENSIONS.join(', ')}.`);
         stream.on('error', () => undefined);

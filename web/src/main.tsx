@@ -120,9 +120,10 @@ function Shell() {
   );
 }
 
+/** The workspace of a /w/:ws/... path, by the router's rule for parameters (never one that matches no page: it is remembered as the next sign-in's page). */
 function wsOf(path: string): { ws: string } | null {
   const parts = path.split('/').filter(Boolean);
-  return parts[0] === 'w' && parts[1] ? { ws: parts[1] } : null;
+  return parts[0] === 'w' && parts[1] && match('/w/:ws', `/w/${parts[1]}`) ? { ws: parts[1] } : null;
 }
 
 function App() {

@@ -36,14 +36,32 @@ export function onLinkClick(e: MouseEvent): void {
   navigate(href);
 }
 
+/**
+ * A path parameter the pages may put into an API path as it is: one segment that stays one
+ * segment. Pages build request paths from parameters (`/v1/workspaces/${wsId}/documents/${docId}`),
+ * so a decoded `/`, `\\`, `?`, `#`, `%` (a second encoding) or a `.`/`..` segment would send the
+ * signed-in user's requests, with their token, elsewhere: a link to `/app/w/<ws>/sets/<set>%3F`
+ * showed the real set, and its "Remove … from the set" sent DELETE `/api/instruction-sets/<set>?/documents/<doc>`
+ * (the whole set was deleted); one with `..%2F` reached any route of the API. Such a parameter matches no page.
+ */
+const SEGMENT = /^[^/\\?#%]+$/;
+
 export function match(pattern: string, path: string): Record<string, string> | null {
   const p = pattern.split('/').filter(Boolean);
   const s = path.split('/').filter(Boolean);
   if (p.length !== s.length) return null;
   const out: Record<string, string> = {};
   for (let i = 0; i < p.length; i++) {
-    if (p[i].startsWith(':')) out[p[i].slice(1)] = decodeURIComponent(s[i]);
-    else if (p[i] !== s[i]) return null;
+    if (p[i].startsWith(':')) {
+      let value: string;
+      try {
+        value = decodeURIComponent(s[i]);
+      } catch {
+        return null; // a broken %-escape
+      }
+      if (!SEGMENT.test(value) || value === '.' || value === '..') return null;
+      out[p[i].slice(1)] = value;
+    } else if (p[i] !== s[i]) return null;
   }
   return out;
 }
