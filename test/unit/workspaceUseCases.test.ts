@@ -7,7 +7,10 @@ import { DependencyContainer } from 'tsyringe';
 import { buildContainer, closeContainer } from '../../src/container';
 import { loadConfig } from '../../src/config/config';
 import { AppContext } from '../../src/app/context';
-import { CommandContext } from '../../src/core/commandHandler';
+import { CommandContext, handleCommand } from '../../src/core/commandHandler';
+import { userDecider } from '../../src/domain/user/deciders';
+import { userStream } from '../../src/domain/user/events';
+import { sha256Hex } from '../../src/util/crypto';
 import { DomainError } from '../../src/domain/errors';
 import { registerUser } from '../../commands/user/userCommands';
 import { createWorkspace } from '../../commands/workspace/createWorkspace';
@@ -31,6 +34,15 @@ describe('workspace use cases (embedded adapters on a temp dir)', () => {
     const r = await registerUser(ctx, { ...as(randomUUID()), actorId: null }, { email, password: 'correct horse battery', name: email.split('@')[0] });
     await ctx.runner.waitFor(r.position, 5000);
     return r.user.userId;
+  }
+
+  /** Confirms the address as its mailed link would (the verification the registration asked for). */
+  async function confirm(email: string, userId: string): Promise<void> {
+    const stream = userStream(sha256Hex(email));
+    const requested = (await ctx.eventStore.readStream(stream)).find((e) => e.type === 'EmailVerificationRequested');
+    const requestId = (requested!.data as { requestId: string }).requestId;
+    const r = await handleCommand(ctx.eventStore, stream, userDecider, { type: 'VerifyEmail', requestId, now: new Date() }, as(userId));
+    await ctx.runner.waitFor(r.position, 5000);
   }
 
   beforeAll(async () => {
@@ -71,6 +83,9 @@ describe('workspace use cases (embedded adapters on a temp dir)', () => {
     const inv = await inviteMember(ctx, as(owner), ws.id, { email: ' Carol3@Example.com ', role: 'ADMIN' });
     expect(inv).toMatchObject({ email: 'carol3@example.com', role: 'ADMIN' });
     expect(await codeOf(acceptInvitation(ctx, as(carol), { invitationId: randomUUID(), actorEmail: 'carol3@example.com' }))).toBe('INVITATION_NOT_FOUND');
+    // Only from a confirmed address (whoever registered it first may not own the mailbox).
+    expect(await codeOf(acceptInvitation(ctx, as(carol), { invitationId: inv.invitationId, actorEmail: 'carol3@example.com' }))).toBe('EMAIL_NOT_VERIFIED');
+    await confirm('carol3@example.com', carol);
     expect(await acceptInvitation(ctx, as(carol), { invitationId: inv.invitationId, actorEmail: 'carol3@example.com' })).toEqual({ workspaceId: ws.id });
     expect(await getWorkspace(ctx, ws.id, carol)).toMatchObject({ id: ws.id, role: 'ADMIN' });
   });
