@@ -164,6 +164,8 @@ function api(base: string, token?: string) {
 type Api = ReturnType<typeof api>;
 
 // ---------- model of acknowledged state ----------
+/** Called once when an upload is acknowledged ('processing' mode arms it). */
+let onUploadAck: (() => void) | undefined;
 /** A value known for sure, plus values an unanswered write may have set (any of them is fine). */
 interface Known<T> {
   value: T;
@@ -211,7 +213,7 @@ const ok = (s: number) => s >= 200 && s < 300;
 async function clientLoop(id: number, rng: Rng, a: Api, model: Model, ws: string, stop: () => boolean, mode: string, onAck: () => void): Promise<void> {
   const mine = <T extends { ws: string }>(xs: Iterable<T>): T[] => [...xs].filter((x) => x.ws === ws);
   const fail = (what: string, r: Res) => {
-    const k = `${what} ${r.status}`;
+    const k = `${what} ${r.status} ${r.body?.error?.code ?? r.body?.code ?? ''}`.trim();
     model.failed.set(k, (model.failed.get(k) ?? 0) + 1);
   };
   /** A write whose answer may never come (the kill): record its possible effect first. */
@@ -234,7 +236,7 @@ async function clientLoop(id: number, rng: Rng, a: Api, model: Model, ws: string
     }
   };
   const ops: [number, () => Promise<void>][] = [
-    [mode === 'uploads' ? 8 : 3, async () => {
+    [mode === 'uploads' || mode === 'processing' ? 8 : 3, async () => {
       const words = [word(rng), word(rng), word(rng)];
       const title = `Doc ${words[0]}`;
       const tags = mine(model.tags.values()).filter((t) => !t.deleted.value && t.deleted.maybe.length === 0);
@@ -251,7 +253,10 @@ async function clientLoop(id: number, rng: Rng, a: Api, model: Model, ws: string
       await attempt(
         () => null,
         send,
-        (r) => model.docs.set(r.body.id, { id: r.body.id, ws, words, title: known(title), tags: known(chosen), deleted: known(false), verifiedBeforeKill: false }),
+        (r) => {
+          model.docs.set(r.body.id, { id: r.body.id, ws, words, title: known(title), tags: known(chosen), deleted: known(false), verifiedBeforeKill: false });
+          onUploadAck?.();
+        },
         () => undefined,
         'upload',
       );
@@ -367,7 +372,6 @@ function readModelRows(dbFile: string): Map<string, Map<string, string>> {
   return out;
 }
 
-let erasedOnlyDiffs = 0;
 function diffRows(live: Map<string, Map<string, string>>, rebuilt: Map<string, Map<string, string>>): string[] {
   const diffs: string[] = [];
   for (const table of new Set([...live.keys(), ...rebuilt.keys()])) {
@@ -379,17 +383,6 @@ function diffRows(live: Map<string, Map<string, string>>, rebuilt: Map<string, M
       const y = b.get(id);
       if (x === y) continue;
       if (x !== undefined && y !== undefined && JSON.stringify(JSON.parse(x)) === JSON.stringify(JSON.parse(y))) continue;
-      // Known, not crash-related: an audit entry projected before its document was deleted has no
-      // `summary.erased`; replayed after the key is gone it has `erased: true` (counted apart).
-      if (table === 'rm_audit_entries' && x !== undefined && y !== undefined) {
-        const [p, q] = [JSON.parse(x), JSON.parse(y)];
-        delete p.summary?.erased;
-        delete q.summary?.erased;
-        if (JSON.stringify(p) === JSON.stringify(q)) {
-          erasedOnlyDiffs++;
-          continue;
-        }
-      }
       diffs.push(`${table} ${id}: live=${x?.slice(0, 300) ?? '(none)'} rebuilt=${y?.slice(0, 300) ?? '(none)'}`);
     }
   }
@@ -412,7 +405,15 @@ function cli(dataDir: string, ...args: string[]): string {
 async function searchAnswers(dataDir: string, token: string, queries: { ws: string; q: string }[]): Promise<string[]> {
   const s = await startServer(dataDir);
   try {
-    const a = api(s.url, token);
+    return await askAll(s.url, token, queries);
+  } finally {
+    await s.stop();
+  }
+}
+
+async function askAll(url: string, token: string, queries: { ws: string; q: string }[]): Promise<string[]> {
+  {
+    const a = api(url, token);
     const out: string[] = [];
     for (const { ws, q } of queries) {
       const r = await a.post(`/v1/workspaces/${ws}/search`, { query: q, limit: 20 });
@@ -425,17 +426,14 @@ async function searchAnswers(dataDir: string, token: string, queries: { ws: stri
       );
     }
     return out;
-  } finally {
-    await s.stop();
   }
 }
 
 // ---------- a round ----------
 async function round(n: number, seed: number): Promise<string[]> {
   const rng = mulberry32(Math.imul(seed, 2654435761) ^ 0x5bd1e995);
-  erasedOnlyDiffs = 0;
   const findings: string[] = [];
-  const modes = ['uniform', 'burst', 'uploads', 'early'];
+  const modes = ['uniform', 'burst', 'uploads', 'early', 'processing'];
   const mode = MODE_ARG || pick(rng, modes);
   const killAt1 = mode === 'early' ? int(rng, 10, 120) : int(rng, 10, 1500);
   const base = fs.mkdtempSync(path.join(os.tmpdir(), `kb-torture-${seed}-`));
@@ -483,7 +481,7 @@ async function round(n: number, seed: number): Promise<string[]> {
   const settled = new Map<string, string>();
   for (let cycle = 1; cycle <= CYCLES; cycle++) {
   const killAt = cycle === 1 ? killAt1 : mode === 'early' ? int(rng, 10, 120) : int(rng, 10, 1500);
-  kills.push(`${killAt}`);
+  const stormStart = Date.now();
   for (const d of model.docs.values()) if (settled.get(d.id) === 'VERIFIED') d.verifiedBeforeKill = true;
   // The storm, and the kill.
   let stopped = false;
@@ -516,12 +514,23 @@ async function round(n: number, seed: number): Promise<string[]> {
         });
         if (acksInStorm > before) doKill();
       })().catch(() => undefined);
+    } else if (mode === 'processing') {
+      // While an acknowledged upload is being extracted, chunked, embedded or indexed: a few
+      // milliseconds after the first upload's answer (killAt as a fallback).
+      killTimer = setTimeout(doKill, killAt);
+      const after = int(rng, 1, 150);
+      onUploadAck = () => {
+        onUploadAck = undefined;
+        setTimeout(doKill, after);
+      };
     } else {
       killTimer = setTimeout(doKill, killAt);
     }
   });
-  const loops = clientWs.map((ws, c) => clientLoop(c, mulberry32(seed * 31 + c), a, model, ws, () => stopped, mode, () => acksInStorm++));
+  const loops = clientWs.map((ws, c) => clientLoop(c, mulberry32(seed * 31 + c + cycle * 7919), a, model, ws, () => stopped, mode, () => acksInStorm++));
   await killed;
+  onUploadAck = undefined;
+  kills.push(`${killedAt - stormStart}`);
   clearTimeout(killTimer);
   await Promise.allSettled(loops);
   await new Promise<void>((r) => (server.proc.exitCode !== null || server.proc.signalCode !== null ? r() : server.proc.on('exit', () => r())));
@@ -590,7 +599,11 @@ async function round(n: number, seed: number): Promise<string[]> {
     if ((r.body?.results ?? []).some((x: { documentId: string }) => x.documentId === d.id)) findings.push(`document ${d.id} deleted (acknowledged) but still found by search`);
   }
   }
-  // Settle: let the processing of anything left finish, then stop.
+  const queries: { ws: string; q: string }[] = [];
+  for (const d of [...model.docs.values()].slice(0, 12)) queries.push({ ws: d.ws, q: `${d.words[0]} ${d.words[1]}` });
+  for (const ws of clientWs) queries.push({ ws, q: 'filler sentence about nothing' });
+  // The index as the crash and restart left it (everything settled above), before a graceful stop rewrites anything.
+  const afterCrashAns = await askAll(server.url, token, queries);
   await server.stop();
 
   // (c) live versus rebuilt.
@@ -606,13 +619,11 @@ async function round(n: number, seed: number): Promise<string[]> {
   const diffs = diffRows(readModelRows(path.join(liveCopy, 'read.db')), readModelRows(path.join(rebuiltCopy, 'read.db')));
   for (const d of diffs.slice(0, 20)) findings.push(`read model differs from rebuild: ${d}`);
   if (diffs.length > 20) findings.push(`... and ${diffs.length - 20} more read-model differences`);
-  const queries: { ws: string; q: string }[] = [];
-  for (const d of [...model.docs.values()].slice(0, 12)) queries.push({ ws: d.ws, q: `${d.words[0]} ${d.words[1]}` });
-  for (const ws of clientWs) queries.push({ ws, q: 'filler sentence about nothing' });
   const liveAns = await searchAnswers(liveCopy, token, queries);
   const rebuiltAns = await searchAnswers(rebuiltCopy, token, queries);
   liveAns.forEach((x, i) => {
     if (x !== rebuiltAns[i]) findings.push(`search differs from rebuild: live ${x.slice(0, 600)} rebuilt ${rebuiltAns[i].slice(0, 600)}`);
+    if (afterCrashAns[i] !== rebuiltAns[i]) findings.push(`search right after the crash and restart differs from rebuild: live ${afterCrashAns[i].slice(0, 600)} rebuilt ${rebuiltAns[i].slice(0, 600)}`);
   });
   try {
     const v = cli(liveCopy, 'verify');
@@ -622,7 +633,7 @@ async function round(n: number, seed: number): Promise<string[]> {
   }
   const statuses = [...settled.values()].reduce<Record<string, number>>((m, s) => ((m[s] = (m[s] ?? 0) + 1), m), {});
   console.log(
-    `round ${n} seed ${seed} mode ${mode} kills at ${kills.join(',')} ms (${acksInStorm} acks in storm, ${model.unanswered} unanswered) docs ${model.docs.size} ${JSON.stringify(statuses)} tags ${model.tags.size} sets ${model.sets.size} links ${model.links.size} rejected ${JSON.stringify(Object.fromEntries(model.failed))} rm-rows ${[...readModelRows(path.join(liveCopy, 'read.db')).values()].reduce((s, m) => s + m.size, 0)} audit-erased-only-diffs ${erasedOnlyDiffs} — ${findings.length ? `${findings.length} FINDINGS` : 'ok'} (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+    `round ${n} seed ${seed} mode ${mode} kills at ${kills.join(',')} ms (${acksInStorm} acks in storm, ${model.unanswered} unanswered) docs ${model.docs.size} ${JSON.stringify(statuses)} tags ${model.tags.size} sets ${model.sets.size} links ${model.links.size} rejected ${JSON.stringify(Object.fromEntries(model.failed))} rm-rows ${[...readModelRows(path.join(liveCopy, 'read.db')).values()].reduce((s, m) => s + m.size, 0)} — ${findings.length ? `${findings.length} FINDINGS` : 'ok'} (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
   );
   for (const f of findings) console.log(`  FINDING [seed ${seed}] ${f}`);
   if (!KEEP && findings.length === 0) fs.rmSync(base, { recursive: true, force: true });
