@@ -41,6 +41,8 @@ const CLIENTS = Number(arg('clients', '4'));
 const KEEP = argv.includes('--keep');
 const MODE_ARG = arg('mode', '');
 const CYCLES = Number(arg('cycles', '2'));
+/** Overrides the random kill moment (ms into the storm): long storms push the search index's lazily stored checkpoint past LAZY_CHECKPOINT_EVENTS. */
+const KILL_MS = arg('kill-ms', '');
 
 // ---------- rng ----------
 function mulberry32(seed: number) {
@@ -435,7 +437,7 @@ async function round(n: number, seed: number): Promise<string[]> {
   const findings: string[] = [];
   const modes = ['uniform', 'burst', 'uploads', 'early', 'processing'];
   const mode = MODE_ARG || pick(rng, modes);
-  const killAt1 = mode === 'early' ? int(rng, 10, 120) : int(rng, 10, 1500);
+  const killAt1 = KILL_MS ? Number(KILL_MS) : mode === 'early' ? int(rng, 10, 120) : int(rng, 10, 1500);
   const base = fs.mkdtempSync(path.join(os.tmpdir(), `kb-torture-${seed}-`));
   const dataDir = path.join(base, 'data');
   fs.mkdirSync(dataDir);
@@ -480,7 +482,7 @@ async function round(n: number, seed: number): Promise<string[]> {
   let acksInStorm = 0;
   const settled = new Map<string, string>();
   for (let cycle = 1; cycle <= CYCLES; cycle++) {
-  const killAt = cycle === 1 ? killAt1 : mode === 'early' ? int(rng, 10, 120) : int(rng, 10, 1500);
+  const killAt = cycle === 1 ? killAt1 : KILL_MS ? Number(KILL_MS) : mode === 'early' ? int(rng, 10, 120) : int(rng, 10, 1500);
   const stormStart = Date.now();
   for (const d of model.docs.values()) if (settled.get(d.id) === 'VERIFIED') d.verifiedBeforeKill = true;
   // The storm, and the kill.
