@@ -42,5 +42,7 @@ export function auditProjection(store: ReadStore): Projection {
       subjectId: subject.id,
       summary: summarize(e.type, e.data),
     });
-  });
+    // Version 2: summaries no longer carry `erased` (see summarize); a store of version 1 is
+    // cleared and rebuilt from the log at start, so entries written before lose the flag too.
+  }, { version: 2 });
 }

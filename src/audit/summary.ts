@@ -65,7 +65,10 @@ export function summarize(type: string, data: unknown): Record<string, unknown> 
     const safe = safeValue(v);
     if (safe !== undefined) out[k] = safe;
   }
-  if (d.erased === true) out.erased = true;
+  // Never `erased`: an event reads as erased only once its document's key is destroyed, so
+  // the flag would say when the projection ran (live: before the deletion; a rebuild or a
+  // catch-up after a crash: after), not what the log holds, and the audit trail would differ
+  // from its rebuild. The fields kept here are never sealed text, so they read the same either way.
   return out;
 }
 

@@ -272,8 +272,7 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   }
 
   private async putNow(id: string, json: string, values: SqlValue[]): Promise<void> {
-    const wait = this.host.beforeDirectWrite();
-    if (wait) await wait;
+    for (let wait = this.host.beforeDirectWrite(); wait; wait = this.host.beforeDirectWrite()) await wait;
     this.byId.put.run(id, json, ...values);
   }
 
@@ -290,8 +289,7 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
   }
 
   private async deleteNow(id: string): Promise<void> {
-    const wait = this.host.beforeDirectWrite();
-    if (wait) await wait;
+    for (let wait = this.host.beforeDirectWrite(); wait; wait = this.host.beforeDirectWrite()) await wait;
     this.byId.delete.run(id);
   }
 
@@ -370,6 +368,7 @@ class SqliteCollection<T extends ReadDoc> implements Collection<T> {
 
   async deleteMany(filter: Filter): Promise<number> {
     await this.beforeQuery();
+    for (let wait = this.host.beforeDirectWrite(); wait; wait = this.host.beforeDirectWrite()) await wait;
     const params: SqlValue[] = [];
     return this.db.prepare(`DELETE FROM ${this.table} ${where(filter, params, this.fieldSql)}`).run(...params).changes;
   }
@@ -476,7 +475,7 @@ export class SqliteReadStore implements ReadStore {
       return undefined;
     },
     beforeQuery: (name) => {
-      const wait = this.beforeDirectWrite();
+      const wait = this.beforeDirectWrite(true);
       if (wait) return wait.then(() => this.buildDeferred(name));
       this.buildDeferred(name);
       return undefined;
@@ -565,8 +564,7 @@ export class SqliteReadStore implements ReadStore {
       this.pendingCheckpoints.set(projection, position);
       return;
     }
-    const wait = this.beforeDirectWrite();
-    if (wait) await wait;
+    for (let wait = this.beforeDirectWrite(); wait; wait = this.beforeDirectWrite()) await wait;
     this.checkpointStatements.set.run(projection, position);
   }
 
@@ -576,7 +574,13 @@ export class SqliteReadStore implements ReadStore {
    * (`goDirect`); outside one, the spans in flight commit first (SQLite has them all, and the
    * thread holds no lock). Nothing to wait for otherwise (undefined).
    */
-  private beforeDirectWrite(): Promise<void> | undefined {
+  private beforeDirectWrite(query = false): Promise<void> | undefined {
+    // A write outside any transaction while another flow holds one open on this connection
+    // (across its awaits: the erasure service's, a projection's) would run inside it, and be
+    // rolled back with it, or lost with it by a crash before its commit, although its writer
+    // went on as if it were stored (the search index then moves its own checkpoint, in
+    // search.db, past it). It waits until no transaction is open or queued, and writes alone.
+    if (!query && !this.inTx() && this.db.inTransaction && !this.bulk) return this.queue.then(() => undefined);
     if (!this.writer) return undefined;
     if (this.inTx()) return this.handingOff ? this.goDirect() : undefined;
     return this.writer.inFlight > 0 || this.writer.failed ? this.writer.drain() : undefined;
