@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppContext } from '../../src/app/context';
-import { CommandContext, handleCommand } from '../../src/core/commandHandler';
+import { CommandContext, fold, handleCommand } from '../../src/core/commandHandler';
 import { DomainError } from '../../src/domain/errors';
 import { apiKeyDecider, sessionDecider, userDecider } from '../../src/domain/user/deciders';
 import { apiKeyStream, sessionStream, userStream } from '../../src/domain/user/events';
@@ -82,16 +82,62 @@ export async function startSession(ctx: AppContext, cc: CommandContext, userId: 
   return { accessToken: signAccessToken(ctx, userId, sessionId), refreshToken: refresh.token, expiresIn: ctx.config.accessTokenTtl, position: r.position };
 }
 
-export async function refresh(ctx: AppContext, cc: CommandContext, refreshToken: string) {
+/**
+ * How long the answer to a rotation may be asked for again with the token it replaced. A client
+ * that never got that answer (a page reloaded while its silent renewal was in flight, a
+ * connection cut) still holds the old token; presenting it again was taken for a stolen token
+ * and revoked the whole session. Within this window, and while the token that answer issued is
+ * still the session's current one (nobody has used it since), the same answer is given again:
+ * the same new refresh token (no rotation, no event) and a fresh access token. Outside it, or
+ * once the new token has been used, presenting the old one revokes the session as before.
+ * Only for the client that asked (the same address and user agent): a thief presenting a
+ * stolen token from elsewhere is judged as before, and cannot follow the owner's rotations.
+ * (What identity providers call a reuse interval. Kept in this process's memory: on a split
+ * deployment a retry that reaches another API process is judged as before.)
+ */
+export const REFRESH_REPLAY_WINDOW_MS = 30_000;
+const REFRESH_REPLAY_MAX = 10_000;
+/** By the hash of the token a rotation replaced: the token it issued, and when. */
+const lastRotations = new Map<string, { token: string; hash: string; at: number; client: string }>();
+/** Who asked, as far as a request tells: its address and user agent (hashed together). */
+const clientOf = (origin: SessionOrigin): string => sha256Hex(`${origin.ip ?? ''}\n${origin.userAgent ?? ''}`);
+
+/** Rotations under way, by the hash of the token presented: the same token presented meanwhile waits for that answer. */
+const rotating = new Map<string, Promise<unknown>>();
+
+export async function refresh(ctx: AppContext, cc: CommandContext, refreshToken: string, origin: SessionOrigin = {}): Promise<{ accessToken: string; refreshToken: string; expiresIn: number; position: number }> {
   const sessionId = sessionIdOf(refreshToken);
+  const presentedHash = sha256Hex(refreshToken);
+  const client = clientOf(origin);
+  const under = rotating.get(presentedHash);
+  if (under) await under.catch(() => undefined);
+  const replay = lastRotations.get(presentedHash);
+  if (replay && replay.client === client && cc.now.getTime() - replay.at <= REFRESH_REPLAY_WINDOW_MS) {
+    const s = fold(sessionDecider, await ctx.eventStore.readStream(sessionStream(sessionId)));
+    if (s.status === 'active' && s.currentHash === replay.hash && Date.parse(s.expiresAt) > cc.now.getTime()) {
+      return { accessToken: signAccessToken(ctx, s.userId, sessionId), refreshToken: replay.token, expiresIn: ctx.config.accessTokenTtl, position: 0 };
+    }
+  }
+  const rotation = rotate(ctx, cc, sessionId, presentedHash, client);
+  rotating.set(presentedHash, rotation);
+  try {
+    return await rotation;
+  } finally {
+    if (rotating.get(presentedHash) === rotation) rotating.delete(presentedHash);
+  }
+}
+
+async function rotate(ctx: AppContext, cc: CommandContext, sessionId: string, presentedHash: string, client: string) {
   const next = newRefreshToken(sessionId);
   const expiresAt = new Date(cc.now.getTime() + ctx.config.refreshTokenTtl * 1000);
-  const r = await handleCommand(ctx.eventStore, sessionStream(sessionId), sessionDecider, { type: 'RotateRefreshToken', presentedHash: sha256Hex(refreshToken), newHash: next.hash, expiresAt, now: cc.now }, { ...cc, authMethod: 'session' });
+  const r = await handleCommand(ctx.eventStore, sessionStream(sessionId), sessionDecider, { type: 'RotateRefreshToken', presentedHash, newHash: next.hash, expiresAt, now: cc.now }, { ...cc, authMethod: 'session' });
   const e = r.events[0];
   if (!e || e.type !== 'RefreshTokenRotated') {
     // Reuse of a rotated token: the family was just revoked.
     throw new DomainError('UNAUTHORIZED', 'Refresh token already used; the session has been revoked.');
   }
+  lastRotations.set(presentedHash, { token: next.token, hash: next.hash, at: cc.now.getTime(), client });
+  if (lastRotations.size > REFRESH_REPLAY_MAX) lastRotations.delete(lastRotations.keys().next().value as string);
   return { accessToken: signAccessToken(ctx, e.data.userId, sessionId), refreshToken: next.token, expiresIn: ctx.config.accessTokenTtl, position: r.position };
 }
 

@@ -181,23 +181,31 @@ describe('recovery, rotation: after a reset, at the same time', () => {
     expect((await session.post('/v1/auth/mfa/totp', {})).status).toBe(201);
   });
 
-  it('two refreshes with one token at the same time leave no live pair; the console cookie likewise', async () => {
+  it('two refreshes with one token at the same time never leave two live pairs: one client gets one answer twice, two clients revoke the session; the console cookie likewise', async () => {
     const anon = client(server.url);
     expect((await anon.post('/v1/auth/register', { email: 'rotate@example.com', password: PASSWORD, name: 'R' })).status).toBe(201);
+    // The same client twice at once (a retry): both get the same new token, one live pair.
     const login = await anon.post('/v1/auth/login', { email: 'rotate@example.com', password: PASSWORD });
     const both = await Promise.all([0, 1].map(() => anon.post('/v1/auth/refresh', { refreshToken: login.body.refreshToken })));
-    for (const r of both.filter((x) => x.status === 200)) {
-      expect((await anon.post('/v1/auth/refresh', { refreshToken: r.body.refreshToken })).status).toBe(401);
+    expect(both.map((r) => r.status)).toEqual([200, 200]);
+    expect(both[1].body.refreshToken).toBe(both[0].body.refreshToken);
+    // Two clients at once (a thief racing the owner): no live pair is left.
+    const login2 = await anon.post('/v1/auth/login', { email: 'rotate@example.com', password: PASSWORD });
+    const raced = await Promise.all(['one', 'another'].map((ua) => anon.post('/v1/auth/refresh', { refreshToken: login2.body.refreshToken }, { 'user-agent': ua })));
+    for (const [i, r] of raced.entries()) {
+      if (r.status !== 200) continue;
+      expect((await anon.post('/v1/auth/refresh', { refreshToken: r.body.refreshToken }, { 'user-agent': i === 0 ? 'one' : 'another' })).status).toBe(401);
       expect((await client(server.url, r.body.accessToken).get('/v1/auth/me')).status).toBe(401);
     }
-    expect(both.some((r) => r.status === 401)).toBe(true);
+    expect(raced.some((r) => r.status === 401)).toBe(true);
     const H = { 'x-kb-console': '1' };
     const consoleLogin = await anon.post('/v1/auth/console/session', { email: 'rotate@example.com', password: PASSWORD }, H);
     const cookie = (consoleLogin.headers.getSetCookie().find((c) => c.startsWith('kb_console=')) as string).split(';')[0];
-    const renews = await Promise.all([0, 1].map(() => anon.post('/v1/auth/console/renew', {}, { ...H, cookie })));
-    for (const r of renews.filter((x) => x.status === 200)) {
+    const renews = await Promise.all(['one', 'another'].map((ua) => anon.post('/v1/auth/console/renew', {}, { ...H, cookie, 'user-agent': ua })));
+    for (const [i, r] of renews.entries()) {
+      if (r.status !== 200) continue;
       const next = (r.headers.getSetCookie().find((c) => c.startsWith('kb_console=')) as string).split(';')[0];
-      expect((await anon.post('/v1/auth/console/renew', {}, { ...H, cookie: next })).status).toBe(401);
+      expect((await anon.post('/v1/auth/console/renew', {}, { ...H, cookie: next, 'user-agent': i === 0 ? 'one' : 'another' })).status).toBe(401);
     }
     expect(renews.some((r) => r.status === 401)).toBe(true);
   });

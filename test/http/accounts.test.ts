@@ -63,15 +63,42 @@ describe('accounts: register, login, refresh, logout, me, API keys', () => {
     expect(r1.status).toBe(200);
     expect(r1.body.refreshToken).not.toBe(u.refreshToken);
     expect((await client(server.url, r1.body.accessToken).get('/v1/auth/me')).status).toBe(200);
-    // The old token was used: presenting it again revokes the family, including the new token.
+    // The new token is used; the old one presented again is reuse: the family is revoked, the newest token too.
+    const r2 = await anon.post('/v1/auth/refresh', { refreshToken: r1.body.refreshToken });
+    expect(r2.status).toBe(200);
     const reuse = await anon.post('/v1/auth/refresh', { refreshToken: u.refreshToken });
     expect(reuse.status).toBe(401);
     expect(reuse.body.error.code).toBe('UNAUTHORIZED');
-    const afterReuse = await anon.post('/v1/auth/refresh', { refreshToken: r1.body.refreshToken });
+    const afterReuse = await anon.post('/v1/auth/refresh', { refreshToken: r2.body.refreshToken });
     expect(afterReuse.status).toBe(401);
-    expect((await client(server.url, r1.body.accessToken).get('/v1/auth/me')).status).toBe(401);
+    expect((await client(server.url, r2.body.accessToken).get('/v1/auth/me')).status).toBe(401);
     const garbage = await anon.post('/v1/auth/refresh', { refreshToken: 'garbage' });
     expect(garbage.status).toBe(401);
+  });
+
+  it('an answer lost on its way: the same client presenting the old token again, before the new one is used, gets the same answer; anyone else, or after the new one was used, revokes the session', async () => {
+    const anon = client(server.url);
+    const u = await signUp(server.url, 'Lost');
+    const r1 = await anon.post('/v1/auth/refresh', { refreshToken: u.refreshToken });
+    expect(r1.status).toBe(200);
+    // The client never saw r1 (a page reloaded meanwhile) and asks again with the token it holds.
+    const again = await anon.post('/v1/auth/refresh', { refreshToken: u.refreshToken });
+    expect(again.status).toBe(200);
+    expect(again.body.refreshToken).toBe(r1.body.refreshToken);
+    expect((await client(server.url, again.body.accessToken).get('/v1/auth/me')).status).toBe(200);
+    // The new token works once; after that the old one is reuse, from the same client too.
+    const r2 = await anon.post('/v1/auth/refresh', { refreshToken: r1.body.refreshToken });
+    expect(r2.status).toBe(200);
+    expect((await anon.post('/v1/auth/refresh', { refreshToken: u.refreshToken })).status).toBe(401);
+    expect((await anon.post('/v1/auth/refresh', { refreshToken: r2.body.refreshToken })).status).toBe(401);
+
+    // Another client (a thief with the old token) gets no second copy: the session is revoked.
+    const v = await signUp(server.url, 'Stolen');
+    const v1 = await anon.post('/v1/auth/refresh', { refreshToken: v.refreshToken });
+    expect(v1.status).toBe(200);
+    const thief = await anon.post('/v1/auth/refresh', { refreshToken: v.refreshToken }, { 'user-agent': 'somebody else' });
+    expect(thief.status).toBe(401);
+    expect((await anon.post('/v1/auth/refresh', { refreshToken: v1.body.refreshToken })).status).toBe(401);
   });
 
   it('logout ends the session', async () => {

@@ -56,11 +56,18 @@ describe('console: cookie session, renew, logout, and the /app pages', () => {
     expect(r1.body.accessToken).toEqual(expect.any(String));
     const second = valueOf(cookieOf(r1.headers));
     expect(second).not.toBe(first);
-    // Replaying the first cookie is reuse: the session is revoked, the cookie cleared.
+    // The browser lost that answer (a reload while it was in flight): the first cookie again gets the same one.
+    const lost = await anon.post('/v1/auth/console/renew', {}, { ...H, cookie: first });
+    expect(lost.status).toBe(200);
+    expect(valueOf(cookieOf(lost.headers))).toBe(second);
+    const r2 = await anon.post('/v1/auth/console/renew', {}, { ...H, cookie: second });
+    expect(r2.status).toBe(200);
+    const third = valueOf(cookieOf(r2.headers));
+    // Once the second was used, replaying the first is reuse: the session is revoked, the cookie cleared.
     const replay = await anon.post('/v1/auth/console/renew', {}, { ...H, cookie: first });
     expect(replay.status).toBe(401);
     expect(cookieOf(replay.headers)).toMatch(/kb_console=;|Expires=Thu, 01 Jan 1970/);
-    const after = await anon.post('/v1/auth/console/renew', {}, { ...H, cookie: second });
+    const after = await anon.post('/v1/auth/console/renew', {}, { ...H, cookie: third });
     expect(after.status).toBe(401);
   });
 

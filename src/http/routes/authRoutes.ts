@@ -278,7 +278,7 @@ export function authRoutes(ctx: AppContext): RouteModule {
   v1.post('/auth/refresh', credentialLimit, async (req, res) => {
     const body = decode(RefreshBody, req.body);
     try {
-      const r = await refresh(ctx, commandContext(ctx, req), body.refreshToken);
+      const r = await refresh(ctx, commandContext(ctx, req), body.refreshToken, originOf(req));
       await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
       respond(res, Tokens, { accessToken: r.accessToken, refreshToken: r.refreshToken, expiresIn: r.expiresIn });
     } catch (err) {

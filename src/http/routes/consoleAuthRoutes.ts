@@ -139,7 +139,7 @@ export function consoleAuthRoutes(ctx: AppContext): RouteModule {
     const token = cookieOf(req, CONSOLE_COOKIE);
     if (!token) throw new DomainError('UNAUTHORIZED', 'No console session.');
     try {
-      const r = await refresh(ctx, commandContext(ctx, req), token);
+      const r = await refresh(ctx, commandContext(ctx, req), token, originOf(req));
       await ctx.runner.waitFor(r.position, ctx.config.readYourWritesMs);
       setCookie(res, r.refreshToken);
       respond(res, ConsoleAccess, { accessToken: r.accessToken, expiresIn: r.expiresIn });
