@@ -25,6 +25,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { mulberry32 } from '../src/util/random';
 
 const root = path.resolve(__dirname, '..', '..');
 const JWT = 'torture-secret-torture-secret-torture-secret';
@@ -45,16 +46,6 @@ const CYCLES = Number(arg('cycles', '2'));
 const KILL_MS = arg('kill-ms', '');
 
 // ---------- rng ----------
-function mulberry32(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 type Rng = () => number;
 const pick = <T>(rng: Rng, xs: T[]): T => xs[Math.floor(rng() * xs.length)];
 const int = (rng: Rng, lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1));
