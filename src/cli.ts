@@ -1,17 +1,12 @@
-import 'reflect-metadata';
-import { loadConfig } from './config/config';
-import { createLogger } from './app/logger';
-import { buildContainer, closeContainer } from './container';
-import { rebuildProjections } from './core/projectionRunner';
 import path from 'node:path';
-import { verifyEventLog } from './adapters/sqlite/verifyEventLog';
-import { exportEvents, parseOptions } from './audit/export';
-import { compactDataDir } from './audit/compact';
-import { runProjectCommand } from './analytics/projectCommand';
-import { DEFAULT_EXPORT_DIR, exportParquet, formatTable, runSql } from './analytics/parquet';
-import { toCsv } from './analytics/csv';
-import { Reembedder } from './processing/reembedder';
-import { ReembeddingProgress } from './search/vectorModels';
+import type { ReembeddingProgress } from './search/vectorModels';
+
+/*
+ * The modules behind the commands are loaded by the command that needs them: `reembed --watch`
+ * (a fetch loop) and `sql` start without the container's module tree (every adapter and its
+ * client: ~1.3 s of CPU, seconds of wall time on a loaded machine, in which a short model
+ * change could end before the watcher's first look).
+ */
 
 /** A one-line progress bar on a terminal; silent when not a TTY. */
 export function progress(label: string, done: number, total: number, suffix = ''): void {
@@ -41,10 +36,21 @@ const USAGE = `Usage: npm run kb -- <command>
                             with a new KB_EMBEDDINGS)
   reembed --watch <url>     follow a running server's model change on its /readyz until it switches`;
 
+/** The commands that open the data dir's stores (the container). */
+const COMMANDS = new Set(['rebuild', 'projections', 'verify', 'compact', 'export', 'project', 'reembed']);
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   if (command === 'sql') return sql(args);
   if (command === 'reembed' && args[0] === '--watch') return watchReembedding(args[1]);
+  if (!COMMANDS.has(command ?? '')) {
+    console.error(USAGE);
+    return command ? 2 : 0;
+  }
+  await import('reflect-metadata');
+  const { loadConfig } = await import('./config/config');
+  const { createLogger } = await import('./app/logger');
+  const { buildContainer, closeContainer } = await import('./container');
   const config = loadConfig();
   const logger = createLogger(process.env.KB_LOG_LEVEL ?? 'warn');
   const { ctx, di } = await buildContainer(config, logger, { logOnly: true });
@@ -58,6 +64,7 @@ async function main(argv: string[]): Promise<number> {
           return 2;
         }
         const chosen = names.length ? ctx.projections.filter((p) => names.includes(p.name)) : ctx.projections;
+        const { rebuildProjections } = await import('./core/projectionRunner');
         const r = await rebuildProjections(ctx.eventStore, chosen, (i) => progress('rebuild', i.position, i.head), { transaction: ctx.runner.batchTransaction, bulkLoad: (fn) => ctx.readStore.bulkLoad(fn) });
         const rate = r.seconds > 0 ? Math.round(r.events / r.seconds) : r.events;
         console.log(
@@ -88,6 +95,7 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       case 'verify': {
+        const { verifyEventLog } = await import('./adapters/sqlite/verifyEventLog');
         const r = verifyEventLog(path.join(ctx.config.dataDir, 'events.db'), (d, t) => progress('verify', d, t));
         if (r.firstBreak) {
           const b = r.firstBreak;
@@ -98,12 +106,15 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       case 'compact': {
+        const { compactDataDir } = await import('./audit/compact');
         compactDataDir(ctx.config.dataDir, (l) => console.log(l));
         return 0;
       }
       case 'export': {
+        const { exportEvents, parseOptions } = await import('./audit/export');
         const o = parseOptions(args);
         if (o.format === 'parquet') {
+          const { DEFAULT_EXPORT_DIR, exportParquet } = await import('./analytics/parquet');
           const out = o.out ?? DEFAULT_EXPORT_DIR;
           const r = await exportParquet(ctx.eventStore, { out, workspaceId: o.workspace, onProgress: (d, t) => progress('export', d, t) });
           for (const f of r.files) console.error(`${path.join(out, f.file)}\t${f.rows} rows\t${f.bytes} bytes`);
@@ -118,9 +129,12 @@ async function main(argv: string[]): Promise<number> {
         if (o.out) console.error(`exported ${r.written} events to ${o.out}`);
         return 0;
       }
-      case 'project':
+      case 'project': {
+        const { runProjectCommand } = await import('./analytics/projectCommand');
         return await runProjectCommand(ctx.eventStore, ctx.config.dataDir, args, progress);
+      }
       case 'reembed': {
+        const { Reembedder } = await import('./processing/reembedder');
         // The projections run here (the search index applies the change), the re-embedder to its end.
         await ctx.runner.start();
         const reembedder = new Reembedder(ctx, ctx.embeddingModels, { follow: false });
@@ -181,6 +195,9 @@ async function watchReembedding(url: string | undefined): Promise<number> {
 
 /** `sql "<query>" [--csv] [--dir dir]`: needs no data dir, only the export. */
 async function sql(args: string[]): Promise<number> {
+  const { parseOptions } = await import('./audit/export');
+  const { DEFAULT_EXPORT_DIR, formatTable, runSql } = await import('./analytics/parquet');
+  const { toCsv } = await import('./analytics/csv');
   const query = args[0] && !args[0].startsWith('--') ? args[0] : undefined;
   const o = parseOptions(args.slice(1));
   if (!query) {
