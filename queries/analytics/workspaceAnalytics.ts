@@ -17,6 +17,7 @@ import { searchLinksCollection } from '../../projections/searchLink/searchLinkPr
 import { storedQueryCounts } from '../searchLink/linkUsage';
 import { clearingKey, versionKey } from '../../src/core/projection';
 import { documentStream } from '../../src/domain/document/events';
+import { FairTurns } from '../../src/util/fairTurns';
 
 export type Interval = 'hour' | 'day' | 'week';
 export const MAX_BUCKETS = 1000;
@@ -71,27 +72,38 @@ export function buckets(from: Date, to: Date, interval: Interval): string[] {
 
 const ms = (a: string, b: string) => Date.parse(b) - Date.parse(a);
 
-/** Settles when the asOf fold running (or queued last) has ended. */
-let foldTurn: Promise<void> = Promise.resolve();
+/** How many asOf folds run at once, and how many of one workspace. */
+export const AS_OF_FOLDS_AT_ONCE = 2;
+/** asOf answers of one workspace that may wait for a turn; more: 429 RATE_LIMITED. */
+export const AS_OF_WAITING_PER_WORKSPACE = 4;
+
+const foldTurns = new WeakMap<AppContext, FairTurns>();
+
+/**
+ * The turns of asOf folds of this app: AS_OF_FOLDS_AT_ONCE at once, one per workspace, the
+ * workspaces waiting taking turns (round robin), AS_OF_WAITING_PER_WORKSPACE waiting per
+ * workspace (more: TurnQueueFullError).
+ */
+export function asOfFoldTurns(ctx: AppContext): FairTurns {
+  let turns = foldTurns.get(ctx);
+  if (!turns) foldTurns.set(ctx, (turns = new FairTurns(AS_OF_FOLDS_AT_ONCE, 1, AS_OF_WAITING_PER_WORKSPACE)));
+  return turns;
+}
 
 /**
  * Analytics of one workspace over [from, to), read from the analytics projection, or,
  * with `asOf`, from the workspace's events up to that time folded through the same
- * projection (foldWorkspaceUpTo), one fold at a time.
+ * projection (foldWorkspaceUpTo), in the workspace's turn (asOfFoldTurns). `signal`: the
+ * request went away; a fold still waiting for its turn gives its place up.
  */
-export async function workspaceAnalytics(ctx: AppContext, r: AnalyticsRequest) {
+export async function workspaceAnalytics(ctx: AppContext, r: AnalyticsRequest, signal?: AbortSignal) {
   if (!r.asOf) {
     // Whatever is in the log now (searches recorded a moment ago included) is counted.
     await ctx.runner.waitFor(await ctx.eventStore.headPosition(), ctx.config.readYourWritesMs);
     return compute(ctx, ctx.readStore, r);
   }
   const asOf = r.asOf;
-  const run = foldTurn.then(() => analyticsAsOf(ctx, r, asOf, foldWorkspaceUpTo));
-  foldTurn = run.then(
-    () => undefined,
-    () => undefined,
-  );
-  return run;
+  return asOfFoldTurns(ctx).run(r.workspaceId, () => analyticsAsOf(ctx, r, asOf, foldWorkspaceUpTo), signal);
 }
 
 /** A fold of one workspace's analytics events up to `asOf` (ISO) into `store`. */

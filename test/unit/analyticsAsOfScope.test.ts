@@ -1,5 +1,7 @@
 import { analyticsProjection } from '../../projections/analytics/analyticsProjection';
-import { workspaceAnalytics } from '../../queries/analytics/workspaceAnalytics';
+import { AS_OF_FOLDS_AT_ONCE, AS_OF_WAITING_PER_WORKSPACE, asOfFoldTurns, workspaceAnalytics } from '../../queries/analytics/workspaceAnalytics';
+import { TurnQueueFullError } from '../../src/util/fairTurns';
+import { deferred } from '../support/deferred';
 import { RecordedEvent } from '../../src/domain/event';
 import { EventStore } from '../../src/ports/eventStore';
 import { analyticsContext, appendHistory, HOURS, START, Step, tempStores, WORKSPACES } from '../support/analyticsHistory';
@@ -75,6 +77,33 @@ describe("analytics asOf reads the workspace's own events only", () => {
       expect(named.every((w) => w === small)).toBe(true);
       // Its documents' events the answer is made of (no text, chunks or vectors), not the log.
       expect(store.read.length).toBeLessThanOrEqual(5);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('analytics asOf answers take turns between workspaces', () => {
+  it("past its waiting answers a workspace's next is refused at once, while another workspace's answer runs", async () => {
+    const s = tempStores();
+    try {
+      const [busy, other] = WORKSPACES;
+      await appendHistory(s.events, s.keys, [{ op: { kind: 'upload', ws: 1 }, advanceMinutes: 0, skewSeconds: 0 }]);
+      const ctx = analyticsContext(s.events, s.live);
+      const turns = asOfFoldTurns(ctx);
+      expect(AS_OF_FOLDS_AT_ONCE).toBeGreaterThan(1);
+      // One fold of the busy workspace running (held), and its queue full.
+      const hold = deferred();
+      const held = [turns.run(busy, () => hold.promise)];
+      for (let i = 0; i < AS_OF_WAITING_PER_WORKSPACE; i++) held.push(turns.run(busy, async () => undefined));
+      const r = (workspaceId: string) => ({ workspaceId, from: new Date(START - HOURS), to: new Date(START + HOURS), interval: 'hour' as const, asOf: new Date(START + HOURS) });
+      await expect(workspaceAnalytics(ctx, r(busy))).rejects.toBeInstanceOf(TurnQueueFullError);
+      // The other workspace's answer does not wait behind them.
+      const answer = await workspaceAnalytics(ctx, r(other));
+      expect(answer.documents).toEqual({ added: 1, deleted: 0 });
+      hold.resolve();
+      await Promise.all(held);
+      expect(turns.load).toEqual({ running: 0, waiting: 0, owners: 0 });
     } finally {
       await s.close();
     }
