@@ -140,6 +140,8 @@ async function logEventsOf(ctx: AppContext, workspaceId: string, asOf: string, a
     position = batch[batch.length - 1].position;
     for (const e of batch) if (e.position <= head && mine(e)) out.push(e);
     if (out.length > budget) throw tooMany(ctx.config.analyticsMaxRows);
+    // Other requests take their turn between batches.
+    await new Promise((resolve) => setImmediate(resolve));
   }
   return out;
 }
@@ -155,8 +157,10 @@ export const foldWholeLogUpTo: AsOfFold = async (ctx, store, workspaceId, asOf) 
   await analyticsProjection(store).apply(events);
 };
 
-/** Reads of document streams in flight at once (an EventStoreDB or Mongo read is a round trip). */
+/** Reads of document streams in flight at once (an EventStoreDB read is a round trip). */
 const STREAM_READS_AT_ONCE = 8;
+/** Work of a fold done in one go before other requests get the event loop. */
+const SLICE_MS = 8;
 
 /**
  * The position up to which the analytics read model of `store` holds every event, with its
@@ -203,20 +207,32 @@ export const foldWorkspaceUpTo: AsOfFold = async (ctx, store, workspaceId, asOf)
   if (covered === 0) return foldWholeLogUpTo(ctx, store, workspaceId, asOf);
 
   const mine = mineUpTo(workspaceId, asOf);
+  // A large workspace's reads (many local statements, each answered at once) leave the event loop its turns.
+  let slice = performance.now();
+  const breathe = async () => {
+    if (performance.now() - slice < SLICE_MS) return;
+    await new Promise((resolve) => setImmediate(resolve));
+    slice = performance.now();
+  };
   const searches = await analyticsSearchesCollection(live).find({ workspaceId, at: { $lte: asOf } }, { limit: max + 1 });
   if (searches.length > max) throw tooMany(max);
   const documents = await analyticsDocumentsCollection(live).find({ workspaceId });
   const events: RecordedEvent[] = [];
   const ids = documents.map((d) => d.id);
   let next = 0;
+  let stop = false;
   const reader = async () => {
-    while (next < ids.length) {
+    while (next < ids.length && !stop) {
       const id = ids[next++];
       for (const e of await ctx.eventStore.readStream(documentStream(id), 0, ANALYTICS_DOCUMENT_EVENTS)) {
         // Past the checkpoint: read from the log below (with any document uploaded since).
         if (e.position <= covered && mine(e)) events.push(e);
       }
-      if (events.length + searches.length > max) throw tooMany(max);
+      if (events.length + searches.length > max) {
+        stop = true;
+        throw tooMany(max);
+      }
+      await breathe();
     }
   };
   await Promise.all(Array.from({ length: Math.min(STREAM_READS_AT_ONCE, ids.length) }, reader));
@@ -227,7 +243,10 @@ export const foldWorkspaceUpTo: AsOfFold = async (ctx, store, workspaceId, asOf)
   const recent = await logEventsOf(ctx, workspaceId, asOf, covered, head, max - events.length - searches.length);
   const copies = analyticsSearchesCollection(store);
   await store.transaction(async () => {
-    for (const s of searches) await copies.put(s);
+    for (const s of searches) {
+      await copies.put(s);
+      await breathe();
+    }
   });
   await analyticsProjection(store).apply([...events.sort((a, b) => a.position - b.position), ...recent]);
 };

@@ -83,6 +83,27 @@ describe("analytics asOf reads the workspace's own events only", () => {
   });
 });
 
+describe('analytics asOf: a workspace whose history is too large', () => {
+  it('is refused with ANALYTICS_RANGE_TOO_LARGE (a 400 in the envelope), with the read model caught up or not', async () => {
+    const s = tempStores();
+    try {
+      const steps: Step[] = [];
+      for (let i = 0; i < 4; i++) steps.push({ op: { kind: 'upload', ws: 0 }, advanceMinutes: 1, skewSeconds: 0 }, { op: { kind: 'search', ws: 0, channel: 'workspace', latency: 1, hits: [] }, advanceMinutes: 1, skewSeconds: 0 });
+      const built = await appendHistory(s.events, s.keys, steps);
+      const r = { workspaceId: WORKSPACES[0], from: new Date(START - HOURS), to: new Date(built.last + HOURS), interval: 'hour' as const, asOf: new Date(built.last + HOURS) };
+      const ctx = analyticsContext(s.events, s.live, 5);
+      await expect(workspaceAnalytics(ctx, r)).rejects.toMatchObject({ code: 'ANALYTICS_RANGE_TOO_LARGE', details: { maxRows: 5 } });
+      const projection = analyticsProjection(s.live);
+      await projection.prepare!();
+      await projection.apply(await s.events.readAll(0, 100));
+      await expect(workspaceAnalytics(ctx, r)).rejects.toMatchObject({ code: 'ANALYTICS_RANGE_TOO_LARGE', details: { maxRows: 5 } });
+      expect((await workspaceAnalytics(analyticsContext(s.events, s.live, 8), r)).documents.added).toBe(4);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('analytics asOf answers take turns between workspaces', () => {
   it("past its waiting answers a workspace's next is refused at once, while another workspace's answer runs", async () => {
     const s = tempStores();
