@@ -69,6 +69,15 @@ export const analyticsSearchesCollection = (s: ReadStore) => s.collection<Analyt
 export const analyticsLinkUsageCollection = (s: ReadStore) => s.collection<AnalyticsLinkUsageView>(LINK_USAGE, [{ fields: ['linkId', 'minute'] }]);
 
 export const ANALYTICS_PROJECTION = 'analytics';
+/** The layout version of the analytics read model (see readModelProjection's `version`). */
+export const ANALYTICS_VERSION = 2;
+
+/**
+ * The events the documents and runs of the analytics read model are made of (all in the
+ * document's stream `document-<id>`). SearchPerformed rows are one event each, in streams of
+ * their own; PublicLinkUsed feeds the link usage report only.
+ */
+export const ANALYTICS_DOCUMENT_EVENTS: ReadonlySet<string> = new Set(['DocumentUploaded', 'DocumentDeleted', 'DocumentProcessingStarted', 'DocumentVerified', 'DocumentProcessingFailed']);
 
 export function analyticsProjection(store: ReadStore): Projection {
   const docs = analyticsDocumentsCollection(store);
@@ -130,5 +139,5 @@ export function analyticsProjection(store: ReadStore): Projection {
     }
   };
   // Version 2: per-link usage buckets (PublicLinkUsed) added; older stores are rebuilt from the log.
-  return readModelProjection(ANALYTICS_PROJECTION, store, [DOCS, RUNS, SEARCHES, LINK_USAGE], handle, { version: 2 });
+  return readModelProjection(ANALYTICS_PROJECTION, store, [DOCS, RUNS, SEARCHES, LINK_USAGE], handle, { version: ANALYTICS_VERSION });
 }

@@ -4,7 +4,9 @@ import { RecordedEvent } from '../../src/domain/event';
 import { ReadStore } from '../../src/ports/readStore';
 import { SearchChannel } from '../../src/domain/search/events';
 import {
+  ANALYTICS_DOCUMENT_EVENTS,
   ANALYTICS_PROJECTION,
+  ANALYTICS_VERSION,
   analyticsDocumentsCollection,
   analyticsProjection,
   analyticsRunsCollection,
@@ -13,6 +15,9 @@ import {
 } from '../../projections/analytics/analyticsProjection';
 import { searchLinksCollection } from '../../projections/searchLink/searchLinkProjection';
 import { storedQueryCounts } from '../searchLink/linkUsage';
+import { clearingKey, versionKey } from '../../src/core/projection';
+import { documentStream } from '../../src/domain/document/events';
+import { FairTurns } from '../../src/util/fairTurns';
 
 export type Interval = 'hour' | 'day' | 'week';
 export const MAX_BUCKETS = 1000;
@@ -67,55 +72,184 @@ export function buckets(from: Date, to: Date, interval: Interval): string[] {
 
 const ms = (a: string, b: string) => Date.parse(b) - Date.parse(a);
 
-/** Settles when the asOf fold running (or queued last) has ended. */
-let foldTurn: Promise<void> = Promise.resolve();
+/** How many asOf folds run at once, and how many of one workspace. */
+export const AS_OF_FOLDS_AT_ONCE = 2;
+/** asOf answers of one workspace that may wait for a turn; more: 429 RATE_LIMITED. */
+export const AS_OF_WAITING_PER_WORKSPACE = 4;
+
+const foldTurns = new WeakMap<AppContext, FairTurns>();
+
+/**
+ * The turns of asOf folds of this app: AS_OF_FOLDS_AT_ONCE at once, one per workspace, the
+ * workspaces waiting taking turns (round robin), AS_OF_WAITING_PER_WORKSPACE waiting per
+ * workspace (more: TurnQueueFullError).
+ */
+export function asOfFoldTurns(ctx: AppContext): FairTurns {
+  let turns = foldTurns.get(ctx);
+  if (!turns) foldTurns.set(ctx, (turns = new FairTurns(AS_OF_FOLDS_AT_ONCE, 1, AS_OF_WAITING_PER_WORKSPACE)));
+  return turns;
+}
 
 /**
  * Analytics of one workspace over [from, to), read from the analytics projection, or,
- * with `asOf`, from the log folded up to that time through the same projection.
+ * with `asOf`, from the workspace's events up to that time folded through the same
+ * projection (foldWorkspaceUpTo), in the workspace's turn (asOfFoldTurns). `signal`: the
+ * request went away; a fold still waiting for its turn gives its place up.
  */
-export async function workspaceAnalytics(ctx: AppContext, r: AnalyticsRequest) {
+export async function workspaceAnalytics(ctx: AppContext, r: AnalyticsRequest, signal?: AbortSignal) {
   if (!r.asOf) {
     // Whatever is in the log now (searches recorded a moment ago included) is counted.
     await ctx.runner.waitFor(await ctx.eventStore.headPosition(), ctx.config.readYourWritesMs);
     return compute(ctx, ctx.readStore, r);
   }
   const asOf = r.asOf;
-  // One fold at a time: each reads the whole log (every tenant's events), and several at once
-  // would take turns with every other request for the event loop.
-  const run = foldTurn.then(async () => {
-    const store = ctx.scratchReadStore();
-    try {
-      await foldWorkspaceUpTo(ctx, store, r.workspaceId, asOf.toISOString());
-      return await compute(ctx, store, r);
-    } finally {
-      await store.close();
-    }
-  });
-  foldTurn = run.then(
-    () => undefined,
-    () => undefined,
-  );
-  return run;
+  return asOfFoldTurns(ctx).run(r.workspaceId, () => analyticsAsOf(ctx, r, asOf, foldWorkspaceUpTo), signal);
 }
 
+/** A fold of one workspace's analytics events up to `asOf` (ISO) into `store`. */
+export type AsOfFold = (ctx: AppContext, store: ReadStore, workspaceId: string, asOf: string) => Promise<void>;
 
-async function foldWorkspaceUpTo(ctx: AppContext, store: ReadStore, workspaceId: string, asOf: string): Promise<void> {
-  const projection = analyticsProjection(store);
-  const head = await ctx.eventStore.headPosition();
-  let position = 0;
-  let budget = ctx.config.analyticsMaxRows;
-  for (;;) {
+/** The analytics answer with `asOf`, from a scratch store the given fold fills (the whole-log fold is the tests' oracle). */
+export async function analyticsAsOf(ctx: AppContext, r: AnalyticsRequest, asOf: Date, fold: AsOfFold) {
+  const store = ctx.scratchReadStore();
+  try {
+    await fold(ctx, store, r.workspaceId, asOf.toISOString());
+    return await compute(ctx, store, r);
+  } finally {
+    await store.close();
+  }
+}
+
+const tooMany = (max: number) =>
+  new DomainError('ANALYTICS_RANGE_TOO_LARGE', `The workspace's history up to asOf holds more than ${max} events.`, { maxRows: max });
+
+const mineUpTo = (workspaceId: string, asOf: string) => (e: RecordedEvent) =>
+  e.metadata.occurredAt <= asOf && (e.data as { workspaceId?: unknown } | null)?.workspaceId === workspaceId;
+
+/**
+ * The events of the log in (after, head] that the fold of `workspaceId` up to `asOf` takes:
+ * those of that time whose data names the workspace. Reads every tenant's events of that span.
+ */
+async function logEventsOf(ctx: AppContext, workspaceId: string, asOf: string, after: number, head: number, budget: number): Promise<RecordedEvent[]> {
+  const mine = mineUpTo(workspaceId, asOf);
+  const out: RecordedEvent[] = [];
+  let position = after;
+  while (position < head) {
     const batch = await ctx.eventStore.readAll(position, 1000);
     if (batch.length === 0) break;
     position = batch[batch.length - 1].position;
-    const mine: RecordedEvent[] = batch.filter((e) => e.metadata.occurredAt <= asOf && (e.data as { workspaceId?: unknown } | null)?.workspaceId === workspaceId);
-    budget -= mine.length;
-    if (budget < 0) throw new DomainError('ANALYTICS_RANGE_TOO_LARGE', `The workspace's history up to asOf holds more than ${ctx.config.analyticsMaxRows} events.`, { maxRows: ctx.config.analyticsMaxRows });
-    if (mine.length) await projection.apply(mine);
-    if (position >= head) break;
+    for (const e of batch) if (e.position <= head && mine(e)) out.push(e);
+    if (out.length > budget) throw tooMany(ctx.config.analyticsMaxRows);
+    // Other requests take their turn between batches.
+    await new Promise((resolve) => setImmediate(resolve));
   }
+  return out;
 }
+
+/**
+ * The fold as it was first written, and the oracle of the workspace-scoped one: the whole
+ * log, every tenant's events, read up to its head, the workspace's events of up to `asOf`
+ * applied. Its cost follows the log's size, whatever the workspace's.
+ */
+export const foldWholeLogUpTo: AsOfFold = async (ctx, store, workspaceId, asOf) => {
+  const head = await ctx.eventStore.headPosition();
+  const events = await logEventsOf(ctx, workspaceId, asOf, 0, head, ctx.config.analyticsMaxRows);
+  await analyticsProjection(store).apply(events);
+};
+
+/** Reads of document streams in flight at once (an EventStoreDB read is a round trip). */
+const STREAM_READS_AT_ONCE = 8;
+/** Work of a fold done in one go before other requests get the event loop. */
+const SLICE_MS = 8;
+
+/**
+ * The position up to which the analytics read model of `store` holds every event, with its
+ * layout this code reads; 0 when it holds none usable (another version, or being cleared).
+ */
+async function analyticsCoverage(store: ReadStore): Promise<number> {
+  const [version, clearing, checkpoint] = await Promise.all([
+    store.getCheckpoint(versionKey(ANALYTICS_PROJECTION)),
+    store.getCheckpoint(clearingKey(ANALYTICS_PROJECTION)),
+    store.getCheckpoint(ANALYTICS_PROJECTION),
+  ]);
+  return (version || 1) === ANALYTICS_VERSION && clearing === 0 ? checkpoint : 0;
+}
+
+/**
+ * The fold of one workspace up to `asOf`, reading only that workspace's events: the same
+ * events the whole-log fold applies of the answer's collections (documents, runs, searches),
+ * in log order, so the same answer. The live analytics read model is the index by workspace:
+ *
+ * - Documents and their runs: every document the read model holds for the workspace
+ *   (deleted and erased ones too: its rows are never removed) is read from its stream
+ *   `document-<id>`, only the event types the rows are made of (ANALYTICS_DOCUMENT_EVENTS:
+ *   no text, chunks or vectors, so an erased document reads as any other). A document's
+ *   events all name its workspace, and its upload is the first of them, so every document
+ *   with an event up to the read model's checkpoint is there.
+ * - Searches: a search is one SearchPerformed in its own stream, and its row is made of that
+ *   event alone (`at` is its time), never changed after: the rows of the workspace up to
+ *   `asOf` are what the fold would put, and are copied (a stream read per search would cost
+ *   more than the whole log for a busy workspace).
+ * - Events after the read model's checkpoint (it follows the log a moment behind) are read
+ *   from the log, as the whole-log fold does: only that span, usually a few events. With no
+ *   usable read model (another layout, being rebuilt: checkpoint 0) that span is the whole log,
+ *   and this is the whole-log fold.
+ * - PublicLinkUsed (the link usage report) is not folded: the answer does not read it.
+ *
+ * The checkpoint is read before the rows, and again after: a rebuild that began meanwhile
+ * (checkpoint moved back) may have shown rows half cleared, and the whole log is folded instead.
+ */
+export const foldWorkspaceUpTo: AsOfFold = async (ctx, store, workspaceId, asOf) => {
+  const live = ctx.readStore;
+  const max = ctx.config.analyticsMaxRows;
+  const head = await ctx.eventStore.headPosition();
+  const covered = Math.min(await analyticsCoverage(live), head);
+  if (covered === 0) return foldWholeLogUpTo(ctx, store, workspaceId, asOf);
+
+  const mine = mineUpTo(workspaceId, asOf);
+  // A large workspace's reads (many local statements, each answered at once) leave the event loop its turns.
+  let slice = performance.now();
+  const breathe = async () => {
+    if (performance.now() - slice < SLICE_MS) return;
+    await new Promise((resolve) => setImmediate(resolve));
+    slice = performance.now();
+  };
+  const searches = await analyticsSearchesCollection(live).find({ workspaceId, at: { $lte: asOf } }, { limit: max + 1 });
+  if (searches.length > max) throw tooMany(max);
+  const documents = await analyticsDocumentsCollection(live).find({ workspaceId });
+  const events: RecordedEvent[] = [];
+  const ids = documents.map((d) => d.id);
+  let next = 0;
+  let stop = false;
+  const reader = async () => {
+    while (next < ids.length && !stop) {
+      const id = ids[next++];
+      for (const e of await ctx.eventStore.readStream(documentStream(id), 0, ANALYTICS_DOCUMENT_EVENTS)) {
+        // Past the checkpoint: read from the log below (with any document uploaded since).
+        if (e.position <= covered && mine(e)) events.push(e);
+      }
+      if (events.length + searches.length > max) {
+        stop = true;
+        throw tooMany(max);
+      }
+      await breathe();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(STREAM_READS_AT_ONCE, ids.length) }, reader));
+  if ((await analyticsCoverage(live)) < covered) {
+    // Cleared for a rebuild while its rows were read: they may have missed some.
+    return foldWholeLogUpTo(ctx, store, workspaceId, asOf);
+  }
+  const recent = await logEventsOf(ctx, workspaceId, asOf, covered, head, max - events.length - searches.length);
+  const copies = analyticsSearchesCollection(store);
+  await store.transaction(async () => {
+    for (const s of searches) {
+      await copies.put(s);
+      await breathe();
+    }
+  });
+  await analyticsProjection(store).apply([...events.sort((a, b) => a.position - b.position), ...recent]);
+};
 
 async function compute(ctx: AppContext, store: ReadStore, r: AnalyticsRequest) {
   const from = r.from.toISOString();

@@ -59,35 +59,65 @@ describe('abuse: a public instruction-set page whose Markdown is pathological', 
   }, 60_000);
 });
 
-describe('abuse: analytics as of a past time walks the whole log, so it is bounded', () => {
+describe('abuse: analytics as of a past time is bounded per workspace and per user, never for the whole server', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startServer(); // rate limits on, as deployed
   }, 120_000);
   afterAll(async () => server?.stop());
 
-  it("an ADMIN's asOf answers are limited per workspace and per server (429 RATE_LIMITED in the envelope); live answers are not", async () => {
-    const owner = await signUp(server.url, 'Analyst');
-    const workspaces: string[] = [];
-    for (let i = 0; i < 7; i++) {
-      const ws = await owner.api.post('/v1/workspaces', { name: `W${i}` });
+  const asOf = (api: Awaited<ReturnType<typeof signUp>>['api'], ws: string) => api.get(`/v1/workspaces/${ws}/analytics?asOf=2020-01-01T00:00:00Z`);
+  const workspacesOf = async (user: Awaited<ReturnType<typeof signUp>>, n: number): Promise<string[]> => {
+    const out: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const ws = await user.api.post('/v1/workspaces', { name: `W${i}` });
       expect(ws.status).toBe(201);
-      workspaces.push(ws.body.id as string);
+      out.push(ws.body.id as string);
     }
-    const asOf = (ws: string) => owner.api.get(`/v1/workspaces/${ws}/analytics?asOf=2020-01-01T00:00:00Z`);
-    for (let i = 0; i < 10; i++) expect((await asOf(workspaces[0])).status).toBe(200);
-    const refused = await asOf(workspaces[0]);
+    return out;
+  };
+
+  it("an ADMIN's asOf answers are limited per workspace and per user (429 RATE_LIMITED in the envelope); live answers are not", async () => {
+    const owner = await signUp(server.url, 'Analyst');
+    const workspaces = await workspacesOf(owner, 3);
+    for (let i = 0; i < 10; i++) expect((await asOf(owner.api, workspaces[0])).status).toBe(200);
+    const refused = await asOf(owner.api, workspaces[0]);
     expect(refused.status).toBe(429);
     expect(refused.body.error.code).toBe('RATE_LIMITED');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     // The live answer reads the projection, not the log: not limited.
     expect((await owner.api.get(`/v1/workspaces/${workspaces[0]}/analytics`)).status).toBe(200);
-    // Another workspace has its own budget, until the server's (60 an hour) is spent.
-    for (const ws of workspaces.slice(1, 6)) for (let i = 0; i < 10; i++) expect((await asOf(ws)).status).toBe(200);
-    const server429 = await asOf(workspaces[6]);
-    expect(server429.status).toBe(429);
-    expect(server429.body.error.code).toBe('RATE_LIMITED');
+    // Another workspace has its own budget, until the user's (30 an hour; the refused one counted) is spent.
+    for (let i = 0; i < 10; i++) expect((await asOf(owner.api, workspaces[1])).status).toBe(200);
+    for (let i = 0; i < 9; i++) expect((await asOf(owner.api, workspaces[2])).status).toBe(200);
+    const user429 = await asOf(owner.api, workspaces[2]);
+    expect(user429.status).toBe(429);
+    expect(user429.body.error.code).toBe('RATE_LIMITED');
   }, 120_000);
+
+  it("a tenant that spends 60 asOf answers across many workspaces leaves another tenant's answers alone", async () => {
+    // A server of its own: nobody else has spent anything there.
+    const fresh = await startServer();
+    try {
+      await tenants(fresh.url);
+    } finally {
+      await fresh.stop();
+    }
+  }, 120_000);
+
+  async function tenants(url: string): Promise<void> {
+    // Tenant A: two admins, six workspaces, ten answers each (what was the whole server's hour).
+    for (const name of ['TenantA1', 'TenantA2']) {
+      const admin = await signUp(url, name);
+      for (const ws of await workspacesOf(admin, 3)) for (let i = 0; i < 10; i++) expect((await asOf(admin.api, ws)).status).toBe(200);
+    }
+    // Tenant B still gets its answers (before: 429 for the rest of the hour).
+    const b = await signUp(url, 'TenantB');
+    const [wsB] = await workspacesOf(b, 1);
+    const answer = await asOf(b.api, wsB);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ workspaceId: wsB, asOf: '2020-01-01T00:00:00.000Z', documents: { added: 0, deleted: 0 } });
+  }
 });
 
 describe('abuse: tags per document are bounded (the search index copies them onto every chunk)', () => {

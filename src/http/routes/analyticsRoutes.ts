@@ -2,21 +2,25 @@ import { Request } from 'express';
 import { RouteModule, router } from './module';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
-import { requireAuth, requireWorkspaceRole } from '../auth';
-import { Interval, workspaceAnalytics } from '../../../queries/analytics/workspaceAnalytics';
+import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
+import { AS_OF_FOLDS_AT_ONCE, AS_OF_WAITING_PER_WORKSPACE, Interval, workspaceAnalytics } from '../../../queries/analytics/workspaceAnalytics';
+import { TurnAbandonedError, TurnQueueFullError } from '../../util/fairTurns';
+import { HttpError } from '../errors';
 import { RouteDocs } from '../openapi/routeDocs';
 import { AnalyticsAnswer, respond } from '../responses';
 import { parseIsoTime } from '../../util/isoTime';
 import { consumeRateLimit } from '../rateLimit';
 
 /**
- * An `asOf` answer folds the log up to then, and the log has no index by workspace: it reads
- * every tenant's events (an empty workspace's asOf read a 76 MB log in 0.6 s; six at once held
- * /healthz 1.4 s). So such answers are bounded per workspace and per server, like the log
- * verification, and run one at a time (workspaceAnalytics).
+ * An `asOf` answer folds the workspace's own events up to then (workspaceAnalytics: the
+ * analytics read model is the index of its documents and searches), so its cost follows the
+ * workspace's history, not the log's. Still a fold, so bounded: per workspace, and per
+ * requesting user, an hour (no budget for the whole server, which one tenant could spend for
+ * everybody), and folds take turns between workspaces, a few waiting per workspace
+ * (asOfFoldTurns; a full queue is 429 too).
  */
 export const ANALYTICS_AS_OF_PER_WORKSPACE_PER_HOUR = 10;
-export const ANALYTICS_AS_OF_PER_PROCESS_PER_HOUR = 60;
+export const ANALYTICS_AS_OF_PER_USER_PER_HOUR = 30;
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PARAMS = new Set(['from', 'to', 'interval', 'asOf']);
@@ -51,7 +55,8 @@ export const analyticsDocs: RouteDocs = {
     summary: 'Workspace analytics from the log (ADMIN)',
     description:
       'Query: `from`, `to`, `asOf` (ISO 8601), `interval` (hour, day, week). ' +
-      `An \`asOf\` answer walks the whole log (one at a time): ${ANALYTICS_AS_OF_PER_WORKSPACE_PER_HOUR} per workspace and ${ANALYTICS_AS_OF_PER_PROCESS_PER_HOUR} per server per hour (429 RATE_LIMITED).`,
+      `An \`asOf\` answer folds the workspace's own events up to then: ${ANALYTICS_AS_OF_PER_WORKSPACE_PER_HOUR} per workspace and ${ANALYTICS_AS_OF_PER_USER_PER_HOUR} per requesting user per hour; ` +
+      `they run ${AS_OF_FOLDS_AT_ONCE} at once, one per workspace, workspaces taking turns, and at most ${AS_OF_WAITING_PER_WORKSPACE} of a workspace wait (429 RATE_LIMITED past any of these).`,
     response: AnalyticsAnswer,
   },
 };
@@ -59,7 +64,7 @@ export const analyticsDocs: RouteDocs = {
 export function analyticsRoutes(ctx: AppContext): RouteModule {
   const v1 = router();
   const asOfPerWorkspace = ctx.rateLimiter({ keyPrefix: 'analytics-as-of', points: ANALYTICS_AS_OF_PER_WORKSPACE_PER_HOUR, durationSeconds: 3600 });
-  const asOfPerProcess = ctx.rateLimiter({ keyPrefix: 'analytics-as-of-all', points: ANALYTICS_AS_OF_PER_PROCESS_PER_HOUR, durationSeconds: 3600 });
+  const asOfPerUser = ctx.rateLimiter({ keyPrefix: 'analytics-as-of-user', points: ANALYTICS_AS_OF_PER_USER_PER_HOUR, durationSeconds: 3600 });
   v1.get('/workspaces/:id/analytics', requireAuth(ctx), async (req, res) => {
     const raw = String(req.params.id);
     if (!ID.test(raw)) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
@@ -74,10 +79,25 @@ export function analyticsRoutes(ctx: AppContext): RouteModule {
     const from = time(req, 'from') ?? new Date(to.getTime() - DEFAULT_DAYS * 24 * 3600_000);
     if (from >= to) throw invalid('from', 'from must be before to.');
     if (asOf) {
+      await consumeRateLimit(ctx, asOfPerUser, ANALYTICS_AS_OF_PER_USER_PER_HOUR, authOf(req).userId, res, 'analytics-as-of');
       await consumeRateLimit(ctx, asOfPerWorkspace, ANALYTICS_AS_OF_PER_WORKSPACE_PER_HOUR, workspaceId, res, 'analytics-as-of');
-      await consumeRateLimit(ctx, asOfPerProcess, ANALYTICS_AS_OF_PER_PROCESS_PER_HOUR, 'all', res, 'analytics-as-of');
     }
-    respond(res, AnalyticsAnswer, await workspaceAnalytics(ctx, { workspaceId, from, to, interval: interval as Interval, asOf }));
+    // A fold still waiting for its turn when its client leaves gives its place up.
+    const left = new AbortController();
+    res.on('close', () => left.abort());
+    let answer;
+    try {
+      answer = await workspaceAnalytics(ctx, { workspaceId, from, to, interval: interval as Interval, asOf }, left.signal);
+    } catch (err) {
+      if (err instanceof TurnQueueFullError) {
+        ctx.metrics.rateLimited('analytics-as-of');
+        throw new HttpError(429, 'RATE_LIMITED', `${AS_OF_WAITING_PER_WORKSPACE} asOf answers of this workspace are already waiting; retry in 1 s.`, { retryAfter: 1 }, { 'Retry-After': '1' });
+      }
+      // The client left before its turn: nobody to answer.
+      if (err instanceof TurnAbandonedError) return;
+      throw err;
+    }
+    respond(res, AnalyticsAnswer, answer);
   });
   return { v1, docs: analyticsDocs };
 }
