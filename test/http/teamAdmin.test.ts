@@ -154,4 +154,27 @@ describe('verify the log: bounded per workspace', () => {
     expect(over.status).toBe(429);
     expect(over.body.error.code).toBe('RATE_LIMITED');
   });
+
+  it("one tenant's 60 verifications over six workspaces leave another tenant's answered (no server-wide budget), and a user is bounded at 30", async () => {
+    // Tenant A: two owners, three workspaces each, ten verifications of each.
+    for (const name of ['A1', 'A2']) {
+      const owner = await signUp(server.url, name);
+      for (let w = 0; w < 3; w++) {
+        const ws = (await owner.api.post('/v1/workspaces', { name: `${name}-${w}` })).body.id as string;
+        const answers = await Promise.all(Array.from({ length: 10 }, () => owner.api.post(`/v1/workspaces/${ws}/audit/verify`)));
+        expect(answers.map((r) => r.status)).toEqual(Array(10).fill(200));
+      }
+      // A fourth workspace of the same owner: the user's own hourly limit (30) is spent.
+      const more = (await owner.api.post('/v1/workspaces', { name: `${name}-more` })).body.id as string;
+      const over = await owner.api.post(`/v1/workspaces/${more}/audit/verify`);
+      expect(over.status).toBe(429);
+      expect(over.body.error.code).toBe('RATE_LIMITED');
+    }
+    // Tenant B is answered (a budget of 60 per server per hour refused it: 429).
+    const b = await signUp(server.url, 'B');
+    const bws = (await b.api.post('/v1/workspaces', { name: 'B' })).body.id as string;
+    const answer = await b.api.post(`/v1/workspaces/${bws}/audit/verify`);
+    expect(answer.status).toBe(200);
+    expect(answer.body.ok).toBe(true);
+  });
 });

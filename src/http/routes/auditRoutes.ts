@@ -3,9 +3,9 @@ import { Request } from 'express';
 import { RouteModule, router } from './module';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
-import { requireAuth, requireWorkspaceRole } from '../auth';
+import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { decodeCursor, listAuditEntries } from '../../audit/auditQueries';
-import { verifyLogFor, VERIFY_LOG_PER_PROCESS_PER_HOUR, VERIFY_LOG_PER_WORKSPACE_PER_HOUR } from '../../audit/verifyLog';
+import { verifyLogFor, VERIFY_LOG_PER_USER_PER_HOUR, VERIFY_LOG_PER_WORKSPACE_PER_HOUR, WALK_GAP_FACTOR, WALK_GAP_MAX_MS } from '../../audit/verifyLog';
 import { consumeRateLimit } from '../rateLimit';
 import { decode, strict } from '../codecs';
 import * as t from 'io-ts';
@@ -25,7 +25,8 @@ export const auditDocs: RouteDocs = {
     description:
       'Walks the whole log up to its head (the chain runs through every workspace, so only the whole walk shows that nothing was edited, inserted or removed) and answers `{ok, checked, workspaceEvents, headPosition, firstBreak, startedAt, finishedAt}`. ' +
       "A break in another workspace's event is given by position only. The walk yields between batches and one runs at a time (concurrent requests share it); " +
-      `${VERIFY_LOG_PER_WORKSPACE_PER_HOUR} per workspace and ${VERIFY_LOG_PER_PROCESS_PER_HOUR} per server per hour (429). 501 LOG_VERIFICATION_UNAVAILABLE with KB_EVENT_STORE=eventstoredb.`,
+      `after a walk the next starts no sooner than ${WALK_GAP_FACTOR} times its duration later (at most ${WALK_GAP_MAX_MS / 1000} s), every request waiting by then sharing it, so walks take at most a tenth of the time whoever asks. ` +
+      `${VERIFY_LOG_PER_WORKSPACE_PER_HOUR} per workspace and ${VERIFY_LOG_PER_USER_PER_HOUR} per requesting user per hour (429 RATE_LIMITED). 501 LOG_VERIFICATION_UNAVAILABLE with KB_EVENT_STORE=eventstoredb.`,
     body: VerifyBody,
     response: LogVerificationAnswer,
   },
@@ -78,15 +79,16 @@ export function auditRoutes(ctx: AppContext): RouteModule {
   });
 
   const perWorkspace = ctx.rateLimiter({ keyPrefix: 'verify-log', points: VERIFY_LOG_PER_WORKSPACE_PER_HOUR, durationSeconds: 3600 });
-  const perProcess = ctx.rateLimiter({ keyPrefix: 'verify-log-all', points: VERIFY_LOG_PER_PROCESS_PER_HOUR, durationSeconds: 3600 });
+  const perUser = ctx.rateLimiter({ keyPrefix: 'verify-log-user', points: VERIFY_LOG_PER_USER_PER_HOUR, durationSeconds: 3600 });
   v1.post('/workspaces/:id/audit/verify', requireAuth(ctx), async (req, res) => {
     const raw = String(req.params.id);
     if (!ID.test(raw)) throw new DomainError('WORKSPACE_NOT_FOUND', 'Workspace not found.');
     const workspaceId = raw.toLowerCase();
     await requireWorkspaceRole(ctx, req, workspaceId, 'OWNER');
     decode(VerifyBody, req.body ?? {});
+    // The user's point first: a user over their own limit spends none of a shared workspace's.
+    await consumeRateLimit(ctx, perUser, VERIFY_LOG_PER_USER_PER_HOUR, authOf(req).userId, res, 'verify-log');
     await consumeRateLimit(ctx, perWorkspace, VERIFY_LOG_PER_WORKSPACE_PER_HOUR, workspaceId, res, 'verify-log');
-    await consumeRateLimit(ctx, perProcess, VERIFY_LOG_PER_PROCESS_PER_HOUR, 'all', res, 'verify-log');
     respond(res, LogVerificationAnswer, await verifyLogFor(ctx, workspaceId));
   });
   return { v1, docs: auditDocs };
