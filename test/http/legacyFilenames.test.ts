@@ -9,8 +9,10 @@ import { documentStream } from '../../src/domain/document/events';
 import { client, signUp, startServer, TestServer } from '../support/server';
 import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from '../e2e/browser';
 
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
 const BIDI_OR_CONTROL = /[\u0000-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/;
 /** The same, but the line breaks and tabs a page's text has. */
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
 const BIDI_OR_CONTROL_BUT_LINES = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/;
 const LEGACY_NAME = 'salary\u202Etxt.exe\u202C.md';
 
