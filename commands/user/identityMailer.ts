@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { AppContext } from '../../src/app/context';
 import { RecordedEvent } from '../../src/domain/event';
 import { checkpointedConsumer, eachEvent, followingService, readStoreCheckpoint } from '../../src/core/consumer';
@@ -72,6 +73,23 @@ function mailableOf(e: RecordedEvent): Mailable | null {
   }
 }
 
+/** The mail itself: its token (derived under the identity key) in the link, and the text. */
+function messageOf(ctx: AppContext, id: string, m: Mailable): MailMessage {
+  const token = identityKeys(ctx).mailToken(m.purpose, m.subjectId, m.requestId);
+  const base = `${ctx.config.appUrl}${m.path}`;
+  return { id, to: m.to, subject: m.subject, text: m.body(`${base}?token=${encodeURIComponent(token)}`, m.expiresAt) };
+}
+
+/**
+ * A password-reset mail composed as the mailer composes one (token, link, text) for made-up ids, and
+ * thrown away: the work a reset request of an address without an account does in place of an account's
+ * (see requestPasswordReset). Never sent, never logged.
+ */
+export function composeDecoyResetMail(ctx: AppContext, email: string, expiresAt: Date): void {
+  const m = mailableOf({ id: randomUUID(), type: 'PasswordResetRequested', data: { userId: randomUUID(), requestId: randomUUID(), email, expiresAt: expiresAt.toISOString() } } as unknown as RecordedEvent);
+  if (m) messageOf(ctx, randomUUID(), m);
+}
+
 /**
  * Process manager: sends the mails the log asks for (verification, password reset,
  * invitation), completes the membership of an account created from an invitation, and signs every session out after a password reset.
@@ -121,9 +139,8 @@ export function identityMailer(ctx: AppContext, mail: MailSender): AppContext['s
       ctx.logger.info({ mailId: e.id, kind: m.purpose }, 'mail not sent: its link expired before it could be sent');
       return;
     }
-    const token = identityKeys(ctx).mailToken(m.purpose, m.subjectId, m.requestId);
+    const message = messageOf(ctx, e.id, m);
     const base = `${ctx.config.appUrl}${m.path}`;
-    const message: MailMessage = { id: e.id, to: m.to, subject: m.subject, text: m.body(`${base}?token=${encodeURIComponent(token)}`, m.expiresAt) };
     await mail.send(message);
     await sent.put({ id: e.id, sentAt: ctx.now().toISOString() });
     // Never the token: the link as far as its path, and where the mail went.

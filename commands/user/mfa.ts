@@ -10,6 +10,7 @@ import { base32Encode, matchTotp, newTotpSecret, otpauthUri } from '../../src/se
 import { sha256Hex } from '../../src/util/crypto';
 import { sessionsCollection, usersCollection, UserView } from '../../projections/user/userProjection';
 import { passwordFingerprint, SessionOrigin, startSession } from './userCommands';
+import { linkSsoIdentity } from './sso';
 
 export const RECOVERY_CODES = 10;
 const ISSUER = 'Knowledge Base';
@@ -134,7 +135,10 @@ export async function loginWithMfa(ctx: AppContext, cc: CommandContext, input: {
   await checkSecondFactor(ctx, cc, user, input.code);
   // Checked and spent with no wait between: of two concurrent successes with one challenge, one session.
   if (!spendChallenge(challenge.challengeId, challenge.expiresAtMs, cc.now.getTime())) throw void_();
-  return startSession(ctx, cc, user.id, origin, 'mfa');
+  // A single sign-on's challenge: the provider's `sub` is linked now that the factor is passed (never before).
+  const link = challenge.sso ? await linkSsoIdentity(ctx, cc, user.id, user.email, challenge.sso) : { position: 0 };
+  const session = await startSession(ctx, cc, user.id, origin, 'mfa');
+  return { ...session, position: Math.max(link.position, session.position) };
 }
 
 /** The challenge's id and user (for the attempt limits), without checking anything else. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { AppContext } from '../../src/app/context';
-import { CommandContext, handleCommand } from '../../src/core/commandHandler';
+import { CommandContext, handleCommand, loadState } from '../../src/core/commandHandler';
 import { DomainError } from '../../src/domain/errors';
 import { userDecider } from '../../src/domain/user/deciders';
 import { userStream } from '../../src/domain/user/events';
@@ -8,7 +8,7 @@ import { ExternalIdentity, IdentityProvider, PendingAuthorization } from '../../
 import { identityKeys } from '../../src/security/identityKeys';
 import { hashPassword, sha256Hex } from '../../src/util/crypto';
 import { userByEmail } from '../../queries/user/userQueries';
-import { signMfaChallenge } from '../../src/security/accessTokens';
+import { signMfaChallenge, SsoLinkClaim } from '../../src/security/accessTokens';
 import { normalizeEmail, passwordFingerprint, registerUser, SessionOrigin, startSession } from './userCommands';
 import { revokeClaimedCredentials } from './sessions';
 
@@ -93,25 +93,41 @@ export async function finishSso(ctx: AppContext, cc: CommandContext, callbackUrl
     if (!user) throw new DomainError('SERVICE_UNAVAILABLE', 'The account is being created; try again.');
     created = true;
   }
-  // Used only when the account's address was never proven (the decider judges that from the stream, not
-  // from the read model, which may lag): its password is replaced by one nobody knows.
+  // A second factor enrolled here is asked for after the provider too, as after a password: the provider's
+  // sign-in (maybe without a second factor of its own) must not skip it, nor count as it for a workspace's requireMfa.
+  // Nor may it link its `sub` to the account before the factor is passed: whoever controls an account at the
+  // provider asserting this address would otherwise have it recorded without the code, and the owner's own single
+  // sign-on would then be refused (SSO_ACCOUNT_MISMATCH). The link rides in the signed challenge and is recorded by
+  // POST /v1/auth/login/mfa once the code is right; an abandoned or failed challenge records nothing.
+  if (user.mfa === 'on') {
+    // A link the account could never take (another `sub` of this provider) is refused now, not after the code.
+    const { state } = await loadState(ctx.eventStore, userStream(sha256Hex(email)), userDecider);
+    const linked = state.exists ? state.sso.get(id.issuer) : undefined;
+    if (linked !== undefined && linked !== id.subject) throw new DomainError('SSO_ACCOUNT_MISMATCH', 'This account is linked to another identity at the provider.');
+    throw new DomainError('MFA_REQUIRED', 'Enter the code from your authenticator app.', {
+      challenge: signMfaChallenge(ctx, user.id, passwordFingerprint(user.passwordHash), linked === id.subject ? undefined : { issuer: id.issuer, subject: id.subject }),
+      expiresIn: ctx.config.identity.mfaChallengeTtl,
+    });
+  }
+  const link = await linkSsoIdentity(ctx, cc, user.id, email, { issuer: id.issuer, subject: id.subject });
+  const session = await startSession(ctx, cc, user.id, origin, 'sso');
+  return { ...session, user: { id: user.id, email, created }, position: Math.max(link.position, session.position) };
+}
+
+/**
+ * Record the provider's `sub` on the account (nothing when it is already there; SSO_ACCOUNT_MISMATCH when
+ * another is). An address never proven is claimed: its password is replaced by one nobody knows (the decider
+ * judges that from the stream, not from the read model, which may lag) and whoever registered it loses their
+ * sessions and keys. Called by the callback, or by the MFA step that a single sign-on's challenge leads to.
+ */
+export async function linkSsoIdentity(ctx: AppContext, cc: CommandContext, userId: string, email: string, sso: SsoLinkClaim): Promise<{ position: number }> {
   const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
-  const link = await handleCommand(ctx.eventStore, userStream(sha256Hex(email)), userDecider, { type: 'LinkSsoIdentity', issuer: id.issuer, subject: id.subject, passwordHash, now: cc.now }, { ...cc, actorId: user.id });
+  const link = await handleCommand(ctx.eventStore, userStream(sha256Hex(email)), userDecider, { type: 'LinkSsoIdentity', issuer: sso.issuer, subject: sso.subject, passwordHash, now: cc.now }, { ...cc, actorId: userId });
   const linked = link.events[0];
   if (linked?.type === 'SsoIdentityLinked' && linked.data.claimedUnverified) {
     // Whoever registered the address without proving it signed in with that password: their sessions and keys end here (before this session starts).
     await ctx.runner.waitFor(link.position, ctx.config.readYourWritesMs);
-    await revokeClaimedCredentials(ctx, { ...cc, actorId: user.id, authMethod: 'system' }, user.id, linked.data.linkedAt);
+    await revokeClaimedCredentials(ctx, { ...cc, actorId: userId, authMethod: 'system' }, userId, linked.data.linkedAt);
   }
-  // A second factor enrolled here is asked for after the provider too, as after a password: the provider's
-  // sign-in (maybe without a second factor of its own) must not skip it, nor count as it for a workspace's requireMfa.
-  if (user.mfa === 'on') {
-    const current = (await userByEmail(ctx, email)) ?? user;
-    throw new DomainError('MFA_REQUIRED', 'Enter the code from your authenticator app.', {
-      challenge: signMfaChallenge(ctx, current.id, passwordFingerprint(current.passwordHash)),
-      expiresIn: ctx.config.identity.mfaChallengeTtl,
-    });
-  }
-  const session = await startSession(ctx, cc, user.id, origin, 'sso');
-  return { ...session, user: { id: user.id, email, created }, position: Math.max(link.position, session.position) };
+  return { position: link.position };
 }

@@ -44,5 +44,6 @@ export function auditProjection(store: ReadStore): Projection {
     });
     // Version 2: summaries no longer carry `erased` (see summarize); a store of version 1 is
     // cleared and rebuilt from the log at start, so entries written before lose the flag too.
-  }, { version: 2 });
+    // Version 3: a file's name is shown neutralized (see summarize); entries of version 2 are rebuilt.
+  }, { version: 3 });
 }

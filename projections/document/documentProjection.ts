@@ -1,6 +1,7 @@
 import { extractedSizeBound } from '../../src/domain/document/size';
 import { joinSections } from '../../src/domain/document/eventParts';
 import { Projection, readModelProjection } from '../../src/core/projection';
+import { shownLine } from '../../src/util/text';
 import { ReadStore } from '../../src/ports/readStore';
 import { DocumentEvent, DocumentKind, ExtractedSectionData, isDocumentEvent, ProcessingFailureCode, ProcessingStatus, Purpose } from '../../src/domain/document/events';
 import { WorkspaceEvent } from '../../src/domain/workspace/events';
@@ -64,8 +65,10 @@ const documentTextPartsCollection = (s: ReadStore) => s.collection<DocumentTextP
 /**
  * Layout version of these read models. 2: deleted tags remembered (`document_deleted_tags`),
  * so a tag set after its deletion is dropped; a store of version 1 is rebuilt at start.
+ * 3: file names shown through `shownLine` (see DocumentUploaded below); a store of version 2, whose
+ * names are as uploaded, is rebuilt at start.
  */
-const DOCUMENTS_READ_MODEL_VERSION = 2;
+const DOCUMENTS_READ_MODEL_VERSION = 3;
 
 export function documentProjection(store: ReadStore): Projection {
   const docs = documentsCollection(store);
@@ -101,7 +104,10 @@ export function documentProjection(store: ReadStore): Projection {
         id,
         workspaceId: e.data.workspaceId,
         title: e.data.title,
-        filename: e.data.filename,
+        // Uploads refuse names with control or bidi characters now; a name from before the rule is neutralized
+        // here, once for every reader of the view (the API, the console through it, downloads, the past read
+        // through `asOf`, which folds with this projection): "salary\u202Etxt.exe\u202C.md" read as another file.
+        filename: shownLine(e.data.filename),
         mimeType: e.data.mimeType,
         kind: e.data.kind,
         size: e.data.size,

@@ -1,5 +1,6 @@
 import { RecordedEvent } from '../domain/event';
 import { auditFieldsOf } from '../domain/eventCatalog';
+import { shownLine } from '../util/text';
 
 /*
  * What an audit entry may say about each event type is declared beside the event type
@@ -62,7 +63,8 @@ export function summarize(type: string, data: unknown): Record<string, unknown> 
     if (name.forbidden || k === 'workspaceId') continue;
     const isId = name.id && (typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string')));
     if (!isId && !allowed.has(k)) continue;
-    const safe = safeValue(v);
+    // A file's name from before uploads refused control and bidi characters: shown neutralized, as the documents' view shows it.
+    const safe = k === 'filename' && typeof v === 'string' ? shownLine(v) : safeValue(v);
     if (safe !== undefined) out[k] = safe;
   }
   // Never `erased`: an event reads as erased only once its document's key is destroyed, so

@@ -98,6 +98,7 @@ const Env = t.partial({
   KB_RESEND_VERIFICATION_PER_HOUR: PositiveInt,
   KB_FORGOT_PASSWORD_PER_IP_PER_HOUR: PositiveInt,
   KB_FORGOT_PASSWORD_PER_EMAIL_PER_HOUR: PositiveInt,
+  KB_FORGOT_PASSWORD_JITTER_MS: t.refinement(IntFromString, (n) => n >= 0 && n <= 60_000, 'milliseconds 0..60000'),
   KB_MFA_CHALLENGE_TTL: PositiveInt,
   KB_MFA_ATTEMPTS_PER_CHALLENGE: PositiveInt,
   KB_MFA_FAILURES_PER_ACCOUNT_PER_HOUR: PositiveInt,
@@ -222,6 +223,8 @@ export interface Config {
     resendVerificationPerHour: number;
     forgotPasswordPerIpPerHour: number;
     forgotPasswordPerEmailPerHour: number;
+    /** Milliseconds: a reset request's work starts after a random pause up to this (whether or not the address has an account). */
+    forgotPasswordJitterMs: number;
     mfaChallengeTtl: number;
     mfaAttemptsPerChallenge: number;
     /** Wrong second-factor codes per account per hour, over every challenge and route (then 429). */
@@ -354,6 +357,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       resendVerificationPerHour: e.KB_RESEND_VERIFICATION_PER_HOUR ?? 3,
       forgotPasswordPerIpPerHour: e.KB_FORGOT_PASSWORD_PER_IP_PER_HOUR ?? 20,
       forgotPasswordPerEmailPerHour: e.KB_FORGOT_PASSWORD_PER_EMAIL_PER_HOUR ?? 3,
+      forgotPasswordJitterMs: e.KB_FORGOT_PASSWORD_JITTER_MS ?? 2000,
       mfaChallengeTtl: e.KB_MFA_CHALLENGE_TTL ?? 300,
       mfaAttemptsPerChallenge: e.KB_MFA_ATTEMPTS_PER_CHALLENGE ?? 5,
       mfaFailuresPerAccountPerHour: e.KB_MFA_FAILURES_PER_ACCOUNT_PER_HOUR ?? 20,

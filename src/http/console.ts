@@ -34,7 +34,7 @@ function securityHeaders(_req: Request, res: Response, next: NextFunction): void
 
 /**
  * GET /app/...: the single-page console. Files under /app/assets are served as built
- * (immutable, hashed names); any other path under /app answers index.html, so client-side
+ * (immutable, hashed names); any other path under /app answers index.html (never stored), so client-side
  * routes survive a reload (history fallback). Without a build, 404 with a hint.
  */
 export function consoleRouter(dir: string = CONSOLE_DIR): express.Router {
@@ -47,7 +47,11 @@ export function consoleRouter(dir: string = CONSOLE_DIR): express.Router {
       res.status(404).type('text/plain').send('The web console is not built: run `npm run build`.');
       return;
     }
-    res.setHeader('Cache-Control', 'no-cache');
+    // no-store, not no-cache (which lets a browser or proxy keep a copy and only revalidate it): this page is also
+    // the answer to the mailed links' addresses, /app/reset-password?token=… and /app/accept-invitation?token=…,
+    // and a stored copy keyed by such an address keeps the token. The shell itself holds no per-user state (the
+    // data comes from the API, no-store too); it is small, and the hashed assets stay immutable.
+    res.setHeader('Cache-Control', 'no-store');
     res.sendFile(index);
   });
   return r;

@@ -97,16 +97,36 @@ export interface MfaChallengeKeys {
  * `password` is a fingerprint of the password it proves (`passwordFingerprint`): once the
  * password changes (a reset, an account claimed through single sign-on) the challenge is void.
  */
-export function signMfaChallenge(k: MfaChallengeKeys, userId: string, password: string): string {
-  return jwt.sign({ sub: userId, typ: 'mfa', jti: randomUUID(), pwd: password }, signingKey(k.jwtSecret), { algorithm: 'HS256', expiresIn: k.config.identity.mfaChallengeTtl });
+export function signMfaChallenge(k: MfaChallengeKeys, userId: string, password: string, sso?: SsoLinkClaim): string {
+  const link = sso ? { sso: { iss: sso.issuer, sub: sso.subject } } : {};
+  return jwt.sign({ sub: userId, typ: 'mfa', jti: randomUUID(), pwd: password, ...link }, signingKey(k.jwtSecret), { algorithm: 'HS256', expiresIn: k.config.identity.mfaChallengeTtl });
+}
+
+/**
+ * The provider's identity a single sign-on wants linked to the account, carried by its MFA
+ * challenge (signed, so nobody adds one) and recorded only once the second factor is passed.
+ */
+export interface SsoLinkClaim {
+  issuer: string;
+  subject: string;
+}
+
+function ssoClaimOf(v: unknown): SsoLinkClaim | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const { iss, sub } = v as { iss?: unknown; sub?: unknown };
+  return typeof iss === 'string' && typeof sub === 'string' ? { issuer: iss, subject: sub } : undefined;
 }
 
 /** The user and challenge id of a valid MFA challenge; 401 UNAUTHORIZED otherwise (expired included). */
-export function verifyMfaChallenge(k: Pick<MfaChallengeKeys, 'jwtSecret'>, token: string): { userId: string; challengeId: string; password: string; expiresAtMs: number } {
+export function verifyMfaChallenge(k: Pick<MfaChallengeKeys, 'jwtSecret'>, token: string): { userId: string; challengeId: string; password: string; expiresAtMs: number; sso?: SsoLinkClaim } {
   try {
     const d = jwt.verify(token, signingKey(k.jwtSecret), { algorithms: ['HS256'] });
-    if (typeof d === 'object' && d !== null && d.typ === 'mfa' && typeof d.sub === 'string' && typeof d.jti === 'string' && typeof d.pwd === 'string' && typeof d.exp === 'number')
-      return { userId: d.sub, challengeId: d.jti, password: d.pwd, expiresAtMs: d.exp * 1000 };
+    if (typeof d === 'object' && d !== null && d.typ === 'mfa' && typeof d.sub === 'string' && typeof d.jti === 'string' && typeof d.pwd === 'string' && typeof d.exp === 'number') {
+      const sso = ssoClaimOf((d as { sso?: unknown }).sso);
+      // A challenge with a malformed link claim is not ours: refused rather than signed in without its link.
+      if ((d as { sso?: unknown }).sso !== undefined && !sso) throw new Error('malformed');
+      return { userId: d.sub, challengeId: d.jti, password: d.pwd, expiresAtMs: d.exp * 1000, ...(sso ? { sso } : {}) };
+    }
   } catch {
     /* below */
   }

@@ -30,3 +30,17 @@ export function textProblem(s: string, kind: TextKind): string | undefined {
   if (kind !== 'content' && BIDI_CONTROL.test(s)) return 'must not hold bidirectional override or isolate characters (U+202A-U+202E, U+2066-U+2069)';
   return undefined;
 }
+
+/** What the text rule of a line refuses (lone surrogates, control characters, bidi overrides and isolates), everywhere in a string. */
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+const REFUSED_IN_A_LINE = /[\u0000-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]|\p{Cs}/gu;
+
+/**
+ * A name stored before the text rule applied to it (a file's name: uploads refuse these since), made safe
+ * to show: each character the rule of a line refuses becomes U+FFFD, so "salary\u202Etxt.exe\u202C.md" no
+ * longer reads as another file, and what was there stays visible as a replacement mark. Names that pass the
+ * rule come back unchanged.
+ */
+export function shownLine(s: string): string {
+  return s.replace(REFUSED_IN_A_LINE, '\uFFFD');
+}

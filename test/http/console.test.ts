@@ -134,6 +134,9 @@ describe('console: cookie session, renew, logout, and the /app pages', () => {
     expect(js.headers.get('content-type')).toMatch(/javascript/);
     expect(js.headers.get('cache-control')).toMatch(/immutable/);
     expect((await fetch(server.url + '/app/assets/nope.js')).status).toBe(404);
+    // The page itself is never stored (before: no-cache, which lets a browser or proxy keep it), under every path,
+    // those of the mailed links with their token in the address included.
+    for (const p of ['/app/', '/app/reset-password?token=abc.def', '/app/accept-invitation?token=abc.def']) expect([p, (await fetch(server.url + p)).headers.get('cache-control')]).toEqual([p, 'no-store']);
     const root = await fetch(server.url + '/', { redirect: 'manual' });
     expect(root.status).toBe(302);
     expect(root.headers.get('location')).toBe('/app/');

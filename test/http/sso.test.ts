@@ -3,6 +3,7 @@ import net from 'node:net';
 import fs from 'node:fs';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
+import Database from 'better-sqlite3';
 import { client, confirmAddress, startServer, TestServer } from '../support/server';
 import { base32Decode, totp } from '../../src/security/totp';
 import { closed } from '../support/openapiSchema';
@@ -267,5 +268,50 @@ describe('single sign-on with OpenID Connect (a real oidc-provider in a child pr
     expect(consoleDone.headers.getSetCookie().some((c) => c.startsWith('kb_console='))).toBe(true);
     // Without a second factor the provider's sign-in is enough, as before.
     expect((await signIn('alice')).status).toBe(200);
+  });
+  it("with a second factor, the provider's sub is linked only once the code is passed: an abandoned or failed challenge links nothing, and the owner's own sign-on still works", async () => {
+    const anon = client(server.url);
+    expect((await anon.post('/v1/auth/register', { email: 'gina@corp.example', password: 'ginas password', name: 'Gina' })).status).toBe(201);
+    await confirmAddress(server, 'gina@corp.example');
+    const login = await anon.post('/v1/auth/login', { email: 'gina@corp.example', password: 'ginas password' });
+    const gina = client(server.url, login.body.accessToken);
+    const enrol = await gina.post('/v1/auth/mfa/totp', {});
+    const confirmed = await gina.post('/v1/auth/mfa/totp/confirm', { code: totp(base32Decode(enrol.body.secret), Date.now() / 1000) });
+    expect(confirmed.status).toBe(200);
+    const [code1, code2] = confirmed.body.recoveryCodes as string[];
+    /** The SsoIdentityLinked events of the log (their data is not encrypted). */
+    const links = () => {
+      const db = new Database(path.join(server.dataDir, 'events.db'), { readonly: true });
+      try {
+        return (db.prepare("SELECT data FROM events WHERE type = 'SsoIdentityLinked'").all() as { data: string }[]).map((r) => JSON.parse(r.data) as { userId: string; subject: string });
+      } finally {
+        db.close();
+      }
+    };
+    const ginaLinks = () => links().filter((d) => d.subject.startsWith('gina'));
+    // An impostor at the provider with gina's address: the challenge, abandoned, or failed with a wrong code.
+    const abandoned = await signIn('gina-impostor');
+    expect([abandoned.status, abandoned.body.error?.code]).toEqual([401, 'MFA_REQUIRED']);
+    const failed = await signIn('gina-impostor');
+    expect([failed.status, failed.body.error?.code]).toEqual([401, 'MFA_REQUIRED']);
+    expect((await anon.post('/v1/auth/login/mfa', { challenge: failed.body.error.details.challenge, code: 'wrong-code' })).status).toBe(401);
+    // Before: the impostor's sub was recorded by the callback itself.
+    expect(ginaLinks()).toEqual([]);
+    // The owner's own sign-on is asked for the code (before: 409 SSO_ACCOUNT_MISMATCH) and, passed, links her sub.
+    const own = await signIn('gina');
+    expect([own.status, own.body.error?.code]).toEqual([401, 'MFA_REQUIRED']);
+    expect(ginaLinks()).toEqual([]);
+    const done = await anon.post('/v1/auth/login/mfa', { challenge: own.body.error.details.challenge, code: code1 });
+    expect(done.status).toBe(200);
+    expect(ginaLinks().map((d) => d.subject)).toEqual(['gina']);
+    const trail = (await client(server.url, done.body.accessToken).get('/v1/auth/security-events')).body.data as { action: string }[];
+    expect(trail.filter((e) => e.action === 'SsoIdentityLinked')).toHaveLength(1);
+    // Linked now: the impostor is refused at once (no challenge), the owner is asked for her code again and nothing more is linked.
+    const later = await signIn('gina-impostor');
+    expect([later.status, later.body.error?.code]).toEqual([409, 'SSO_ACCOUNT_MISMATCH']);
+    const again = await signIn('gina');
+    expect([again.status, again.body.error?.code]).toEqual([401, 'MFA_REQUIRED']);
+    expect((await anon.post('/v1/auth/login/mfa', { challenge: again.body.error.details.challenge, code: code2 })).status).toBe(200);
+    expect(ginaLinks().map((d) => d.subject)).toEqual(['gina']);
   });
 });

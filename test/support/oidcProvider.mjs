@@ -12,6 +12,9 @@ const accounts = new Map([
   ['unverified', { email: 'unverified@corp.example', email_verified: false, name: 'U' }],
   ['dave', { email: 'dave@corp.example', email_verified: true, name: 'Dave' }],
   ['erin', { email: 'erin@corp.example', email_verified: true, name: 'Erin' }],
+  ['gina', { email: 'gina@corp.example', email_verified: true, name: 'Gina' }],
+  // Another person at the provider asserting gina's (verified) address: a rogue or compromised provider account.
+  ['gina-impostor', { email: 'gina@corp.example', email_verified: true, name: 'Not Gina' }],
   ['upper', { email: 'Upper@CORP.Example', email_verified: true, name: 'Upper' }],
   ['trailingdot', { email: 'td@corp.example.', email_verified: true, name: 'TD' }],
   ['subdomain', { email: 'sd@sub.corp.example', email_verified: true, name: 'SD' }],

@@ -6,6 +6,7 @@ import { SqliteReadStore } from '../../src/adapters/sqlite/sqliteReadStore';
 import { RecordedEvent } from '../../src/domain/event';
 import { documentProjection, documentsCollection, documentTextsCollection } from '../../projections/document/documentProjection';
 import { joinSections } from '../../src/domain/document/eventParts';
+import { versionKey } from '../../src/core/projection';
 
 const meta = { actorId: 'u1', authMethod: 'session' as const, correlationId: 'c', occurredAt: '2024-01-01T00:00:00.000Z', schemaVersion: 1 };
 const WS = '00000000-0000-4000-8000-00000000000a';
@@ -45,6 +46,22 @@ describe('document projection: given events → view', () => {
   afterEach(async () => {
     await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a file name stored before uploads refused bidi and control characters is shown with each replaced by U+FFFD; a view of version 2 is rebuilt', async () => {
+    const legacy = { ...uploaded([]), data: { ...(uploaded([]).data as Record<string, unknown>), filename: 'salary\u202Etxt.exe\u202C\u0007.md' } };
+    await documentProjection(store).apply([legacy]);
+    expect((await documentsCollection(store).get(DOC))?.filename).toBe('salary\uFFFDtxt.exe\uFFFD\uFFFD.md');
+    // A store projected by the code before (version 2, the name as uploaded) is cleared at start, to be rebuilt from the log.
+    const row = await documentsCollection(store).get(DOC);
+    await documentsCollection(store).put({ ...row!, filename: 'salary\u202Etxt.exe\u202C.md' });
+    await store.setCheckpoint(versionKey('documents'), 2);
+    const p = documentProjection(store);
+    await p.prepare?.();
+    expect(await documentsCollection(store).get(DOC)).toBeFalsy();
+    // Names that pass the rule are kept as they are.
+    await p.apply([{ ...uploaded([]), data: { ...(uploaded([]).data as Record<string, unknown>), filename: 'Résumé 2024 (final) 📄.md' } }]);
+    expect((await documentsCollection(store).get(DOC))?.filename).toBe('Résumé 2024 (final) 📄.md');
   });
 
   it('a tag deleted before a metadata update that sets it (decided on a stale read model) does not come back', async () => {

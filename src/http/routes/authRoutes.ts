@@ -159,7 +159,8 @@ export function authRoutes(ctx: AppContext): RouteModule {
     await consumeRateLimit(ctx, forgotIpLimiter, id.forgotPasswordPerIpPerHour, byIp(req), res);
     await consumeRateLimit(ctx, forgotEmailLimiter, id.forgotPasswordPerEmailPerHour, email, res);
     const cc = commandContext(ctx, req);
-    // Answered before the look-up: the same answer, in the same time, whether or not the address has an account.
+    // Answered before the look-up: the same answer, in the same time, whether or not the address has an account. What
+    // follows (after a random pause, the same steps for both but the account's append: see requestPasswordReset) must not tell either.
     respond(res, ResetRequested, { message: 'If an account uses this address, a reset link is on its way.' }, 202);
     requestPasswordReset(ctx, cc, email).catch((err: unknown) => ctx.logger.error({ errName: err instanceof Error ? err.name : 'unknown' }, 'password reset request failed'));
   });
