@@ -2,6 +2,7 @@ import { AppContext } from '../../src/app/context';
 import { isVectorModelChanged, Purpose, SearchHit, SearchRequest } from '../../src/ports/searchIndex';
 import { activeEmbedder, forgetActiveModel } from '../../src/search/vectorModels';
 import { documentsCollection } from '../../projections/document/documentProjection';
+import { searchTurns } from '../../src/search/searchTurns';
 
 export interface WorkspaceSearch {
   workspaceId: string;
@@ -11,6 +12,8 @@ export interface WorkspaceSearch {
   tags?: string[];
   purpose?: Purpose;
   documentIds?: string[];
+  /** Aborted when the client left: a search still waiting for its turn is then not run. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -20,12 +23,20 @@ export interface WorkspaceSearch {
  * a document whose tags changed after it was indexed never leaks out of a tag scope.
  */
 export async function searchWorkspace(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHit[]> {
-  const started = process.hrtime.bigint();
-  try {
-    return await searchHits(ctx, s);
-  } finally {
-    ctx.metrics.search({ mode: 'hybrid', seconds: Number(process.hrtime.bigint() - started) / 1e9 });
-  }
+  // In a turn shared fairly between workspaces (src/search/searchTurns.ts): one tenant's flood
+  // of searches neither holds up another's nor runs for clients that left.
+  return searchTurns(ctx).run(
+    s.workspaceId,
+    async () => {
+      const started = process.hrtime.bigint();
+      try {
+        return await searchHits(ctx, s);
+      } finally {
+        ctx.metrics.search({ mode: 'hybrid', seconds: Number(process.hrtime.bigint() - started) / 1e9 });
+      }
+    },
+    s.signal,
+  );
 }
 
 async function searchHits(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHit[]> {

@@ -14,6 +14,8 @@ export interface LinkSearch {
   limit: number;
   /** Tag ids asked for (undefined: the link's whole scope). */
   tags?: string[];
+  /** Aborted when the client left (see WorkspaceSearch.signal). */
+  signal?: AbortSignal;
 }
 
 export interface LinkSearchHit {
@@ -38,7 +40,7 @@ export async function searchThroughLink(deps: LinkSearchDeps, link: LinkScope, s
     if (refused.length) throw new DomainError('TAG_NOT_ALLOWED', `These tags are outside this link's scope: ${refused.slice(0, 10).join(', ')}.`);
   }
   const tags = s.tags ?? (scoped ? link.allowedTags : undefined);
-  const hits = await searchWorkspace(deps, { workspaceId: link.workspaceId, query: s.query, limit: s.limit, ...(tags ? { tags } : {}) });
+  const hits = await searchWorkspace(deps, { workspaceId: link.workspaceId, query: s.query, limit: s.limit, ...(tags ? { tags } : {}), ...(s.signal ? { signal: s.signal } : {}) });
   return hits.map((h) => ({
     documentId: h.documentId,
     title: h.documentTitle,

@@ -66,6 +66,8 @@ const Env = t.partial({
   KB_ANALYTICS_MAX_ROWS: PositiveInt,
   KB_BODY_TIMEOUT_MS: PositiveInt,
   KB_WHOLE_DOCUMENT_READS_AT_ONCE: PositiveInt,
+  KB_SEARCHES_AT_ONCE: PositiveInt,
+  KB_SEARCHES_WAITING_PER_WORKSPACE: PositiveInt,
   KB_WHOLE_DOCUMENT_STALL_MS: PositiveInt,
   KB_WHOLE_DOCUMENT_MIN_BYTES_PER_S: PositiveInt,
   KB_UPLOAD_TIMEOUT_MS: PositiveInt,
@@ -184,6 +186,10 @@ export interface Config {
   bodyTimeoutMs: number;
   /** Answers holding a whole document's text or folded history (its text, content, metadata or set as of a time) built and sent at once; the others wait their turn. */
   wholeDocumentReadsAtOnce: number;
+  /** Searches run at once; one workspace holds at most half (src/search/searchTurns.ts). */
+  searchesAtOnce: number;
+  /** Searches of one workspace that may wait for a turn; past it they are refused (503). */
+  searchesWaitingPerWorkspace: number;
   /** A client that takes none of such an answer for this long has its connection closed (the answer dropped, the turn freed). */
   wholeDocumentStallMs: number;
   /**
@@ -323,6 +329,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     headersTimeoutMs: e.KB_HEADERS_TIMEOUT_MS ?? 20_000,
     bodyTimeoutMs: e.KB_BODY_TIMEOUT_MS ?? 30_000,
     wholeDocumentReadsAtOnce: e.KB_WHOLE_DOCUMENT_READS_AT_ONCE ?? 2,
+    searchesAtOnce: e.KB_SEARCHES_AT_ONCE ?? 4,
+    searchesWaitingPerWorkspace: e.KB_SEARCHES_WAITING_PER_WORKSPACE ?? 128,
     wholeDocumentStallMs: e.KB_WHOLE_DOCUMENT_STALL_MS ?? 10_000,
     wholeDocumentMinBytesPerS: e.KB_WHOLE_DOCUMENT_MIN_BYTES_PER_S ?? 64 * 1024,
     uploadTimeoutMs: e.KB_UPLOAD_TIMEOUT_MS ?? 10 * 60_000,

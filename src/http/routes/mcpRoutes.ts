@@ -15,6 +15,8 @@ import { consumeRateLimit, guessingGuard } from '../rateLimit';
 import { clientErrorStatus, HttpError } from '../errors';
 import { RouteModule, router } from './module';
 import { RpcResult } from '../responses';
+import { clientGone } from '../clientGone';
+import { SEARCH_BUSY_RETRY_AFTER_S, SearchAbandoned } from '../../search/searchTurns';
 
 export const MCP_BODY_LIMIT = 1024 * 1024;
 
@@ -102,7 +104,7 @@ async function asRpc(res: Response, limited: Promise<void>): Promise<void> {
   }
 }
 
-function linkSession(ctx: AppContext, link: SearchLinkView, onSearch: (hitDocumentIds: string[]) => void): McpLinkSession {
+function linkSession(ctx: AppContext, link: SearchLinkView, signal: AbortSignal, onSearch: (hitDocumentIds: string[]) => void): McpLinkSession {
   const documentUrl = (id: string) => `${ctx.config.baseUrl}/v1/documents/${id}`;
   let tags: Promise<{ id: string; name: string }[]> | undefined;
   const scope = () => (tags ??= scopeTags(ctx, link));
@@ -111,7 +113,7 @@ function linkSession(ctx: AppContext, link: SearchLinkView, onSearch: (hitDocume
     scopeTags: scope,
     // Arguments were validated against scopeTags, so a requested tag is inside the scope.
     search: async (args) => {
-      const hits = await searchThroughLink(ctx, link, args);
+      const hits = await searchThroughLink(ctx, link, { ...args, signal });
       onSearch(hits.map((h) => h.documentId));
       return hits.map((h) => ({ title: h.title, content: h.content, score: h.score }));
     },
@@ -119,7 +121,7 @@ function linkSession(ctx: AppContext, link: SearchLinkView, onSearch: (hitDocume
     // The chatgpt profile: documents (not passages), each once, best first; the citation URL is
     // the document's own API address (members only), never the link's token.
     searchDocuments: async (query) => {
-      const hits = await searchThroughLink(ctx, link, { query, limit: LIMIT_MAX });
+      const hits = await searchThroughLink(ctx, link, { query, limit: LIMIT_MAX, signal });
       onSearch(hits.map((h) => h.documentId));
       const seen = new Set<string>();
       const out = [];
@@ -207,7 +209,7 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
       const searched = link;
       const result = await dispatch(
         msg,
-        linkSession(ctx, link, (hitDocumentIds) =>
+        linkSession(ctx, link, clientGone(res), (hitDocumentIds) =>
           recordSearch(ctx, {
             workspaceId: searched.workspaceId,
             channel: 'tool',
@@ -225,6 +227,17 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
     } catch (err) {
       if (err instanceof RpcError) {
         sendRpcError(res, id, err);
+        return;
+      }
+      // Its client left while the search waited for its turn: nobody is left to read an answer.
+      if (err instanceof SearchAbandoned) {
+        res.destroy();
+        return;
+      }
+      // The workspace's searches are at their bound (or the index is): a refusal to retry, not our failure.
+      if (err instanceof DomainError && err.code === 'SERVICE_UNAVAILABLE') {
+        res.setHeader('Retry-After', String(SEARCH_BUSY_RETRY_AFTER_S));
+        sendRpcError(res, id, new RpcError(RPC.RATE_LIMITED, `Server busy: ${err.message}`, { retryAfter: SEARCH_BUSY_RETRY_AFTER_S }, 503));
         return;
       }
       // Never the message of an unexpected error: it might carry query text.

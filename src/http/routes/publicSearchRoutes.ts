@@ -13,6 +13,7 @@ import { consumeRateLimit, guessingGuard } from '../rateLimit';
 import { requireQuery } from './searchRoutes';
 import { RouteModule, router } from './module';
 import { PublicSearchAnswer, respond } from '../responses';
+import { clientGone } from '../clientGone';
 
 export const PUBLIC_QUERY_MAX = 1000;
 export const PUBLIC_LIMIT_MAX = 50;
@@ -66,7 +67,7 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
     try {
       const s = input();
       query = s.query;
-      const results = await searchThroughLink(ctx, link, s);
+      const results = await searchThroughLink(ctx, link, { ...s, signal: clientGone(res) });
       ok = true;
       recordSearch(ctx, {
         workspaceId: link.workspaceId,

@@ -13,6 +13,7 @@ import { UUID_PATTERN } from '../../domain/ids';
 import { recordSearch } from '../../../commands/search/recordSearch';
 import { commandContext } from '../exec';
 import { respond, SearchAnswer } from '../responses';
+import { clientGone } from '../clientGone';
 
 export const WORKSPACE_SEARCH_MAX_QUERY = 1000;
 export const WORKSPACE_SEARCH_MAX_LIMIT = 20;
@@ -80,6 +81,7 @@ export function searchRoutes(ctx: AppContext): RouteModule {
       ...(f.tags ? { tags: f.tags } : {}),
       ...(f.purpose ? { purpose: f.purpose } : {}),
       ...(f.documentIds ? { documentIds: f.documentIds } : {}),
+      signal: clientGone(res),
     });
     const latencyMs = Number(process.hrtime.bigint() - started) / 1e6;
     const who = commandContext(ctx, req, workspaceId);
