@@ -50,6 +50,17 @@ export async function searchThroughLink(deps: LinkSearchDeps, link: LinkScope, s
   }));
 }
 
+/**
+ * Hits found under a link's scope as that link is now: a search waits for its turn, and the link
+ * may have been narrowed meanwhile (PATCH allowedTags). Hits outside the scope now are dropped,
+ * their tags cut to it. A link without allowedTags keeps every hit.
+ */
+export function cutToScope(hits: LinkSearchHit[], now: LinkScope): LinkSearchHit[] {
+  if (now.allowedTags.length === 0) return hits;
+  const allowed = new Set(now.allowedTags);
+  return hits.filter((h) => h.tags.some((t) => allowed.has(t))).map((h) => ({ ...h, tags: h.tags.filter((t) => allowed.has(t)) }));
+}
+
 export interface LinkDocument {
   documentId: string;
   title: string;

@@ -140,3 +140,49 @@ describe('abuse: searches waiting past their bound are refused in the envelope o
     expect(both.slice(40)).toEqual([200, 200, 200]);
   }, 180_000);
 });
+
+describe('abuse: a link revoked while its search waits for its turn answers nothing', () => {
+  let server: TestServer;
+  let a: Awaited<ReturnType<typeof tenant>>;
+
+  beforeAll(async () => {
+    // One search at a time: a search of the link waits behind the ones sent before it.
+    server = await startServer({ KB_RATE_LIMITS: 'off', KB_SEARCHES_AT_ONCE: '1' });
+    a = await tenant(server.url, 'Revoker', 1_500_000);
+  }, 180_000);
+  afterAll(async () => server?.stop());
+
+  it('public search answers 404 and the tool endpoint 403 -32002 when the revocation was answered before them', async () => {
+    let seen = 0;
+    for (let attempt = 0; attempt < 6 && seen < 2; attempt++) {
+      const victim = await a.api.post(`/api/workspaces/${a.workspaceId}/public-links`, { name: `victim ${attempt}` });
+      expect(victim.status).toBe(201);
+      const token = victim.body.token as string;
+      // Searches of the same workspace queued ahead of the victim's.
+      const ahead = Array.from({ length: 40 }, (_, i) => fetch(`${server.url}/public/${a.token}/search?q=${encodeURIComponent(longQuery(attempt * 100 + i))}&limit=50`).then((r) => r.text()));
+      await new Promise((r) => setTimeout(r, 50));
+      let step = 0;
+      const viaHttp = fetch(`${server.url}/public/${token}/search?q=refund`).then(async (r) => ({ status: r.status, body: (await r.json()) as any, at: ++step }));
+      const viaTool = toolCall(token, server.url, 1).then(async (r) => ({ status: r.status, body: (await r.json()) as any, at: ++step }));
+      await new Promise((r) => setTimeout(r, 20));
+      const del = await a.api.delete(`/api/workspaces/${a.workspaceId}/public-links/${victim.body.id}`);
+      expect(del.status).toBe(204);
+      const revokedAt = ++step;
+      const [h, t] = await Promise.all([viaHttp, viaTool]);
+      await Promise.all(ahead);
+      // Only answers that came after the revocation was answered are judged.
+      if (h.at > revokedAt) {
+        seen += 1;
+        expect(h.status).toBe(404);
+        expect(h.body).toEqual({ error: 'NOT_FOUND', message: expect.any(String) });
+      }
+      if (t.at > revokedAt) {
+        seen += 1;
+        expect(t.status).toBe(403);
+        expect(t.body.error.code).toBe(-32002);
+        expect(t.body.result).toBeUndefined();
+      }
+    }
+    expect(seen).toBeGreaterThan(0);
+  }, 180_000);
+});

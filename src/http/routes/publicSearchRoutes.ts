@@ -7,7 +7,7 @@ import { LinkResolution, searchLinkById, searchLinkByToken } from '../../../quer
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
 import { recordLinkUsed, recordSearch } from '../../../commands/search/recordSearch';
 import { randomUUID } from 'node:crypto';
-import { LinkSearch, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
+import { cutToScope, LinkSearch, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
 import { decode, IntFromString, strict } from '../codecs';
 import { consumeRateLimit, guessingGuard } from '../rateLimit';
 import { requireQuery } from './searchRoutes';
@@ -67,7 +67,13 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
     try {
       const s = input();
       query = s.query;
-      const results = await searchThroughLink(ctx, link, { ...s, signal: clientGone(res) });
+      const found = await searchThroughLink(ctx, link, { ...s, signal: clientGone(res) });
+      // The search waited for its turn: the link is judged again as it is now, so one revoked,
+      // expired or disabled meanwhile (its revocation already answered) answers nothing.
+      const now = await resolve();
+      if (now.status === 'not_found') throw new DomainError('NOT_FOUND', 'Not found: the address is unknown, revoked, or no longer public.');
+      if (now.status === 'expired') throw new DomainError('EXPIRED', 'This search link has expired.');
+      const results = cutToScope(found, now.link);
       ok = true;
       recordSearch(ctx, {
         workspaceId: link.workspaceId,
