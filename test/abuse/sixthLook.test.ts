@@ -186,3 +186,49 @@ describe('abuse: a link revoked while its search waits for its turn answers noth
     expect(seen).toBeGreaterThan(0);
   }, 180_000);
 });
+
+describe('abuse: a member removed, or an API key revoked, while a workspace search waits for its turn gets nothing', () => {
+  let server: TestServer;
+  let a: Awaited<ReturnType<typeof tenant>>;
+
+  beforeAll(async () => {
+    server = await startServer({ KB_RATE_LIMITS: 'off', KB_SEARCHES_AT_ONCE: '1' });
+    a = await tenant(server.url, 'Owner', 1_500_000);
+  }, 180_000);
+  afterAll(async () => server?.stop());
+
+  it('answers 404 WORKSPACE_NOT_FOUND / 401 when the removal or revocation was answered before the search', async () => {
+    let seen = 0;
+    for (let attempt = 0; attempt < 6 && seen < 2; attempt++) {
+      const member = await signUp(server.url, 'Leaver');
+      expect((await a.api.post(`/v1/workspaces/${a.workspaceId}/members`, { userId: member.id, role: 'MEMBER' })).status).toBe(201);
+      const key = await member.api.post('/v1/api-keys', { name: 'k' });
+      expect(key.status).toBe(201);
+      const byKey = client(server.url, key.body.key as string);
+      const ahead = Array.from({ length: 40 }, (_, i) => a.api.post(`/v1/workspaces/${a.workspaceId}/search`, { query: longQuery(attempt * 100 + i), limit: 20 }));
+      await new Promise((r) => setTimeout(r, 50));
+      let step = 0;
+      const viaSession = member.api.post(`/v1/workspaces/${a.workspaceId}/search`, { query: 'refund' }).then((r) => ({ r, at: ++step }));
+      const viaKey = byKey.post(`/v1/workspaces/${a.workspaceId}/search`, { query: 'refund' }).then((r) => ({ r, at: ++step }));
+      await new Promise((r) => setTimeout(r, 20));
+      // The key is revoked, then the member removed; each answered before the searches are judged.
+      expect((await member.api.delete(`/v1/api-keys/${key.body.id}`)).status).toBe(204);
+      const keyRevokedAt = ++step;
+      expect((await a.api.delete(`/v1/workspaces/${a.workspaceId}/members/${member.id}`)).status).toBe(204);
+      const removedAt = ++step;
+      const [s, k] = await Promise.all([viaSession, viaKey]);
+      await Promise.all(ahead);
+      if (s.at > removedAt) {
+        seen += 1;
+        expect(s.r.status).toBe(404);
+        expect(s.r.body.error.code).toBe('WORKSPACE_NOT_FOUND');
+      }
+      if (k.at > keyRevokedAt) {
+        seen += 1;
+        expect([401, 404]).toContain(k.r.status);
+        expect(k.r.body.results).toBeUndefined();
+      }
+    }
+    expect(seen).toBeGreaterThan(0);
+  }, 180_000);
+});
