@@ -2,7 +2,7 @@ import { AppContext } from '../../src/app/context';
 import { isVectorModelChanged, Purpose, SearchHit, SearchRequest } from '../../src/ports/searchIndex';
 import { activeEmbedder, forgetActiveModel } from '../../src/search/vectorModels';
 import { documentsCollection } from '../../projections/document/documentProjection';
-import { searchTurns } from '../../src/search/searchTurns';
+import { SearchAbandoned, SearchRefused, searchTurns } from '../../src/search/searchTurns';
 
 export interface WorkspaceSearch {
   workspaceId: string;
@@ -23,27 +23,24 @@ export interface WorkspaceSearch {
  * a document whose tags changed after it was indexed never leaks out of a tag scope.
  */
 export async function searchWorkspace(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHit[]> {
-  // In a turn shared fairly between workspaces (src/search/searchTurns.ts): one tenant's flood
-  // of searches neither holds up another's nor runs for clients that left.
-  return searchTurns(ctx).run(
-    s.workspaceId,
-    async () => {
-      const started = process.hrtime.bigint();
-      try {
-        return await searchHits(ctx, s);
-      } finally {
-        ctx.metrics.search({ mode: 'hybrid', seconds: Number(process.hrtime.bigint() - started) / 1e9 });
-      }
-    },
-    s.signal,
-  );
+  const started = process.hrtime.bigint();
+  let ran = true;
+  try {
+    return await searchHits(ctx, s);
+  } catch (err) {
+    // Refused, or its client left, before the index was asked: no search was run.
+    if (err instanceof SearchRefused) ran = false;
+    throw err;
+  } finally {
+    if (ran) ctx.metrics.search({ mode: 'hybrid', seconds: Number(process.hrtime.bigint() - started) / 1e9 });
+  }
 }
 
 async function searchHits(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHit[]> {
   if (s.limit <= 0 || (s.tags !== undefined && s.tags.length === 0) || (s.documentIds !== undefined && s.documentIds.length === 0)) return [];
   const filters = { workspaceId: s.workspaceId, ...(s.tags ? { tags: s.tags } : {}), ...(s.purpose ? { purpose: s.purpose } : {}), ...(s.documentIds ? { documentIds: s.documentIds } : {}) };
   // Ask for a few more than needed: the re-check below may drop stale hits.
-  const hits = await searchWithActiveModel(ctx, { text: s.query, filters, k: s.limit + 5, mode: 'hybrid' });
+  const hits = await searchWithActiveModel(ctx, { text: s.query, filters, k: s.limit + 5, mode: 'hybrid' }, s.signal);
   if (hits.length === 0) return [];
   const docs = await documentsCollection(ctx.readStore).getMany([...new Set(hits.map((h) => h.documentId))]);
   const byId = new Map(docs.map((d) => [d.id, d]));
@@ -65,14 +62,22 @@ async function searchHits(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHi
  * a model change is under way); once more when the index switched models in between. No
  * embedder for that model: BM25 alone.
  */
-async function searchWithActiveModel(ctx: AppContext, request: Omit<SearchRequest, 'vector' | 'vectorModel'>): Promise<SearchHit[]> {
+async function searchWithActiveModel(ctx: AppContext, request: Omit<SearchRequest, 'vector' | 'vectorModel'>, signal?: AbortSignal): Promise<SearchHit[]> {
   for (let attempt = 1; ; attempt++) {
+    // A client that already left costs no embedding either.
+    if (signal?.aborted) throw new SearchAbandoned();
     const embedder = await activeEmbedder(ctx.searchIndex, ctx.embeddingModels);
     // The configured model's queries go through the query embedder (its cache).
     const queries = embedder && embedder.modelId === ctx.queryEmbeddings.modelId ? ctx.queryEmbeddings : embedder;
     const vector = queries ? (await queries.embed([request.text]))[0] : undefined;
     try {
-      return await ctx.searchIndex.search({ ...request, ...(vector && queries ? { vector, vectorModel: queries.modelId } : {}) });
+      // The index's work in a turn shared fairly between workspaces (src/search/searchTurns.ts): one
+      // tenant's flood of searches neither holds up another's nor runs for clients that left.
+      return await searchTurns(ctx).run(
+        request.filters.workspaceId,
+        () => ctx.searchIndex.search({ ...request, ...(vector && queries ? { vector, vectorModel: queries.modelId } : {}) }),
+        signal,
+      );
     } catch (err) {
       if (!isVectorModelChanged(err) || attempt >= 2) throw err;
       forgetActiveModel(ctx.searchIndex);

@@ -3,14 +3,21 @@ import { DomainError } from '../domain/errors';
 /** Seconds a refused search is told to wait before it tries again. */
 export const SEARCH_BUSY_RETRY_AFTER_S = 1;
 
-/** The error a search gets when its workspace already has its bound of searches waiting. */
-export const searchBusy = (): DomainError =>
-  new DomainError('SERVICE_UNAVAILABLE', 'Too many searches of this workspace are waiting; retry shortly.', { retryAfter: SEARCH_BUSY_RETRY_AFTER_S });
+/** A search not run: refused by its turns (503 SERVICE_UNAVAILABLE). */
+export class SearchRefused extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('SERVICE_UNAVAILABLE', message, details);
+    this.name = 'SearchRefused';
+  }
+}
 
-/** The error a search gets when its client left while it waited (nobody reads it). */
-export class SearchAbandoned extends DomainError {
+/** The error a search gets when its workspace already has its bound of searches waiting. */
+export const searchBusy = (): SearchRefused => new SearchRefused('Too many searches of this workspace are waiting; retry shortly.', { retryAfter: SEARCH_BUSY_RETRY_AFTER_S });
+
+/** The error a search gets when its client left before it ran (nobody reads it). */
+export class SearchAbandoned extends SearchRefused {
   constructor() {
-    super('SERVICE_UNAVAILABLE', 'The client left before the search ran.');
+    super('The client left before the search ran.');
     this.name = 'SearchAbandoned';
   }
 }
