@@ -232,3 +232,40 @@ describe('abuse: a member removed, or an API key revoked, while a workspace sear
     expect(seen).toBeGreaterThan(0);
   }, 180_000);
 });
+
+describe('abuse: a huge array of bad items in a search body is one error, its length judged before its items', () => {
+  let server: TestServer;
+  let a: Awaited<ReturnType<typeof tenant>>;
+
+  beforeAll(async () => {
+    server = await startServer({ KB_RATE_LIMITS: 'off' });
+    a = await tenant(server.url, 'Arrays', 2_000);
+  }, 180_000);
+  afterAll(async () => server?.stop());
+
+  // 300,000 numbers where ids are expected: one io-ts error per item took the event loop ~1.2 s per request.
+  const numbers = Array.from({ length: 300_000 }, () => 1);
+
+  it('public search: tags beyond 1000 are refused by their count (POST), as workspace search refuses documentIds', async () => {
+    const pub = await client(server.url).post(`/public/${a.token}/search`, { query: 'refund', tags: numbers });
+    expect(pub.status).toBe(400);
+    expect(pub.body.error).toBe('VALIDATION_ERROR');
+    expect(pub.body.message).toContain('at most 1000');
+    // One error for the array (and one for the string the union also allows), none per item.
+    expect(pub.body.message.split('expected string').length - 1).toBeLessThanOrEqual(1);
+
+    const many = await client(server.url).post(`/public/${a.token}/search`, { query: 'refund', tags: Array.from({ length: 1001 }, (_, i) => `t${i}`) });
+    expect(many.status).toBe(400);
+    expect(many.body.message).toContain('at most 1000');
+
+    const ws = await a.api.post(`/v1/workspaces/${a.workspaceId}/search`, { query: 'refund', filters: { documentIds: numbers } });
+    expect(ws.status).toBe(400);
+    expect(ws.body.error.code).toBe('VALIDATION_ERROR');
+    expect(ws.body.error.message).toContain('at most 1000');
+    expect(ws.body.error.message).not.toContain('must be a UUID');
+
+    const link = await a.api.post(`/api/workspaces/${a.workspaceId}/public-links`, { allowedTags: numbers });
+    expect(link.status).toBe(400);
+    expect(link.body.error.message).toContain('at most 1000');
+  }, 60_000);
+});

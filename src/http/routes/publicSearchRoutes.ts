@@ -8,7 +8,7 @@ import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
 import { recordLinkUsed, recordSearch } from '../../../commands/search/recordSearch';
 import { randomUUID } from 'node:crypto';
 import { cutToScope, LinkSearch, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
-import { decode, IntFromString, strict } from '../codecs';
+import { decode, IntFromString, lengthFirstArray, strict } from '../codecs';
 import { consumeRateLimit, guessingGuard } from '../rateLimit';
 import { requireQuery } from './searchRoutes';
 import { RouteModule, router } from './module';
@@ -18,9 +18,11 @@ import { clientGone } from '../clientGone';
 export const PUBLIC_QUERY_MAX = 1000;
 export const PUBLIC_LIMIT_MAX = 50;
 export const PUBLIC_PER_MINUTE = 30;
+export const PUBLIC_MAX_TAGS = 1000;
 
 const limitCodec = (max: number) => t.refinement(IntFromString, (n) => n >= 1 && n <= max, `integer 1..${max}`);
-const TagList = t.union([t.string, t.array(t.string)]);
+/** Tag ids, as a comma-separated string or an array (at most 1000, as workspace search's filters). */
+const TagList = t.union([t.string, lengthFirstArray(t.string, PUBLIC_MAX_TAGS)]);
 const GetQuery = t.partial({ q: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.string });
 const PostBody = strict(t.partial({ query: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.union([t.null, TagList]) }));
 
