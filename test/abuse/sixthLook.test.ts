@@ -130,6 +130,7 @@ describe('abuse: searches waiting past their bound are refused in the envelope o
     for (const r of restRefused) {
       expect(r.status).toBe(503);
       expect(r.body.error.code).toBe('SERVICE_UNAVAILABLE');
+      expect(r.headers.get('retry-after')).toBe('1');
     }
 
     // Meanwhile the other workspace's searches are never refused.
