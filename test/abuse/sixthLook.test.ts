@@ -270,3 +270,38 @@ describe('abuse: a huge array of bad items in a search body is one error, its le
     expect(link.body.error.message).toContain('at most 1000');
   }, 60_000);
 });
+
+/**
+ * NOT FIXED (too big for the sixth look; described in its report): BM25's statistics (each
+ * term's document frequency, the row count, the average length) are counted over every
+ * workspace of the index (src/adapters/embedded/lexicalIndex.ts: "all workspaces counted", as
+ * FTS5's bm25() does), so a tenant's scores depend on other tenants' text. One search tells
+ * another tenant whether a word occurs in anybody else's documents: its own document holding
+ * the guessed word scores differently from one holding a made-up word. `test.failing` passes
+ * while the leak is there; once statistics are per workspace it fails: make it `it`.
+ */
+describe("abuse: a tenant's search scores reveal nothing of other tenants' words", () => {
+  let server: TestServer;
+
+  beforeAll(async () => {
+    server = await startServer({ KB_RATE_LIMITS: 'off' });
+  }, 180_000);
+  afterAll(async () => server?.stop());
+
+  test.failing("a guessed word used only in another workspace scores as a made-up one", async () => {
+    const secret = 'zephyrcodename';
+    const victim = await signUp(server.url, 'Victim');
+    const vws = (await victim.api.post('/v1/workspaces', { name: 'Victim' })).body.id as string;
+    for (let i = 0; i < 20; i++) await waitForStatus(victim.api, vws, await upload(victim.api, vws, `m${i}.txt`, `Confidential merger plan ${secret} number ${i}.`));
+    const prober = await signUp(server.url, 'Prober');
+    const pws = (await prober.api.post('/v1/workspaces', { name: 'Prober' })).body.id as string;
+    for (const [word, name] of [
+      [secret, 'guess.txt'],
+      ['qwxcontrolword', 'control.txt'],
+    ]) {
+      await waitForStatus(prober.api, pws, await upload(prober.api, pws, name, `Notes ${word} here.`));
+    }
+    const top = async (q: string) => (await prober.api.post(`/v1/workspaces/${pws}/search`, { query: q, limit: 1 })).body.results[0].score as number;
+    expect(await top(secret)).toBe(await top('qwxcontrolword'));
+  }, 120_000);
+});
