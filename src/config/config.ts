@@ -58,6 +58,7 @@ const Env = t.partial({
   KB_KAFKA_REBALANCE_TIMEOUT_MS: PositiveInt,
   KB_READ_YOUR_WRITES_MS: IntFromString,
   KB_LINK_ID_SEARCH: t.keyof({ on: null, off: null }),
+  KB_TRUST_PROXY: t.string,
   KB_WARMUP_REHEARSAL: t.keyof({ on: null, off: null }),
   KB_UNKNOWN_TOKEN_PER_MINUTE: IntFromString,
   // Slow clients and upload abuse (issue 11).
@@ -176,6 +177,11 @@ export interface Config {
   analyticsMaxRows: number;
   /** GET /s/<linkId> searches like the token (decisions.md); off: only the token opens a link. */
   linkIdSearch: boolean;
+  /**
+   * Express's `trust proxy`: which proxies' X-Forwarded-For give the client address that per-address
+   * limits count (false: the connection's address, the default).
+   */
+  trustProxy: boolean | number | string;
   /** At start-up, before /readyz says ready, one upload to VERIFIED and a search in a throwaway container (src/roles/rehearsal.ts; embedded default only). */
   warmupRehearsal: boolean;
   /** Failed look-ups of a public token or link id allowed per client IP per minute (all public channels together). */
@@ -324,6 +330,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     searchEventBacklog: e.KB_SEARCH_EVENT_BACKLOG ?? 1000,
     analyticsMaxRows: e.KB_ANALYTICS_MAX_ROWS ?? 200000,
     linkIdSearch: (e.KB_LINK_ID_SEARCH ?? 'on') === 'on',
+    trustProxy: trustProxyOf(e.KB_TRUST_PROXY),
     warmupRehearsal: (e.KB_WARMUP_REHEARSAL ?? 'on') === 'on',
     unknownTokenPerMinute: e.KB_UNKNOWN_TOKEN_PER_MINUTE ?? 20,
     headersTimeoutMs: e.KB_HEADERS_TIMEOUT_MS ?? 20_000,
@@ -400,4 +407,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.chunkOverlap >= config.chunkTokens) missing.push('KB_CHUNK_OVERLAP must be smaller than KB_CHUNK_TOKENS');
   if (missing.length) throw new ConfigError(`Invalid configuration, missing or inconsistent:\n  ${missing.join('\n  ')}`);
   return config;
+}
+
+/**
+ * KB_TRUST_PROXY: `off` (default) trusts no proxy; a whole number trusts that many hops; anything
+ * else is Express's list of trusted addresses (`loopback`, `10.0.0.0/8, uniquelocal`, ...).
+ */
+export function trustProxyOf(value: string | undefined): boolean | number | string {
+  const v = (value ?? 'off').trim();
+  if (v === '' || v === 'off' || v === 'false') return false;
+  if (/^\d+$/.test(v)) return Number(v);
+  return v;
 }

@@ -305,3 +305,25 @@ describe("abuse: a tenant's search scores reveal nothing of other tenants' words
     expect(await top(secret)).toBe(await top('qwxcontrolword'));
   }, 120_000);
 });
+
+describe('abuse: behind a reverse proxy, per-address limits are per client (KB_TRUST_PROXY)', () => {
+  let server: TestServer;
+  let a: Awaited<ReturnType<typeof tenant>>;
+
+  beforeAll(async () => {
+    // Rate limits on, as deployed; the test client stands for a proxy on loopback.
+    server = await startServer({ KB_TRUST_PROXY: 'loopback' });
+    a = await tenant(server.url, 'Proxied', 2_000);
+  }, 180_000);
+  afterAll(async () => server?.stop());
+
+  const search = (token: string, forwardedFor: string) => fetch(`${server.url}/public/${token}/search?q=refund`, { headers: { 'x-forwarded-for': forwardedFor } });
+
+  it("one client guessing tokens through the proxy does not lock out another client's valid link", async () => {
+    let refused = false;
+    for (let i = 0; i < 40 && !refused; i++) refused = (await search('0'.repeat(63) + (i % 10), '203.0.113.9')).status === 429;
+    expect(refused).toBe(true); // the guesser is stopped
+    expect((await search(a.token, '198.51.100.7')).status).toBe(200); // another client is not
+    expect((await search(a.token, '203.0.113.9')).status).toBe(429); // the guesser, even with a valid token
+  }, 60_000);
+});
