@@ -272,13 +272,11 @@ describe('abuse: a huge array of bad items in a search body is one error, its le
 });
 
 /**
- * NOT FIXED (too big for the sixth look; described in its report): BM25's statistics (each
- * term's document frequency, the row count, the average length) are counted over every
- * workspace of the index (src/adapters/embedded/lexicalIndex.ts: "all workspaces counted", as
- * FTS5's bm25() does), so a tenant's scores depend on other tenants' text. One search tells
- * another tenant whether a word occurs in anybody else's documents: its own document holding
- * the guessed word scores differently from one holding a made-up word. `test.failing` passes
- * while the leak is there; once statistics are per workspace it fails: make it `it`.
+ * BM25's statistics (each term's document frequency, the row count, the average length) were
+ * counted over every workspace of the index, so one search told another tenant whether a word
+ * occurs in anybody else's documents: its own document holding the guessed word scored
+ * differently from one holding a made-up word. They are each workspace's own now
+ * (lexicalIndex.ts statsOf / docFrequencyIn; test/unit/tenantStatistics.test.ts).
  */
 describe("abuse: a tenant's search scores reveal nothing of other tenants' words", () => {
   let server: TestServer;
@@ -288,7 +286,7 @@ describe("abuse: a tenant's search scores reveal nothing of other tenants' words
   }, 180_000);
   afterAll(async () => server?.stop());
 
-  test.failing("a guessed word used only in another workspace scores as a made-up one", async () => {
+  it("a guessed word used only in another workspace scores as a made-up one", async () => {
     const secret = 'zephyrcodename';
     const victim = await signUp(server.url, 'Victim');
     const vws = (await victim.api.post('/v1/workspaces', { name: 'Victim' })).body.id as string;
