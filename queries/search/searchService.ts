@@ -69,7 +69,9 @@ async function searchWithActiveModel(ctx: AppContext, request: Omit<SearchReques
     const embedder = await activeEmbedder(ctx.searchIndex, ctx.embeddingModels);
     // The configured model's queries go through the query embedder (its cache).
     const queries = embedder && embedder.modelId === ctx.queryEmbeddings.modelId ? ctx.queryEmbeddings : embedder;
-    const vector = queries ? (await queries.embed([request.text]))[0] : undefined;
+    // Remembered queries are kept per workspace (EmbeddingProvider.embedIn): a cache hit tells no other tenant what was asked.
+    const texts = [request.text];
+    const vector = queries ? (await (queries.embedIn ? queries.embedIn(request.filters.workspaceId, texts) : queries.embed(texts)))[0] : undefined;
     try {
       // The index's work in a turn shared fairly between workspaces (src/search/searchTurns.ts): one
       // tenant's flood of searches neither holds up another's nor runs for clients that left.
