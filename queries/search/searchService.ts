@@ -2,6 +2,7 @@ import { AppContext } from '../../src/app/context';
 import { isVectorModelChanged, Purpose, SearchHit, SearchRequest } from '../../src/ports/searchIndex';
 import { activeEmbedder, forgetActiveModel } from '../../src/search/vectorModels';
 import { documentsCollection } from '../../projections/document/documentProjection';
+import { SearchAbandoned, SearchRefused, searchTurns } from '../../src/search/searchTurns';
 
 export interface WorkspaceSearch {
   workspaceId: string;
@@ -11,6 +12,8 @@ export interface WorkspaceSearch {
   tags?: string[];
   purpose?: Purpose;
   documentIds?: string[];
+  /** Aborted when the client left: a search still waiting for its turn is then not run. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -21,10 +24,15 @@ export interface WorkspaceSearch {
  */
 export async function searchWorkspace(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHit[]> {
   const started = process.hrtime.bigint();
+  let ran = true;
   try {
     return await searchHits(ctx, s);
+  } catch (err) {
+    // Refused, or its client left, before the index was asked: no search was run.
+    if (err instanceof SearchRefused) ran = false;
+    throw err;
   } finally {
-    ctx.metrics.search({ mode: 'hybrid', seconds: Number(process.hrtime.bigint() - started) / 1e9 });
+    if (ran) ctx.metrics.search({ mode: 'hybrid', seconds: Number(process.hrtime.bigint() - started) / 1e9 });
   }
 }
 
@@ -32,7 +40,7 @@ async function searchHits(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHi
   if (s.limit <= 0 || (s.tags !== undefined && s.tags.length === 0) || (s.documentIds !== undefined && s.documentIds.length === 0)) return [];
   const filters = { workspaceId: s.workspaceId, ...(s.tags ? { tags: s.tags } : {}), ...(s.purpose ? { purpose: s.purpose } : {}), ...(s.documentIds ? { documentIds: s.documentIds } : {}) };
   // Ask for a few more than needed: the re-check below may drop stale hits.
-  const hits = await searchWithActiveModel(ctx, { text: s.query, filters, k: s.limit + 5, mode: 'hybrid' });
+  const hits = await searchWithActiveModel(ctx, { text: s.query, filters, k: s.limit + 5, mode: 'hybrid' }, s.signal);
   if (hits.length === 0) return [];
   const docs = await documentsCollection(ctx.readStore).getMany([...new Set(hits.map((h) => h.documentId))]);
   const byId = new Map(docs.map((d) => [d.id, d]));
@@ -54,14 +62,24 @@ async function searchHits(ctx: AppContext, s: WorkspaceSearch): Promise<SearchHi
  * a model change is under way); once more when the index switched models in between. No
  * embedder for that model: BM25 alone.
  */
-async function searchWithActiveModel(ctx: AppContext, request: Omit<SearchRequest, 'vector' | 'vectorModel'>): Promise<SearchHit[]> {
+async function searchWithActiveModel(ctx: AppContext, request: Omit<SearchRequest, 'vector' | 'vectorModel'>, signal?: AbortSignal): Promise<SearchHit[]> {
   for (let attempt = 1; ; attempt++) {
+    // A client that already left costs no embedding either.
+    if (signal?.aborted) throw new SearchAbandoned();
     const embedder = await activeEmbedder(ctx.searchIndex, ctx.embeddingModels);
     // The configured model's queries go through the query embedder (its cache).
     const queries = embedder && embedder.modelId === ctx.queryEmbeddings.modelId ? ctx.queryEmbeddings : embedder;
-    const vector = queries ? (await queries.embed([request.text]))[0] : undefined;
+    // Remembered queries are kept per workspace (EmbeddingProvider.embedIn): a cache hit tells no other tenant what was asked.
+    const texts = [request.text];
+    const vector = queries ? (await (queries.embedIn ? queries.embedIn(request.filters.workspaceId, texts) : queries.embed(texts)))[0] : undefined;
     try {
-      return await ctx.searchIndex.search({ ...request, ...(vector && queries ? { vector, vectorModel: queries.modelId } : {}) });
+      // The index's work in a turn shared fairly between workspaces (src/search/searchTurns.ts): one
+      // tenant's flood of searches neither holds up another's nor runs for clients that left.
+      return await searchTurns(ctx).run(
+        request.filters.workspaceId,
+        () => ctx.searchIndex.search({ ...request, ...(vector && queries ? { vector, vectorModel: queries.modelId } : {}) }),
+        signal,
+      );
     } catch (err) {
       if (!isVectorModelChanged(err) || attempt >= 2) throw err;
       forgetActiveModel(ctx.searchIndex);

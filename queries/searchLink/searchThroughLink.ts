@@ -14,6 +14,8 @@ export interface LinkSearch {
   limit: number;
   /** Tag ids asked for (undefined: the link's whole scope). */
   tags?: string[];
+  /** Aborted when the client left (see WorkspaceSearch.signal). */
+  signal?: AbortSignal;
 }
 
 export interface LinkSearchHit {
@@ -38,7 +40,7 @@ export async function searchThroughLink(deps: LinkSearchDeps, link: LinkScope, s
     if (refused.length) throw new DomainError('TAG_NOT_ALLOWED', `These tags are outside this link's scope: ${refused.slice(0, 10).join(', ')}.`);
   }
   const tags = s.tags ?? (scoped ? link.allowedTags : undefined);
-  const hits = await searchWorkspace(deps, { workspaceId: link.workspaceId, query: s.query, limit: s.limit, ...(tags ? { tags } : {}) });
+  const hits = await searchWorkspace(deps, { workspaceId: link.workspaceId, query: s.query, limit: s.limit, ...(tags ? { tags } : {}), ...(s.signal ? { signal: s.signal } : {}) });
   return hits.map((h) => ({
     documentId: h.documentId,
     title: h.documentTitle,
@@ -46,6 +48,17 @@ export async function searchThroughLink(deps: LinkSearchDeps, link: LinkScope, s
     score: h.score,
     tags: scoped ? h.tags.filter((x) => link.allowedTags.includes(x)) : h.tags,
   }));
+}
+
+/**
+ * Hits found under a link's scope as that link is now: a search waits for its turn, and the link
+ * may have been narrowed meanwhile (PATCH allowedTags). Hits outside the scope now are dropped,
+ * their tags cut to it. A link without allowedTags keeps every hit.
+ */
+export function cutToScope(hits: LinkSearchHit[], now: LinkScope): LinkSearchHit[] {
+  if (now.allowedTags.length === 0) return hits;
+  const allowed = new Set(now.allowedTags);
+  return hits.filter((h) => h.tags.some((t) => allowed.has(t))).map((h) => ({ ...h, tags: h.tags.filter((t) => allowed.has(t)) }));
 }
 
 export interface LinkDocument {

@@ -58,6 +58,7 @@ const Env = t.partial({
   KB_KAFKA_REBALANCE_TIMEOUT_MS: PositiveInt,
   KB_READ_YOUR_WRITES_MS: IntFromString,
   KB_LINK_ID_SEARCH: t.keyof({ on: null, off: null }),
+  KB_TRUST_PROXY: t.string,
   KB_WARMUP_REHEARSAL: t.keyof({ on: null, off: null }),
   KB_UNKNOWN_TOKEN_PER_MINUTE: IntFromString,
   // Slow clients and upload abuse (issue 11).
@@ -66,6 +67,8 @@ const Env = t.partial({
   KB_ANALYTICS_MAX_ROWS: PositiveInt,
   KB_BODY_TIMEOUT_MS: PositiveInt,
   KB_WHOLE_DOCUMENT_READS_AT_ONCE: PositiveInt,
+  KB_SEARCHES_AT_ONCE: PositiveInt,
+  KB_SEARCHES_WAITING_PER_WORKSPACE: PositiveInt,
   KB_WHOLE_DOCUMENT_STALL_MS: PositiveInt,
   KB_WHOLE_DOCUMENT_MIN_BYTES_PER_S: PositiveInt,
   KB_UPLOAD_TIMEOUT_MS: PositiveInt,
@@ -175,6 +178,11 @@ export interface Config {
   analyticsMaxRows: number;
   /** GET /s/<linkId> searches like the token (decisions.md); off: only the token opens a link. */
   linkIdSearch: boolean;
+  /**
+   * Express's `trust proxy`: which proxies' X-Forwarded-For give the client address that per-address
+   * limits count (false: the connection's address, the default).
+   */
+  trustProxy: boolean | number | string;
   /** At start-up, before /readyz says ready, one upload to VERIFIED and a search in a throwaway container (src/roles/rehearsal.ts; embedded default only). */
   warmupRehearsal: boolean;
   /** Failed look-ups of a public token or link id allowed per client IP per minute (all public channels together). */
@@ -185,6 +193,10 @@ export interface Config {
   bodyTimeoutMs: number;
   /** Answers holding a whole document's text or folded history (its text, content, metadata or set as of a time) built and sent at once; the others wait their turn. */
   wholeDocumentReadsAtOnce: number;
+  /** Searches run at once; one workspace holds at most half (src/search/searchTurns.ts). */
+  searchesAtOnce: number;
+  /** Searches of one workspace that may wait for a turn; past it they are refused (503). */
+  searchesWaitingPerWorkspace: number;
   /** A client that takes none of such an answer for this long has its connection closed (the answer dropped, the turn freed). */
   wholeDocumentStallMs: number;
   /**
@@ -321,11 +333,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     searchEventBacklog: e.KB_SEARCH_EVENT_BACKLOG ?? 1000,
     analyticsMaxRows: e.KB_ANALYTICS_MAX_ROWS ?? 200000,
     linkIdSearch: (e.KB_LINK_ID_SEARCH ?? 'on') === 'on',
+    trustProxy: trustProxyOf(e.KB_TRUST_PROXY),
     warmupRehearsal: (e.KB_WARMUP_REHEARSAL ?? 'on') === 'on',
     unknownTokenPerMinute: e.KB_UNKNOWN_TOKEN_PER_MINUTE ?? 20,
     headersTimeoutMs: e.KB_HEADERS_TIMEOUT_MS ?? 20_000,
     bodyTimeoutMs: e.KB_BODY_TIMEOUT_MS ?? 30_000,
     wholeDocumentReadsAtOnce: e.KB_WHOLE_DOCUMENT_READS_AT_ONCE ?? 2,
+    searchesAtOnce: e.KB_SEARCHES_AT_ONCE ?? 4,
+    searchesWaitingPerWorkspace: e.KB_SEARCHES_WAITING_PER_WORKSPACE ?? 128,
     wholeDocumentStallMs: e.KB_WHOLE_DOCUMENT_STALL_MS ?? 10_000,
     wholeDocumentMinBytesPerS: e.KB_WHOLE_DOCUMENT_MIN_BYTES_PER_S ?? 64 * 1024,
     uploadTimeoutMs: e.KB_UPLOAD_TIMEOUT_MS ?? 10 * 60_000,
@@ -396,4 +411,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.chunkOverlap >= config.chunkTokens) missing.push('KB_CHUNK_OVERLAP must be smaller than KB_CHUNK_TOKENS');
   if (missing.length) throw new ConfigError(`Invalid configuration, missing or inconsistent:\n  ${missing.join('\n  ')}`);
   return config;
+}
+
+/**
+ * KB_TRUST_PROXY: `off` (default) trusts no proxy; a whole number trusts that many hops; anything
+ * else is Express's list of trusted addresses (`loopback`, `10.0.0.0/8, uniquelocal`, ...).
+ */
+export function trustProxyOf(value: string | undefined): boolean | number | string {
+  const v = (value ?? 'off').trim();
+  if (v === '' || v === 'off' || v === 'false') return false;
+  if (/^\d+$/.test(v)) return Number(v);
+  return v;
 }

@@ -61,6 +61,11 @@ export function createApp(ctx: AppContext): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // Behind a reverse proxy every client has the proxy's address: per-address limits (the tool
+  // endpoint's 100 per minute, unknown tokens, public set pages) would be one budget for all,
+  // and one client guessing tokens would lock every other out. KB_TRUST_PROXY names the proxies
+  // whose X-Forwarded-For to believe (off by default: a client cannot choose its address).
+  if (ctx.config.trustProxy !== false) app.set('trust proxy', ctx.config.trustProxy);
   // /V1/... is not /v1/...: one spelling per route (every Router is case-sensitive too: routes/module.ts).
   app.set('case sensitive routing', true);
 

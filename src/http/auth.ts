@@ -156,6 +156,18 @@ function roleInRequest(ctx: AppContext, req: Request, workspaceId: string, userI
  * The caller's role in a workspace. Non-members get 404 WORKSPACE_NOT_FOUND (existence
  * is not revealed); members below `needed` get 403 FORBIDDEN.
  */
+/**
+ * The caller's standing judged again as it is now: the credential still live (a session not
+ * ended, an API key not revoked) and still a member with `needed`. For work that waited after
+ * the first check (a search waits for its turn): a member removed, or a key revoked, meanwhile,
+ * whose removal or revocation was already answered, gets nothing of that work.
+ */
+export async function recheckWorkspaceRole(ctx: AppContext, req: Request, workspaceId: string, needed: Role = 'MEMBER'): Promise<void> {
+  memos.delete(req);
+  await authenticateRequest(ctx, req);
+  await requireWorkspaceRole(ctx, req, workspaceId, needed);
+}
+
 export async function requireWorkspaceRole(ctx: AppContext, req: Request, workspaceId: string, needed: Role = 'MEMBER'): Promise<Role> {
   const auth = authOf(req);
   const role = await roleInRequest(ctx, req, workspaceId, auth.userId);

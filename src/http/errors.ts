@@ -156,6 +156,9 @@ function rpcErrorOf(status: number, err: DomainError): { jsonrpc: '2.0'; id: nul
 export function sendError(req: Request, res: Response, err: DomainError, path: string = req.path): void {
   const status = err instanceof HttpError ? err.status : statusOf(err.code);
   if (err instanceof HttpError) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  // A refusal under load says when to come back (a search's turns: src/search/searchTurns.ts).
+  const retryAfter = err.details?.retryAfter;
+  if (status === 503 && typeof retryAfter === 'number' && !res.hasHeader('Retry-After')) res.setHeader('Retry-After', String(retryAfter));
   const family = familyOf(path);
   if (family === 'mcp') {
     res.status(status).json(rpcErrorOf(status, err));

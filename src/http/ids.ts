@@ -2,6 +2,7 @@ import { Request } from 'express';
 import * as t from 'io-ts';
 import { DomainError, ErrorCode } from '../domain/errors';
 import { isUuid, UUID_PATTERN } from '../domain/ids';
+import { lengthFirstArray } from './codecs';
 
 /**
  * Every id the service issues is a UUID (randomUUID). Ids are checked at the edge, so a
@@ -19,7 +20,7 @@ export const Uuid = new t.Type<string, string, unknown>(
 );
 
 /** A list of UUIDs in a request body (at most `max`). */
-export const UuidList = (max: number) => t.refinement(t.array(Uuid), (a) => a.length <= max, `at most ${max} ids`);
+export const UuidList = (max: number) => t.refinement(lengthFirstArray(Uuid, max), (a) => a.length <= max, `at most ${max} ids`);
 
 /**
  * A path parameter naming a resource: a UUID (lower-cased), or the resource is simply not

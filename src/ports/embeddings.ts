@@ -5,6 +5,12 @@ export interface EmbeddingProvider {
   readonly dimensions: number;
   embed(texts: string[]): Promise<Float32Array[]>;
   /**
+   * Query texts of one scope (a workspace), optional: a provider that remembers queries keeps each
+   * scope's apart, so whether a text was asked before (a cache hit answers faster) is never told
+   * to another tenant. Callers fall back to `embed` when absent.
+   */
+  embedIn?(scope: string, texts: string[]): Promise<Float32Array[]>;
+  /**
    * Texts of documents to index (optional): the same vectors as `embed`, possibly made off
    * the event loop and without the query cache. Callers fall back to `embed` when absent.
    */

@@ -54,4 +54,14 @@ describe('CachedEmbeddings', () => {
     fail = false;
     expect((await d.embed(['z']))[0][0]).toBe(1);
   });
+  it("keeps each scope's queries apart: another workspace's query is neither a hit nor shared in flight (no timing oracle)", async () => {
+    const inner = counting();
+    const c = new CachedEmbeddings(inner, { maxEntries: 10 });
+    await c.embedIn('workspace-a', ['secret merger']);
+    await c.embedIn('workspace-b', ['secret merger']); // a miss: B cannot tell A asked it
+    await c.embedIn('workspace-a', ['secret merger']); // A's own repeat is a hit
+    expect(inner.calls).toEqual([['secret merger'], ['secret merger']]);
+    await Promise.all([c.embedIn('workspace-c', ['same']), c.embedIn('workspace-d', ['same'])]);
+    expect(inner.calls.slice(2)).toEqual([['same'], ['same']]);
+  });
 });

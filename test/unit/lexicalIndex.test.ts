@@ -17,50 +17,60 @@ interface Row {
 }
 
 /**
- * The same chunks in an FTS5 table (the reference: its bm25()) and in a LexicalIndex; writes
- * go to both.
+ * The same chunks in FTS5 tables, one per workspace (the reference: its bm25(), whose
+ * statistics are then the workspace's own, as the index's must be: sixth hostile look), and in
+ * one LexicalIndex; writes go to both.
  */
 class Pair {
   readonly db: Database.Database;
   readonly index: LexicalIndex;
   readonly rows = new Map<number, Row>();
-  private readonly ins: Database.Statement;
-  private readonly del: Database.Statement;
+  private readonly perWorkspace = new Map<number, Database.Database>();
 
   constructor(compactMinDead?: number) {
     this.db = openIndexDatabase(':memory:');
     const stemmer = new Stemmer(new StatementCache(this.db));
     this.index = new LexicalIndex((w) => stemmer.stems(w), compactMinDead);
-    this.ins = this.db.prepare('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)');
-    this.del = this.db.prepare('DELETE FROM chunks_fts WHERE rowid = ?');
+  }
+
+  /** The FTS5 table of one workspace. */
+  dbOf(ws: number): Database.Database {
+    let db = this.perWorkspace.get(ws);
+    if (!db) this.perWorkspace.set(ws, (db = openIndexDatabase(':memory:')));
+    return db;
   }
 
   add(r: Row): void {
-    this.ins.run(r.id, r.title, r.content);
+    this.dbOf(r.ws).prepare('INSERT INTO chunks_fts(rowid, title, content) VALUES (?, ?, ?)').run(r.id, r.title, r.content);
     this.index.add(r.id, r.ws, r.doc, r.title, r.content);
     this.rows.set(r.id, r);
   }
 
   remove(id: number): void {
     const r = this.rows.get(id)!;
-    this.del.run(id);
+    this.dbOf(r.ws).prepare('DELETE FROM chunks_fts WHERE rowid = ?').run(id);
     this.index.remove(id, r.ws, r.title, r.content);
     this.rows.delete(id);
   }
 
-  /** FTS5's ranking of the workspace's matches: positive scores, best first, ties by row id. */
-  /** FTS5's N and average length. */
-  stats(): { rows: number; avgLength: number } {
-    return decodeAverages(this.db.prepare<[], { block: Buffer }>('SELECT block FROM chunks_fts_data WHERE id = 1').get()!.block);
+  /** FTS5's N and average length of a workspace's table. */
+  stats(ws: number): { rows: number; avgLength: number } {
+    return decodeAverages(this.dbOf(ws).prepare<[], { block: Buffer }>('SELECT block FROM chunks_fts_data WHERE id = 1').get()!.block);
   }
 
   top(ws: number, stems: string[], titleWeight: number, mask: Uint8Array, m: number): { id: number; s: number }[] {
-    return this.index.top(ws, stems, titleWeight, mask, m, this.stats());
+    return this.index.top(ws, stems, titleWeight, mask, m, this.stats(ws));
   }
 
+  close(): void {
+    this.db.close();
+    for (const db of this.perWorkspace.values()) db.close();
+  }
+
+  /** FTS5's ranking of the workspace's matches: positive scores, best first, ties by row id. */
   reference(ws: number, words: string[], titleWeight: number, mask?: Uint8Array): { id: number; s: number }[] {
     const match = words.map((w) => `"${w}"`).join(' OR ');
-    return this.db
+    return this.dbOf(ws)
       .prepare<[string, number, number], { id: number; s: number }>(
         `SELECT rowid AS id, -bm25(chunks_fts, ${titleWeight}, 1.0) AS s FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid BETWEEN ? AND ?`,
       )
@@ -110,8 +120,19 @@ describe('LexicalIndex (in-memory BM25)', () => {
         }
       }
     }
+    // The index's own statistics of each workspace are FTS5's over that workspace alone.
+    for (const ws of [1, 2]) {
+      const mine = p.index.statsOf(ws);
+      const ref = p.stats(ws);
+      expect(mine.rows).toBe(ref.rows);
+      expect(mine.avgLength).toBeCloseTo(ref.avgLength, 9);
+      for (const stem of ['shock', 'wave', 'the', 'uber']) {
+        expect(p.index.docFrequencyIn(ws, stem)).toBe(p.dbOf(ws).prepare("SELECT doc FROM chunks_vocab WHERE term = ?").pluck().get(stem) ?? 0);
+      }
+    }
+    expect(p.index.docFrequencyIn(1, 'shock') + p.index.docFrequencyIn(2, 'shock')).toBe(p.index.docFrequency('shock'));
     expect(p.top(3, ['shock'], 2, all, 10)).toEqual([]);
-    p.db.close();
+    p.close();
   });
 
   it('honours the document mask (filters) before keeping the top m', () => {
@@ -127,7 +148,7 @@ describe('LexicalIndex (in-memory BM25)', () => {
         for (const m of [1, 10, 100]) expectSameRanking(p.top(1, stemsOf(p.db, words), 2, mask, m), ref.slice(0, m));
       }
     }
-    p.db.close();
+    p.close();
   });
 
   it('follows deletes and re-adds (document frequencies, row count, lengths), with and without compaction', () => {
@@ -146,7 +167,8 @@ describe('LexicalIndex (in-memory BM25)', () => {
         }
         expect(p.index.rows).toBe(p.rows.size);
         for (const stem of ['shock', 'wave', 'the', 'uber']) {
-          expect(p.index.docFrequency(stem)).toBe(p.db.prepare("SELECT doc FROM chunks_vocab WHERE term = ?").pluck().get(stem) ?? 0);
+          expect(p.index.docFrequency(stem)).toBe(p.dbOf(1).prepare("SELECT doc FROM chunks_vocab WHERE term = ?").pluck().get(stem) ?? 0);
+          expect(p.index.docFrequencyIn(1, stem)).toBe(p.index.docFrequency(stem));
         }
       }
       // Removing everything drops the workspace's postings.
@@ -154,7 +176,7 @@ describe('LexicalIndex (in-memory BM25)', () => {
       expect(p.index.rows).toBe(0);
       expect(p.index.postings).toBe(0);
       expect(p.top(1, ['shock'], 2, new Uint8Array(10_000).fill(1), 10)).toEqual([]);
-      p.db.close();
+      p.close();
     }
   });
 
@@ -168,13 +190,13 @@ describe('LexicalIndex (in-memory BM25)', () => {
     for (const titleWeight of [2, 5]) expectSameRanking(p.top(1, ['shock', 'wing'], titleWeight, all, 10), p.reference(1, ['shock', 'wing'], titleWeight));
     p.remove(WS_SPAN + 1);
     expectSameRanking(p.top(1, ['shock'], 2, all, 10), p.reference(1, ['shock'], 2));
-    p.db.close();
+    p.close();
   });
 
   it('refuses a row indexed twice', () => {
     const p = new Pair();
     p.add({ id: WS_SPAN + 1, ws: 1, doc: 0, title: 't', content: 'shock' });
     expect(() => p.index.add(WS_SPAN + 1, 1, 0, 't', 'shock')).toThrow(/already indexed/);
-    p.db.close();
+    p.close();
   });
 });

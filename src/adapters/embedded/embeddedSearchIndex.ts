@@ -914,6 +914,7 @@ export class EmbeddedSearchIndex implements SearchIndex {
               terms,
               fed.map((f) => ({ text: `${rows.get(f.key)!.document_title} ${rows.get(f.key)!.content}`, weight: f.score })),
               prf,
+              scope.workspace,
             )
           : terms;
         const q2 = denseFeedback ? rocchio(query!, feedbackVectors(fed.map((f) => rows.get(f.key)!.vector)), prf.denseWeight) : query;

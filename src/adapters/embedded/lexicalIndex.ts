@@ -12,8 +12,10 @@
  *
  * Scores are FTS5's: k1 = 1.2, b = 0.75, frequencies weighted by column (title weight, content
  * 1), row length = tokens of title and content, idf = ln((N − n + 0.5)/(n + 0.5)) (1e-6 when not
- * positive), n the live rows holding the term, all workspaces counted, N and the average length
- * from FTS5's own averages record (see `top`); words
+ * positive), n the live rows of the workspace holding the term, N and the average length over
+ * the workspace's live rows (`statsOf`): each workspace is ranked as FTS5 would rank a table of
+ * its own chunks, never with other workspaces' text (sixth hostile look: index-wide counts let
+ * one search tell whether a word occurs in another tenant's documents); words
  * split as FTS5's unicode61 does (wordsOf) and stemmed by FTS5's own porter tokenizer (the
  * index's Stemmer). It follows every write (a removed chunk's text is tokenized again to take
  * its terms out of the document frequencies; its postings are dropped lazily, by compaction).
@@ -76,6 +78,15 @@ const CHECK_RATIO = 1;
 /** One workspace's chunks: numbered in insertion order ("lex" numbers), postings by term. */
 class Space {
   readonly postings = new Map<number, Postings>();
+  /**
+   * BM25's statistics of this workspace alone: its live chunks holding each term, its live
+   * chunks and their tokens. Scores are ranked with these, never with other workspaces' text
+   * (sixth hostile look: index-wide counts let one search tell whether a word occurs in
+   * another tenant's documents).
+   */
+  df = new Map<number, number>();
+  rowCount = 0;
+  totalLength = 0;
   /** Exact frequencies of postings whose packed value is ESCAPE: term → lex → [title, content]. */
   readonly escaped = new Map<number, Map<number, [number, number]>>();
   readonly lexOfRow = new Map<number, number>();
@@ -250,6 +261,19 @@ export class LexicalIndex {
     return n;
   }
 
+  /** BM25's N and average row length over one workspace's live rows (what ranks it). */
+  statsOf(workspace: number): Bm25Stats {
+    const space = this.spaces.get(workspace);
+    const rows = Math.max(1, space?.rowCount ?? 0);
+    return { rows, avgLength: Math.max(1e-9, (space?.totalLength ?? 0) / rows) };
+  }
+
+  /** Rows of one workspace holding the stem; 0 when unknown. */
+  docFrequencyIn(workspace: number, stem: string): number {
+    const t = this.termOfStem.get(stem);
+    return t === undefined ? 0 : (this.spaces.get(workspace)?.df.get(t) ?? 0);
+  }
+
   /** Rows holding the stem (all workspaces); 0 when unknown. */
   docFrequency(stem: string): number {
     const t = this.termOfStem.get(stem);
@@ -337,11 +361,14 @@ export class LexicalIndex {
     space.lexOfRow.set(rowId, lex);
     this.rowCount++;
     this.totalLength += length;
+    space.rowCount++;
+    space.totalLength += length;
     for (let i = 0; i < this.tallyCount; i++) {
       const t = this.tallyTerms[i];
       const ti = this.tallyTitle[t];
       const co = this.tallyContent[t];
       this.df[t]++;
+      space.df.set(t, (space.df.get(t) ?? 0) + 1);
       let p = space.postings.get(t);
       if (!p) space.postings.set(t, (p = newPostings(new Int32Array(4), new Uint16Array(4), 0)));
       if (p.n === p.lex.length) {
@@ -372,12 +399,20 @@ export class LexicalIndex {
     const lex = space?.lexOfRow.get(rowId);
     if (!space || lex === undefined) return;
     this.count(title, content);
-    for (let i = 0; i < this.tallyCount; i++) if (--this.df[this.tallyTerms[i]] === 0) this.deadTerms++;
+    for (let i = 0; i < this.tallyCount; i++) {
+      const t = this.tallyTerms[i];
+      if (--this.df[t] === 0) this.deadTerms++;
+      const d = (space.df.get(t) ?? 1) - 1;
+      if (d > 0) space.df.set(t, d);
+      else space.df.delete(t);
+    }
     this.resetTally();
     space.lexOfRow.delete(rowId);
     space.docOfLex[lex] = -1;
     this.rowCount--;
     this.totalLength -= space.lenOfLex[lex];
+    space.rowCount--;
+    space.totalLength -= space.lenOfLex[lex];
     space.dead++;
     if (space.dead >= this.compactMinDead && space.dead > space.live) this.compact(space);
     if (space.live === 0 && space.dead > 0) this.spaces.delete(workspace);
@@ -549,6 +584,8 @@ export class LexicalIndex {
           sp.postings.set(termIds[i], lists[i]);
         }
         for (const [t, entries] of h.escaped) sp.escaped.set(t, new Map(entries.map(([lex, ti, co]) => [lex, [ti, co] as [number, number]])));
+        // The snapshot's postings are its live chunks' (any chunk no row binds is dropped, and these counted again, by dropUnbound).
+        for (let i = 0; i < h.terms; i++) if (counts[i] > 0) sp.df.set(termIds[i], counts[i]);
         spaces.set(h.workspace, sp);
       }
       this.clear();
@@ -578,6 +615,8 @@ export class LexicalIndex {
     space.dead--;
     this.rowCount++;
     this.totalLength += space.lenOfLex[lex];
+    space.rowCount++;
+    space.totalLength += space.lenOfLex[lex];
     return true;
   }
 
@@ -600,7 +639,13 @@ export class LexicalIndex {
       if (space.live === 0) this.spaces.delete(workspace);
     }
     this.df.fill(0);
-    for (const space of this.spaces.values()) for (const [t, p] of space.postings) this.df[t] += p.n;
+    for (const space of this.spaces.values()) {
+      space.df = new Map();
+      for (const [t, p] of space.postings) {
+        this.df[t] += p.n;
+        if (p.n > 0) space.df.set(t, p.n);
+      }
+    }
     this.snapshotRows = this.rowCount;
     if (dropped > 0) this.trimVocabulary();
     return dropped;
@@ -662,7 +707,7 @@ export class LexicalIndex {
       const t = this.termOfStem.get(stem);
       const p = t === undefined ? undefined : space.postings.get(t);
       if (t === undefined || !p) continue;
-      const nHit = this.df[t];
+      const nHit = space.df.get(t) ?? 0;
       let idf = Math.log((n - nHit + 0.5) / (nHit + 0.5));
       if (idf <= 0) idf = 1e-6;
       const esc = space.escaped.get(t);
@@ -746,7 +791,7 @@ export class LexicalIndex {
     const factor: number[] = [];
     for (const term of terms) {
       const t = this.termOfStem.get(term.stem);
-      const df = t === undefined ? 0 : this.df[t];
+      const df = t === undefined ? 0 : (space.df.get(t) ?? 0);
       const idf = Math.max(Math.log((n - df + 0.5) / (df + 0.5)), 1e-6);
       lists.push(t === undefined ? undefined : space.postings.get(t));
       escs.push(t === undefined ? undefined : space.escaped.get(t));
@@ -848,7 +893,7 @@ export class LexicalIndex {
       const t = this.termOfStem.get(stem);
       const p = t === undefined ? undefined : space.postings.get(t);
       if (t === undefined || !p) continue;
-      const nHit = this.df[t];
+      const nHit = space.df.get(t) ?? 0;
       let idf = Math.log((n - nHit + 0.5) / (nHit + 0.5));
       if (idf <= 0) idf = 1e-6;
       this.bounds(space, t, p);

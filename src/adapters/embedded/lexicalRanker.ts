@@ -88,8 +88,22 @@ export class LexicalRanker implements FeedbackStatistics {
   }
 
   /** The terms expanded by RM3 from feedback chunks' text. */
-  expand(original: WeightedTerm[], feedback: { text: string; weight: number }[], prf: PrfConfig): WeightedTerm[] {
-    return expandTerms(original, feedback, prf, this);
+  expand(original: WeightedTerm[], feedback: { text: string; weight: number }[], prf: PrfConfig, workspace?: number): WeightedTerm[] {
+    return expandTerms(original, feedback, prf, workspace === undefined ? this : this.statisticsOf(workspace));
+  }
+
+  /** The feedback statistics of one workspace alone (never other workspaces' text). */
+  statisticsOf(workspace: number): FeedbackStatistics {
+    return {
+      stems: (words) => this.stems(words),
+      docFrequencies: (stems) => this.docFrequencies(stems, workspace),
+      chunks: this.rowsOf(workspace),
+    };
+  }
+
+  /** BM25's N for a workspace: its live chunks when the in-memory index ranks, else the whole index's (FTS5). */
+  private rowsOf(workspace?: number): number {
+    return this.index && workspace !== undefined ? this.index.statsOf(workspace).rows : Math.max(1, this.corpus.liveCount);
   }
 
   /**
@@ -119,7 +133,7 @@ export class LexicalRanker implements FeedbackStatistics {
       if (this.index) {
         // Exact BM25 over every match of the workspace, in memory (lexicalIndex.ts); the
         // scope's mask is applied before the top m are kept.
-        rows = this.index.top(scope.workspace, terms.map((t) => t.stem), titleWeight, scope.mask, m, this.averages()).map((r) => ({ id: r.id, s: -r.s }));
+        rows = this.index.top(scope.workspace, terms.map((t) => t.stem), titleWeight, scope.mask, m, this.averages(scope.workspace)).map((r) => ({ id: r.id, s: -r.s }));
       } else if (this.corpus.dims > 0) {
         // Rank in FTS5 alone within the workspace's rowid range (no per-match join) and
         // filter with the in-memory mask, reading deeper until m rows pass.
@@ -162,8 +176,8 @@ export class LexicalRanker implements FeedbackStatistics {
       const ids = new Set(pool);
       // Strongest = largest possible contribution, weight · idf (rarer terms also have
       // shorter posting lists, so the query stays cheap).
-      const df = this.docFrequencies(terms.map((t) => t.stem));
-      const n = Math.max(1, this.corpus.liveCount);
+      const df = this.docFrequencies(terms.map((t) => t.stem), scope.workspace);
+      const n = this.rowsOf(scope.workspace);
       const reach = (t: WeightedTerm): number => {
         const d = df.get(t.stem) ?? 0;
         return t.weight * Math.max(1e-6, Math.log((n - d + 0.5) / (d + 0.5)));
@@ -175,26 +189,27 @@ export class LexicalRanker implements FeedbackStatistics {
         .map((t) => ({ ...t, weight: 1 }));
       if (strongest.length > 0) for (const r of this.candidates(strongest, filters, scope, m, titleWeight)) ids.add(r.id);
       // From the in-memory postings when the index holds them (same scores, no text read).
-      rows = (this.index && !this.feedbackFromText ? this.index.scoreRows(scope.workspace, [...ids], terms, titleWeight, this.averages()) : this.weightedBm25([...ids], terms, titleWeight, known))
+      rows = (this.index && !this.feedbackFromText ? this.index.scoreRows(scope.workspace, [...ids], terms, titleWeight, this.averages(scope.workspace)) : this.weightedBm25([...ids], terms, titleWeight, known, scope.workspace))
         .sort((a, b) => b.s - a.s || a.id - b.id)
         .slice(0, m);
     }
     if (rows.length === 0) return [];
     // Normalised by the best score the weighted query could reach: expansion terms take a
     // share of the evidence instead of adding to it, so scores keep their bands with feedback.
-    const best = this.maxBm25(terms);
+    const best = this.maxBm25(terms, scope.workspace);
     return rows.map((r) => ({ id: r.id, lexical: best > 0 ? Math.min(1, r.s / best) : 0 }));
   }
 
   /**
    * FTS5's BM25 (k1 = 1.2, b = 0.75, column-weighted frequencies, IDF and average length
-   * over the whole index) of the given rows for weighted terms, computed here from the
-   * rows' text with FTS5's stemmer; positive, higher is better.
+   * over `workspace`'s rows when the in-memory index holds them, else over the whole index) of
+   * the given rows for weighted terms, computed here from the rows' text with FTS5's stemmer;
+   * positive, higher is better.
    */
-  weightedBm25(ids: number[], terms: WeightedTerm[], titleWeight: number, known?: ReadonlyMap<number, ChunkText>): { id: number; s: number }[] {
+  weightedBm25(ids: number[], terms: WeightedTerm[], titleWeight: number, known?: ReadonlyMap<number, ChunkText>, workspace?: number): { id: number; s: number }[] {
     if (ids.length === 0) return [];
-    const { rows: n, avgLength } = this.averages();
-    const df = this.docFrequencies(terms.map((t) => t.stem));
+    const { rows: n, avgLength } = this.averages(workspace);
+    const df = this.docFrequencies(terms.map((t) => t.stem), workspace);
     const termOf = new Map(terms.map((t, i) => [t.stem, i]));
     const weight = terms.map((t) => t.weight);
     const idf = terms.map((t) => Math.max(Math.log((n - (df.get(t.stem) ?? 0) + 0.5) / ((df.get(t.stem) ?? 0) + 0.5)), 1e-6));
@@ -261,8 +276,8 @@ export class LexicalRanker implements FeedbackStatistics {
    * BM25's row count and average row length in tokens: the in-memory index's, over the rows
    * it holds; without one, FTS5's "averages" record (which counts deleted rows too).
    */
-  private averages(): { rows: number; avgLength: number } {
-    if (this.index) return this.index.stats;
+  private averages(workspace?: number): { rows: number; avgLength: number } {
+    if (this.index) return workspace === undefined ? this.index.stats : this.index.statsOf(workspace);
     const rec = this.statements.get<[], { block: Buffer }>('SELECT block FROM chunks_fts_data WHERE id = 1').get();
     if (!rec) return { rows: Math.max(1, this.corpus.liveCount), avgLength: 1 };
     return decodeAverages(rec.block);
@@ -298,12 +313,12 @@ export class LexicalRanker implements FeedbackStatistics {
    * else FTS5's (fts5vocab counts by reading the term's whole
    * posting list, so counts are cached until chunk writes reach 1 % of the index.
    */
-  docFrequencies(stems: string[]): Map<string, number> {
+  docFrequencies(stems: string[], workspace?: number): Map<string, number> {
     if (this.index) {
-      // Exact and current: the in-memory index keeps them.
+      // Exact and current: the in-memory index keeps them (a workspace's own, when one is named).
       const out = new Map<string, number>();
       for (const t of stems) {
-        const df = this.index.docFrequency(t);
+        const df = workspace === undefined ? this.index.docFrequency(t) : this.index.docFrequencyIn(workspace, t);
         if (df > 0) out.set(t, df);
       }
       return out;
@@ -332,9 +347,9 @@ export class LexicalRanker implements FeedbackStatistics {
    * idf·tf·(k1 + 1)/(tf + k1·(1 − b + b·len/avg)) stays below idf·(k1 + 1) whatever the
    * (column-weighted) frequency tf. IDF uses FTS5's formula over all indexed chunks.
    */
-  maxBm25(terms: WeightedTerm[]): number {
-    const df = this.docFrequencies(terms.map((t) => t.stem));
-    const n = Math.max(1, this.corpus.liveCount);
+  maxBm25(terms: WeightedTerm[], workspace?: number): number {
+    const df = this.docFrequencies(terms.map((t) => t.stem), workspace);
+    const n = this.rowsOf(workspace);
     let sum = 0;
     for (const t of terms) {
       const doc = df.get(t.stem);

@@ -41,16 +41,25 @@ export class CachedEmbeddings implements EmbeddingProvider {
     return this.inner.embedDocuments ? this.inner.embedDocuments(texts) : this.embed(texts);
   }
 
-  private key(text: string): string {
-    return `${this.inner.modelId}\u0000${text}`;
+  private key(text: string, scope = ''): string {
+    return `${scope}\u0000${this.inner.modelId}\u0000${text}`;
   }
 
-  async embed(texts: string[]): Promise<Float32Array[]> {
+  embed(texts: string[]): Promise<Float32Array[]> {
+    return this.embedIn('', texts);
+  }
+
+  /**
+   * Queries of one scope (a workspace): cached and shared (in flight) only within it. One cache
+   * for all let a tenant time its own query to learn whether another tenant had just asked the
+   * same text (a remote model answers a miss in 100+ ms, a hit at once; sixth hostile look).
+   */
+  async embedIn(scope: string, texts: string[]): Promise<Float32Array[]> {
     const result = new Array<Float32Array | Promise<Float32Array>>(texts.length);
     const missing: string[] = [];
     const missingKeys: string[] = [];
     for (let i = 0; i < texts.length; i++) {
-      const key = this.key(texts[i]);
+      const key = this.key(texts[i], scope);
       const hit = this.cache.get(key);
       if (hit) {
         this.cache.delete(key); // refresh recency
@@ -85,7 +94,7 @@ export class CachedEmbeddings implements EmbeddingProvider {
         for (const key of missingKeys) this.inflight.delete(key);
       }
       for (let i = 0; i < texts.length; i++) {
-        if (result[i] === undefined) result[i] = this.cache.get(this.key(texts[i])) ?? (await call)[missingKeys.indexOf(this.key(texts[i]))];
+        if (result[i] === undefined) result[i] = this.cache.get(this.key(texts[i], scope)) ?? (await call)[missingKeys.indexOf(this.key(texts[i], scope))];
       }
     }
     return Promise.all(result);

@@ -21,7 +21,7 @@ import { deleteDocument } from '../../../commands/document/deleteDocument';
 import { authOf, enforceIdentityRequirements, requireAuth, requireWorkspaceRole } from '../auth';
 import { allowSlowBody } from '../bodyDeadline';
 import { byUser, consumeRateLimit, rateLimit } from '../rateLimit';
-import { decode, DocumentContent, IntFromString, IsoDateString, Purpose, QueryText, strict } from '../codecs';
+import { decode, DocumentContent, IntFromString, IsoDateString, lengthFirstArray, Purpose, QueryText, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { DocumentTitle, receiveDocumentUpload } from '../upload';
 import { RouteModule, router } from './module';
@@ -33,7 +33,7 @@ import { asksForThePast, respondWhole, wholeDocumentRead, wholeDocumentTurns } f
 
 const ID = UUID_PATTERN;
 const Title = DocumentTitle;
-const TagIds = t.array(Uuid);
+const TagIds = lengthFirstArray(Uuid, 1000);
 const UpdateBody = strict(t.partial({ title: Title, purpose: Purpose, tags: TagIds }));
 const ContentBody = strict(t.intersection([t.type({ content: DocumentContent }), t.partial({ expectedUpdatedAt: IsoDateString })]));
 const TextFormat = t.keyof({ markdown: null, text: null });

@@ -10,7 +10,7 @@ import { updateInstructionSet } from '../../../commands/instructionSet/updateIns
 import { deleteInstructionSet } from '../../../commands/instructionSet/deleteInstructionSet';
 import { addSetDocument, removeSetDocument, reorderSetDocuments } from '../../../commands/instructionSet/setDocuments';
 import { authOf, enforceIdentityRequirements, requireAuth, requireWorkspaceRole } from '../auth';
-import { decode, HumanName, HumanText, IsoDateString, strict } from '../codecs';
+import { decode, HumanName, HumanText, IsoDateString, lengthFirstArray, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
@@ -25,7 +25,7 @@ const Description = t.union([HumanText(500), t.null]);
 const CreateBody = strict(t.intersection([t.type({ name: Name }), t.partial({ description: Description, isPublic: t.boolean })]));
 const UpdateBody = strict(t.partial({ name: Name, description: Description, isPublic: t.boolean, expectedUpdatedAt: IsoDateString }));
 const AddDocumentBody = strict(t.type({ documentId: t.refinement(t.string, (s) => s.length > 0 && s.length <= 200, 'document id') }));
-const ReorderBody = strict(t.type({ documentIds: t.array(Uuid) }));
+const ReorderBody = strict(t.type({ documentIds: lengthFirstArray(Uuid, 1000) }));
 
 /** The JSON body codecs of these routes (property tests walk them). */
 export const instructionSetBodies = { CreateBody, UpdateBody, AddDocumentBody, ReorderBody };

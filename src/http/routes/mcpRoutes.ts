@@ -5,7 +5,7 @@ import { searchLinkByToken, scopeTags, SearchLinkView } from '../../../queries/s
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
 import { recordLinkUsed, recordSearch } from '../../../commands/search/recordSearch';
 import { randomUUID } from 'node:crypto';
-import { fetchThroughLink, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
+import { cutToScope, fetchThroughLink, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
 import { CHATGPT_SEARCH_RESULTS } from '../../mcp/chatgptTools';
 import { LIMIT_MAX } from '../../mcp/searchTool';
 import { DomainError } from '../../domain/errors';
@@ -15,6 +15,8 @@ import { consumeRateLimit, guessingGuard } from '../rateLimit';
 import { clientErrorStatus, HttpError } from '../errors';
 import { RouteModule, router } from './module';
 import { RpcResult } from '../responses';
+import { clientGone } from '../clientGone';
+import { SEARCH_BUSY_RETRY_AFTER_S, SearchAbandoned } from '../../search/searchTurns';
 
 export const MCP_BODY_LIMIT = 1024 * 1024;
 
@@ -102,16 +104,32 @@ async function asRpc(res: Response, limited: Promise<void>): Promise<void> {
   }
 }
 
-function linkSession(ctx: AppContext, link: SearchLinkView, onSearch: (hitDocumentIds: string[]) => void): McpLinkSession {
+/** The refusal of a token that opens no link (any more). */
+function refusal(status: 'not_found' | 'expired'): RpcError {
+  return new RpcError(RPC.FORBIDDEN, status === 'expired' ? 'Forbidden: this search link has expired.' : 'Forbidden: the token is invalid or the link is no longer active.');
+}
+
+function linkSession(ctx: AppContext, token: string, link: SearchLinkView, signal: AbortSignal, onSearch: (hitDocumentIds: string[]) => void): McpLinkSession {
   const documentUrl = (id: string) => `${ctx.config.baseUrl}/v1/documents/${id}`;
   let tags: Promise<{ id: string; name: string }[]> | undefined;
   const scope = () => (tags ??= scopeTags(ctx, link));
+  /**
+   * The link as it is now. A search waits for its turn: a link revoked, expired or disabled
+   * meanwhile (its revocation already answered) answers nothing, and one narrowed meanwhile
+   * answers only what its scope holds now.
+   */
+  const current = async (): Promise<SearchLinkView> => {
+    const now = await searchLinkByToken(ctx, token);
+    if (now.status !== 'ok') throw refusal(now.status);
+    return now.link;
+  };
   return {
     scoped: link.allowedTags.length > 0,
     scopeTags: scope,
     // Arguments were validated against scopeTags, so a requested tag is inside the scope.
     search: async (args) => {
-      const hits = await searchThroughLink(ctx, link, args);
+      const found = await searchThroughLink(ctx, link, { ...args, signal });
+      const hits = cutToScope(found, await current());
       onSearch(hits.map((h) => h.documentId));
       return hits.map((h) => ({ title: h.title, content: h.content, score: h.score }));
     },
@@ -119,7 +137,7 @@ function linkSession(ctx: AppContext, link: SearchLinkView, onSearch: (hitDocume
     // The chatgpt profile: documents (not passages), each once, best first; the citation URL is
     // the document's own API address (members only), never the link's token.
     searchDocuments: async (query) => {
-      const hits = await searchThroughLink(ctx, link, { query, limit: LIMIT_MAX });
+      const hits = cutToScope(await searchThroughLink(ctx, link, { query, limit: LIMIT_MAX, signal }), await current());
       onSearch(hits.map((h) => h.documentId));
       const seen = new Set<string>();
       const out = [];
@@ -134,6 +152,8 @@ function linkSession(ctx: AppContext, link: SearchLinkView, onSearch: (hitDocume
     fetchDocument: async (id) => {
       try {
         const d = await fetchThroughLink(ctx, link, id, ctx.config.mcpFetchMaxChars);
+        const now = await current();
+        if (now.allowedTags.length > 0 && !d.tags.some((t) => now.allowedTags.includes(t))) return null;
         return { id: d.documentId, title: d.title, text: d.text, url: documentUrl(d.documentId), metadata: { mimeType: d.mimeType, updatedAt: d.updatedAt, truncated: d.truncated, tags: d.tags } };
       } catch (err) {
         if (err instanceof DomainError && err.code === 'DOCUMENT_NOT_FOUND') return null;
@@ -191,8 +211,7 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
       await asRpc(res, guard.before(req));
       const resolved = await searchLinkByToken(ctx, String(req.params.token));
       if (resolved.status === 'not_found') await asRpc(res, guard.failed(req, res));
-      if (resolved.status === 'not_found') throw new RpcError(RPC.FORBIDDEN, 'Forbidden: the token is invalid or the link is no longer active.');
-      if (resolved.status === 'expired') throw new RpcError(RPC.FORBIDDEN, 'Forbidden: this search link has expired.');
+      if (resolved.status !== 'ok') throw refusal(resolved.status);
       link = resolved.link;
       await limit(ctx, res, perLink, 30, link.id);
       if (msg.kind !== 'request') {
@@ -207,7 +226,7 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
       const searched = link;
       const result = await dispatch(
         msg,
-        linkSession(ctx, link, (hitDocumentIds) =>
+        linkSession(ctx, String(req.params.token), link, clientGone(res), (hitDocumentIds) =>
           recordSearch(ctx, {
             workspaceId: searched.workspaceId,
             channel: 'tool',
@@ -225,6 +244,17 @@ export function mcpRoutes(ctx: AppContext): RouteModule {
     } catch (err) {
       if (err instanceof RpcError) {
         sendRpcError(res, id, err);
+        return;
+      }
+      // Its client left while the search waited for its turn: nobody is left to read an answer.
+      if (err instanceof SearchAbandoned) {
+        res.destroy();
+        return;
+      }
+      // The workspace's searches are at their bound (or the index is): a refusal to retry, not our failure.
+      if (err instanceof DomainError && err.code === 'SERVICE_UNAVAILABLE') {
+        res.setHeader('Retry-After', String(SEARCH_BUSY_RETRY_AFTER_S));
+        sendRpcError(res, id, new RpcError(RPC.RATE_LIMITED, `Server busy: ${err.message}`, { retryAfter: SEARCH_BUSY_RETRY_AFTER_S }, 503));
         return;
       }
       // Never the message of an unexpected error: it might carry query text.

@@ -7,19 +7,22 @@ import { LinkResolution, searchLinkById, searchLinkByToken } from '../../../quer
 import { recordLinkUse } from '../../../queries/searchLink/linkUsage';
 import { recordLinkUsed, recordSearch } from '../../../commands/search/recordSearch';
 import { randomUUID } from 'node:crypto';
-import { LinkSearch, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
-import { decode, IntFromString, strict } from '../codecs';
+import { cutToScope, LinkSearch, searchThroughLink } from '../../../queries/searchLink/searchThroughLink';
+import { decode, IntFromString, lengthFirstArray, strict } from '../codecs';
 import { consumeRateLimit, guessingGuard } from '../rateLimit';
 import { requireQuery } from './searchRoutes';
 import { RouteModule, router } from './module';
 import { PublicSearchAnswer, respond } from '../responses';
+import { clientGone } from '../clientGone';
 
 export const PUBLIC_QUERY_MAX = 1000;
 export const PUBLIC_LIMIT_MAX = 50;
 export const PUBLIC_PER_MINUTE = 30;
+export const PUBLIC_MAX_TAGS = 1000;
 
 const limitCodec = (max: number) => t.refinement(IntFromString, (n) => n >= 1 && n <= max, `integer 1..${max}`);
-const TagList = t.union([t.string, t.array(t.string)]);
+/** Tag ids, as a comma-separated string or an array (at most 1000, as workspace search's filters). */
+const TagList = t.union([t.string, lengthFirstArray(t.string, PUBLIC_MAX_TAGS)]);
 const GetQuery = t.partial({ q: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.string });
 const PostBody = strict(t.partial({ query: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.union([t.null, TagList]) }));
 
@@ -66,7 +69,13 @@ export function publicSearchRoutes(ctx: AppContext): RouteModule {
     try {
       const s = input();
       query = s.query;
-      const results = await searchThroughLink(ctx, link, s);
+      const found = await searchThroughLink(ctx, link, { ...s, signal: clientGone(res) });
+      // The search waited for its turn: the link is judged again as it is now, so one revoked,
+      // expired or disabled meanwhile (its revocation already answered) answers nothing.
+      const now = await resolve();
+      if (now.status === 'not_found') throw new DomainError('NOT_FOUND', 'Not found: the address is unknown, revoked, or no longer public.');
+      if (now.status === 'expired') throw new DomainError('EXPIRED', 'This search link has expired.');
+      const results = cutToScope(found, now.link);
       ok = true;
       recordSearch(ctx, {
         workspaceId: link.workspaceId,

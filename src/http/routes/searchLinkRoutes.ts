@@ -7,7 +7,7 @@ import { tokenVault } from '../../security/tokenVault';
 import { getSearchLink, listSearchLinks, searchLinkView } from '../../../queries/searchLink/searchLinkQueries';
 import { linkUsageReport, MAX_QUERY_HISTORY_PAGE, storedQueryPage } from '../../../queries/searchLink/linkUsage';
 import { requireAuth, requireWorkspaceRole } from '../auth';
-import { decode, HumanName, IntFromString, IsoDateString, strict } from '../codecs';
+import { decode, HumanName, IntFromString, IsoDateString, lengthFirstArray, strict } from '../codecs';
 import { commandContext } from '../exec';
 import { createSearchLink } from '../../../commands/searchLink/createSearchLink';
 import { updateSearchLink } from '../../../commands/searchLink/updateSearchLink';
@@ -26,7 +26,7 @@ const HistoryMode = new t.Type<boolean, boolean, unknown>(
   (u, c) => (typeof u === 'boolean' ? t.success(u) : u === 'ON' ? t.success(true) : u === 'OFF' ? t.success(false) : t.failure(u, c, 'must be true/false or ON/OFF')),
   (b) => b,
 );
-const Tags = t.array(Uuid);
+const Tags = lengthFirstArray(Uuid, 1000); // the use case allows 100; this bounds the work of refusing more
 const Fields = {
   name: t.union([t.null, HumanName(200, 0)]),
   allowedTags: t.union([t.null, Tags]),

@@ -4,7 +4,7 @@ import * as t from 'io-ts';
 import { AppContext } from '../../app/context';
 import { DomainError } from '../../domain/errors';
 import { searchWorkspace } from '../../../queries/search/searchService';
-import { requireAuth, requireWorkspaceRole } from '../auth';
+import { recheckWorkspaceRole, requireAuth, requireWorkspaceRole } from '../auth';
 import { codePointLength, decode, Purpose, strict, textProblem } from '../codecs';
 import { byUser, rateLimit } from '../rateLimit';
 import { RouteModule, router } from './module';
@@ -13,6 +13,7 @@ import { UUID_PATTERN } from '../../domain/ids';
 import { recordSearch } from '../../../commands/search/recordSearch';
 import { commandContext } from '../exec';
 import { respond, SearchAnswer } from '../responses';
+import { clientGone } from '../clientGone';
 
 export const WORKSPACE_SEARCH_MAX_QUERY = 1000;
 export const WORKSPACE_SEARCH_MAX_LIMIT = 20;
@@ -80,7 +81,10 @@ export function searchRoutes(ctx: AppContext): RouteModule {
       ...(f.tags ? { tags: f.tags } : {}),
       ...(f.purpose ? { purpose: f.purpose } : {}),
       ...(f.documentIds ? { documentIds: f.documentIds } : {}),
+      signal: clientGone(res),
     });
+    // The search waited for its turn: the caller is judged again as they are now.
+    await recheckWorkspaceRole(ctx, req, workspaceId, 'MEMBER');
     const latencyMs = Number(process.hrtime.bigint() - started) / 1e6;
     const who = commandContext(ctx, req, workspaceId);
     recordSearch(ctx, { ...who, workspaceId, channel: 'workspace', linkId: null, latencyMs, hitDocumentIds: hits.map((h) => h.documentId) });
