@@ -6,6 +6,7 @@ import { authOf, requireAuth, requireWorkspaceRole } from '../auth';
 import { AS_OF_FOLDS_AT_ONCE, AS_OF_WAITING_PER_WORKSPACE, Interval, workspaceAnalytics } from '../../../queries/analytics/workspaceAnalytics';
 import { TurnAbandonedError, TurnQueueFullError } from '../../util/fairTurns';
 import { HttpError } from '../errors';
+import { clientGone } from '../clientGone';
 import { RouteDocs } from '../openapi/routeDocs';
 import { AnalyticsAnswer, respond } from '../responses';
 import { parseIsoTime } from '../../util/isoTime';
@@ -83,11 +84,9 @@ export function analyticsRoutes(ctx: AppContext): RouteModule {
       await consumeRateLimit(ctx, asOfPerWorkspace, ANALYTICS_AS_OF_PER_WORKSPACE_PER_HOUR, workspaceId, res, 'analytics-as-of');
     }
     // A fold still waiting for its turn when its client leaves gives its place up.
-    const left = new AbortController();
-    res.on('close', () => left.abort());
     let answer;
     try {
-      answer = await workspaceAnalytics(ctx, { workspaceId, from, to, interval: interval as Interval, asOf }, left.signal);
+      answer = await workspaceAnalytics(ctx, { workspaceId, from, to, interval: interval as Interval, asOf }, clientGone(res));
     } catch (err) {
       if (err instanceof TurnQueueFullError) {
         ctx.metrics.rateLimited('analytics-as-of');
