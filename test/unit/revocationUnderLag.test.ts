@@ -115,3 +115,34 @@ describe('revocations while the projections lag (container, role all)', () => {
     expect(await memberRole(ctx, ws.id, owner.userId)).toBe('OWNER');
   });
 });
+
+/**
+ * A split deployment: an API process (KB_ROLE=api, its runner polling the checkpoints of
+ * projections run elsewhere). The process that ran the revocation refuses the key at once;
+ * here no projector runs at all, so the read models never show it revoked.
+ */
+describe('revocations in an API process whose projections run elsewhere', () => {
+  it('the process that ran the revocation refuses the key at once', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-revoke-api-'));
+    const cc = (actorId: string | null): CommandContext => ({ actorId, authMethod: 'session', correlationId: randomUUID(), now: new Date() });
+    const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } }) as unknown as Request;
+    let { ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir, KB_SEARCH_THREAD: 'main' }), logger);
+    try {
+      await ctx.runner.start();
+      const u = (await registerUser(ctx, cc(null), { email: `api-${randomUUID()}@example.com`, password: 'correct horse battery', name: 'api', emailVerified: true })).user;
+      const key = await createApiKey(ctx, cc(u.userId), u.userId, 'k');
+      expect(await ctx.runner.waitFor(await ctx.eventStore.headPosition(), 20_000)).toBe(true);
+      await closeContainer(di);
+      ({ ctx, di } = await buildContainer(loadConfig({ KB_DATA_DIR: dir, KB_SEARCH_THREAD: 'main', KB_ROLE: 'api', KB_READ_YOUR_WRITES_MS: '1' }), logger));
+      await ctx.runner.start();
+      expect(ctx.runner.mode).toBe('poll');
+      await authenticateRequest(ctx, bearer(key.key));
+      await revokeApiKey(ctx, cc(u.userId), u.userId, key.id);
+      expect((await apiKeysCollection(ctx.readStore).get(key.id))?.revoked).toBe(false);
+      await expect(authenticateRequest(ctx, bearer(key.key))).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    } finally {
+      await closeContainer(di);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
