@@ -12,6 +12,8 @@ import { connectOrFail, DEFAULT_CONNECT_TIMEOUT_MS } from './app/startup';
 import { runsProjections } from './roles/plan';
 import { Config } from './config/config';
 import { ProjectionRunner } from './core/projectionRunner';
+import { observeAppends } from './core/commandHandler';
+import { Revocations } from './security/revocations';
 import { Projection } from './core/projection';
 import { EVENT_STORE, EventStore } from './ports/eventStore';
 import { READ_STORE, ReadStore } from './ports/readStore';
@@ -362,6 +364,12 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
   // A start far behind the log (a read model's layout changed) catches up as a rebuild does.
   const bulkLoad = batchTransaction ? <R>(fn: () => Promise<R>) => readStore.bulkLoad(fn) : undefined;
   const runner = new ProjectionRunner(eventStore, projections, logger, { mode: runsProjections(config.role) ? 'subscribe' : 'poll', batchTransaction, bulkLoad });
+  // A revocation is refused in this process from the moment its command appended it, whatever
+  // the projections' lag; forgotten once every projection applied it (src/security/revocations.ts).
+  // Split deployments: only the process that ran the command knows it before the read models do.
+  const revocations = new Revocations(() => runner.lowWatermark());
+  observeAppends(eventStore, (events, position) => revocations.appended(events, position));
+  runner.onApplied(() => revocations.prune());
   // The context the HTTP layer and the services receive: every port resolved by its token.
   const ctx: AppContext = {
     config: di.resolve<Config>(CONFIG),
@@ -382,6 +390,7 @@ async function assemble(config: Config, logger: Logger, timeoutMs: number, opene
     now: () => new Date(),
     projections,
     runner,
+    revocations,
     warmup,
     services: [],
   };

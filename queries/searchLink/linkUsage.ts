@@ -52,8 +52,24 @@ export interface UsageSample {
   query?: string;
 }
 
-// Writes are serialised in-process: a read-modify-write per bucket must not interleave.
-let queue: Promise<unknown> = Promise.resolve();
+/**
+ * The tail of each link's pending writes, by link id (dropped once it has none). A link's
+ * writes run one after another in this process (a read-modify-write of its minute's bucket
+ * must not interleave); those of different links touch different rows and do not wait for each
+ * other. So a link's usage report waits for its own link's writes only: another tenant's heavy
+ * public-search traffic no longer delays it (one queue for every link did).
+ */
+const pending = new Map<string, Promise<void>>();
+
+function enqueue(linkId: string, write: () => Promise<void>): Promise<void> {
+  const task = (pending.get(linkId) ?? Promise.resolve()).then(write);
+  const tail = task.catch(() => undefined);
+  pending.set(linkId, tail);
+  void tail.then(() => {
+    if (pending.get(linkId) === tail) pending.delete(linkId);
+  });
+  return task;
+}
 
 /**
  * Record, outside the log, what of one public use must not enter it: the client and agent
@@ -68,7 +84,7 @@ export function recordLinkUse(ctx: AppContext, link: SearchLinkView, s: UsageSam
   // workspace deleted would otherwise write its query text (and hashes) after that erasure
   // had run, and keep it. The projection applies those events in transactions too, so the
   // check and the write cannot straddle one.
-  const task = queue.then(() => ctx.readStore.transaction(() => write()));
+  const task = enqueue(link.id, () => ctx.readStore.transaction(() => write()));
   const write = async (): Promise<void> => {
     const current = await searchLinksCollection(ctx.readStore).get(link.id);
     if (!current) return; // its workspace was deleted
@@ -89,16 +105,16 @@ export function recordLinkUse(ctx: AppContext, link: SearchLinkView, s: UsageSam
       await history(ctx).put({ id: `${link.id}:${now.getTime()}:${Math.random().toString(36).slice(2, 10)}`, linkId: link.id, workspaceId: link.workspaceId, query: s.query, at: now.toISOString() });
     }
   };
-  queue = task.catch(() => undefined);
   return task.then(
     () => undefined,
     (err: unknown) => ctx.logger.warn({ errName: err instanceof Error ? err.name : 'unknown' }, 'recording link usage failed'),
   );
 }
 
-/** Wait for recorded uses to be written (before reading usage). */
-export async function flushLinkUsage(): Promise<void> {
-  await queue;
+/** Wait for the uses of `linkId` recorded so far to be written (before reading its usage); without it, those of every link. */
+export async function flushLinkUsage(linkId?: string): Promise<void> {
+  if (linkId !== undefined) await pending.get(linkId);
+  else await Promise.all([...pending.values()]);
 }
 
 function percentile(sorted: number[], p: number): number | null {
@@ -113,7 +129,7 @@ function percentile(sorted: number[], p: number): number | null {
  * the same answer); distinct clients from the operational hashes kept outside the log.
  */
 export async function linkUsageReport(ctx: AppContext, link: SearchLinkView, hours: number) {
-  await flushLinkUsage();
+  await flushLinkUsage(link.id);
   // Uses recorded a moment ago are counted: wait for the projection to reach the log's head.
   await ctx.runner.waitFor(await ctx.eventStore.headPosition(), ctx.config.readYourWritesMs);
   const now = ctx.now().getTime();
@@ -180,7 +196,7 @@ export function queryHistorySweeper(ctx: AppContext): AppContext['services'][num
  * most asked first. Never older than the retention period, even before the sweep has run.
  */
 export async function storedQueryCounts(ctx: AppContext, linkId: string, from: string, to: string, limit: number): Promise<{ query: string; count: number }[]> {
-  await flushLinkUsage();
+  await flushLinkUsage(linkId);
   const cutoff = new Date(ctx.now().getTime() - HISTORY_RETENTION_DAYS * 24 * 3600_000).toISOString();
   const since = from > cutoff ? from : cutoff;
   const rows = await history(ctx).find({ linkId, at: { $gte: since, $lt: to } }, { limit: ctx.config.analyticsMaxRows });
@@ -198,7 +214,7 @@ export const MAX_QUERY_HISTORY_PAGE = 200;
  * retention period. Empty for a link whose history mode was never on.
  */
 export async function storedQueryPage(ctx: AppContext, linkId: string, opts: { before?: string; limit: number }) {
-  await flushLinkUsage();
+  await flushLinkUsage(linkId);
   const cutoff = new Date(ctx.now().getTime() - HISTORY_RETENTION_DAYS * 24 * 3600_000).toISOString();
   const at: { $gte: string; $lt?: string } = { $gte: cutoff, ...(opts.before ? { $lt: opts.before } : {}) };
   const limit = Math.min(Math.max(1, opts.limit), MAX_QUERY_HISTORY_PAGE);

@@ -63,7 +63,8 @@ export async function getSearchLink(ctx: Pick<AppContext, 'readStore'>, workspac
 export type LinkResolution = { status: 'ok'; link: SearchLinkView } | { status: 'not_found' } | { status: 'expired'; link: SearchLinkView };
 
 async function check(ctx: AppContext, link: SearchLinkView | null): Promise<LinkResolution> {
-  if (!link || link.revoked) return { status: 'not_found' };
+  // A revocation this process appended counts at once, though the read model may still show the link live.
+  if (!link || link.revoked || ctx.revocations?.isRevoked('link', link.id)) return { status: 'not_found' };
   const ws = await workspacesCollection(ctx.readStore).get(link.workspaceId);
   // A workspace that turned public links off answers as if its links did not exist.
   if (!ws || !ws.settings.allowPublicSearchLinks) return { status: 'not_found' };

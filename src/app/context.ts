@@ -11,6 +11,7 @@ import { IdentityProvider } from '../ports/identityProvider';
 import { Warmup } from './warmup';
 import { Metrics } from '../ports/metrics';
 import { LogVerifier } from '../ports/logVerifier';
+import { Revocations } from '../security/revocations';
 
 /** Creates a rate limiter: `points` per `durationSeconds` per key. */
 export interface RateLimiterLike {
@@ -27,6 +28,12 @@ export interface AppContext {
   eventStore: EventStore;
   readStore: ReadStore;
   runner: ProjectionRunner;
+  /**
+   * Revocations (API keys, sessions, search links, members) this process appended that the read
+   * models may not have applied yet: authentication, link resolution and membership checks refuse
+   * them at once, whatever the projections' lag (src/security/revocations.ts).
+   */
+  revocations: Revocations;
   projections: Projection[];
   searchIndex: SearchIndex;
   /** Embeds document chunks (the processor). */

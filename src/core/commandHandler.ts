@@ -106,6 +106,33 @@ export async function loadState<S, E extends DomainEvent>(
   return { state, revision };
 }
 
+/** What is told of every append the command handler made: its events, the last of them at `position`. */
+export type AppendObserver = (events: readonly DomainEvent[], position: number) => void;
+const appendObservers = new WeakMap<object, Set<AppendObserver>>();
+
+/**
+ * `observer` is told, synchronously, of every append the command handler makes to `store`, as
+ * soon as the store accepted it and before the command's caller gets its result (so before any
+ * wait for the read models). The composition root registers the revocations (src/security/revocations.ts).
+ * Returns the unsubscribe function.
+ */
+export function observeAppends(store: EventStore, observer: AppendObserver): () => void {
+  let set = appendObservers.get(store);
+  if (!set) {
+    set = new Set();
+    appendObservers.set(store, set);
+  }
+  set.add(observer);
+  const observers = set;
+  return () => observers.delete(observer);
+}
+
+function tellObservers(store: EventStore, events: readonly DomainEvent[], position: number): void {
+  const observers = appendObservers.get(store);
+  if (!observers) return;
+  for (const o of observers) o(events, position);
+}
+
 /** Tail of the queue of commands per stream in this process. */
 const streamQueues = new Map<string, Promise<unknown>>();
 
@@ -159,6 +186,7 @@ async function decideAndAppend<S, C, E extends DomainEvent>(
     assertEventSizes(newEvents);
     try {
       const result = await store.append(streamId, newEvents, revision);
+      tellObservers(store, events, result.position);
       const next = events.reduce((s, e) => decider.evolve(s, e), state);
       if (result.nextRevision === (revision === 'no_stream' ? -1 : (revision as number)) + events.length) {
         remember(cacheFor(store, decider), streamId, { state: next, revision: result.nextRevision });

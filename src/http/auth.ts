@@ -8,6 +8,7 @@ import { AuthReadCache } from '../../queries/user/authReadCache';
 import { Role } from '../domain/workspace/events';
 import { roleAtLeast } from '../domain/workspace/decider';
 import { isUuid } from './ids';
+import { memberKey } from '../security/revocations';
 import './types';
 
 export { API_KEY_PREFIX, signAccessToken };
@@ -22,7 +23,8 @@ export async function authenticateRequest(ctx: AppContext, req: Request): Promis
   const cache = authReadCache(ctx);
   if (token.startsWith(API_KEY_PREFIX)) {
     const key = cache ? await cache.liveApiKey(token) : await liveApiKeyByToken(ctx.readStore, token);
-    if (!key) throw unauthorized('Invalid or revoked API key.');
+    // A revocation this process appended is refused at once, though the read models may still show the key live.
+    if (!key || ctx.revocations.isRevoked('api_key', key.id)) throw unauthorized('Invalid or revoked API key.');
     const user = cache ? await cache.user(key.userId) : await userById(ctx.readStore, key.userId);
     if (!user) throw unauthorized();
     req.auth = { userId: user.id, email: user.email, authMethod: 'api_key', apiKeyId: key.id };
@@ -31,7 +33,7 @@ export async function authenticateRequest(ctx: AppContext, req: Request): Promis
   }
   const claims = verifyAccessToken(ctx, token);
   const session = cache ? await cache.liveSession(claims.sid) : await liveSession(ctx.readStore, claims.sid);
-  if (!session) throw unauthorized('The session has ended.');
+  if (!session || ctx.revocations.isRevoked('session', session.id)) throw unauthorized('The session has ended.');
   const user = cache ? await cache.user(claims.sub) : await userById(ctx.readStore, claims.sub);
   if (!user) throw unauthorized();
   req.auth = { userId: user.id, email: user.email, authMethod: 'session', sessionId: session.id };
@@ -51,7 +53,7 @@ export async function credentialOf(ctx: AppContext, req: Request): Promise<strin
   if (token.startsWith(API_KEY_PREFIX)) {
     const cache = authReadCache(ctx);
     const key = cache ? await cache.liveApiKey(token) : await liveApiKeyByToken(ctx.readStore, token);
-    return key ? `key:${key.id}` : null;
+    return key && !ctx.revocations.isRevoked('api_key', key.id) ? `key:${key.id}` : null;
   }
   try {
     return `session:${verifyAccessToken(ctx, token).sid}`;
@@ -146,7 +148,9 @@ function roleInRequest(ctx: AppContext, req: Request, workspaceId: string, userI
   let role = roles.get(workspaceId);
   if (!role) {
     const cache = authReadCache(ctx);
-    role = cache ? cache.memberRole(workspaceId, userId) : memberRole(ctx.readStore, workspaceId, userId);
+    const read = cache ? cache.memberRole(workspaceId, userId) : memberRole(ctx.readStore, workspaceId, userId);
+    // A removal this process appended counts at once, though the read models may still show the member.
+    role = read.then((r) => (ctx.revocations.isRevoked('member', memberKey(workspaceId, userId)) ? null : r));
     roles.set(workspaceId, role);
   }
   return role;

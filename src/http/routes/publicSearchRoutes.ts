@@ -23,7 +23,12 @@ export const PUBLIC_MAX_TAGS = 1000;
 const limitCodec = (max: number) => t.refinement(IntFromString, (n) => n >= 1 && n <= max, `integer 1..${max}`);
 /** Tag ids, as a comma-separated string or an array (at most 1000, as workspace search's filters). */
 const TagList = t.union([t.string, lengthFirstArray(t.string, PUBLIC_MAX_TAGS)]);
-const GetQuery = t.partial({ q: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.string });
+/**
+ * The GET's query: `q`, `limit`, `tags` (comma-separated, as the spec has it) and nothing else. A
+ * parameter it does not know (`tags[]=x`, `tag=x`, `tags[0]=x`) is 400 VALIDATION_ERROR naming it,
+ * not ignored: a filter silently dropped widened the search to the link's whole scope.
+ */
+const GetQuery = strict(t.partial({ q: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.string }));
 const PostBody = strict(t.partial({ query: t.unknown, limit: limitCodec(PUBLIC_LIMIT_MAX), tags: t.union([t.null, TagList]) }));
 
 /** The JSON body codecs of these routes (property tests walk them). */
