@@ -64,7 +64,7 @@ export type LinkResolution = { status: 'ok'; link: SearchLinkView } | { status: 
 
 async function check(ctx: AppContext, link: SearchLinkView | null): Promise<LinkResolution> {
   // A revocation this process appended counts at once, though the read model may still show the link live.
-  if (!link || link.revoked || ctx.revocations?.isRevoked('link', link.id)) return { status: 'not_found' };
+  if (!link || link.revoked || ctx.revocations?.isRevoked('link', link.id) || ctx.revocations?.isRevoked('workspace', link.workspaceId)) return { status: 'not_found' };
   const ws = await workspacesCollection(ctx.readStore).get(link.workspaceId);
   // A workspace that turned public links off answers as if its links did not exist.
   if (!ws || !ws.settings.allowPublicSearchLinks) return { status: 'not_found' };

@@ -8,7 +8,6 @@ import { invitationsCollection, membersCollection, memberId, tagsCollection, tag
 import { usersCollection } from '../../projections/user/userProjection';
 import { documentsCollection } from '../../projections/document/documentProjection';
 import { identityRequirementUnmet } from './membership';
-import { memberKey } from '../../src/security/revocations';
 
 /** Documents of a workspace (a deleted one has left the read model). */
 async function documentCount(ctx: Deps, workspaceId: string): Promise<number> {
@@ -120,6 +119,6 @@ export async function workspaceLinkFacts(ctx: Deps, workspaceId: string): Promis
 /** The user's role in a workspace (null: not a member). */
 export async function memberRole(ctx: Deps & Partial<Pick<AppContext, 'revocations'>>, workspaceId: string, userId: string): Promise<Role | null> {
   // A removal this process appended counts at once, though the read models may still show the member.
-  if (ctx.revocations?.isRevoked('member', memberKey(workspaceId, userId))) return null;
+  if (ctx.revocations?.isMemberRevoked(workspaceId, userId)) return null;
   return (await membersCollection(ctx.readStore).get(memberId(workspaceId, userId)))?.role ?? null;
 }

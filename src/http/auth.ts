@@ -8,7 +8,6 @@ import { AuthReadCache } from '../../queries/user/authReadCache';
 import { Role } from '../domain/workspace/events';
 import { roleAtLeast } from '../domain/workspace/decider';
 import { isUuid } from './ids';
-import { memberKey } from '../security/revocations';
 import './types';
 
 export { API_KEY_PREFIX, signAccessToken };
@@ -150,7 +149,7 @@ function roleInRequest(ctx: AppContext, req: Request, workspaceId: string, userI
     const cache = authReadCache(ctx);
     const read = cache ? cache.memberRole(workspaceId, userId) : memberRole(ctx.readStore, workspaceId, userId);
     // A removal this process appended counts at once, though the read models may still show the member.
-    role = read.then((r) => (ctx.revocations.isRevoked('member', memberKey(workspaceId, userId)) ? null : r));
+    role = read.then((r) => (ctx.revocations.isMemberRevoked(workspaceId, userId) ? null : r));
     roles.set(workspaceId, role);
   }
   return role;

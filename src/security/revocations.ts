@@ -1,7 +1,7 @@
 import { DomainEvent } from '../domain/event';
 
-/** What a revocation withdraws: an API key, a session, a public search link, a membership (`<workspaceId>:<userId>`). */
-export type RevokedKind = 'api_key' | 'session' | 'link' | 'member';
+/** What a revocation withdraws: an API key, a session, a public search link, a membership (`<workspaceId>:<userId>`), a deleted workspace (every membership and link of it). */
+export type RevokedKind = 'api_key' | 'session' | 'link' | 'member' | 'workspace';
 
 /** The credential or access a revocation event withdraws, or null for any other event. */
 function revokedBy(e: Pick<DomainEvent, 'type' | 'data'>): { kind: RevokedKind; id: string } | null {
@@ -15,6 +15,8 @@ function revokedBy(e: Pick<DomainEvent, 'type' | 'data'>): { kind: RevokedKind; 
       return { kind: 'link', id: String(d.linkId) };
     case 'MemberRemoved':
       return { kind: 'member', id: memberKey(String(d.workspaceId), String(d.userId)) };
+    case 'WorkspaceDeleted':
+      return { kind: 'workspace', id: String(d.workspaceId) };
     default:
       return null;
   }
@@ -64,6 +66,11 @@ export class Revocations {
       this.entries.set(key, Math.max(position, this.entries.get(key) ?? 0));
       this.prunedAt = -1;
     }
+  }
+
+  /** Whether this process removed the user from the workspace, or deleted the workspace, and the read models may not show it yet. */
+  isMemberRevoked(workspaceId: string, userId: string): boolean {
+    return this.isRevoked('member', memberKey(workspaceId, userId)) || this.isRevoked('workspace', workspaceId);
   }
 
   /** Whether this process revoked it and the read models may not show it yet. */

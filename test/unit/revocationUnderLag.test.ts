@@ -14,6 +14,7 @@ import { createApiKey, registerUser, revokeApiKey, startSession, logout } from '
 import { revokeAllSessions, revokeSession } from '../../commands/user/sessions';
 import { createWorkspace } from '../../commands/workspace/createWorkspace';
 import { addMember, removeMember } from '../../commands/workspace/members';
+import { deleteWorkspace } from '../../commands/workspace/deleteWorkspace';
 import { createSearchLink } from '../../commands/searchLink/createSearchLink';
 import { revokeSearchLink } from '../../commands/searchLink/revokeSearchLink';
 import { searchLinkByToken } from '../../queries/searchLink/searchLinkQueries';
@@ -113,6 +114,29 @@ describe('revocations while the projections lag (container, role all)', () => {
     expect((await searchLinkByToken(ctx, link.token)).status).toBe('not_found');
     // The owner is untouched.
     expect(await memberRole(ctx, ws.id, owner.userId)).toBe('OWNER');
+  });
+
+  it("a deleted workspace's members and links are refused at once", async () => {
+    const owner = await user('owner');
+    const ws = await createWorkspace(ctx, cc(owner.userId), { name: 'w' });
+    await settle();
+    const link = await createSearchLink(ctx, cc(owner.userId), ws.id, () => ({ name: 'l' }));
+    const key = await createApiKey(ctx, cc(owner.userId), owner.userId, 'k');
+    await settle();
+    expect(await memberRole(ctx, ws.id, owner.userId)).toBe('OWNER');
+    expect((await searchLinkByToken(ctx, link.token)).status).toBe('ok');
+
+    await ctx.runner.stop();
+    await deleteWorkspace(ctx, cc(owner.userId), ws.id);
+    // The read models still show the membership and the link.
+    expect((await membersCollection(ctx.readStore).get(memberId(ws.id, owner.userId)))?.role).toBe('OWNER');
+    expect((await searchLinksCollection(ctx.readStore).get(link.link.id))?.revoked).toBe(false);
+
+    const fresh = bearer(key.key);
+    await authenticateRequest(ctx, fresh);
+    expect(await refusal(requireWorkspaceRole(ctx, fresh, ws.id))).toBe('WORKSPACE_NOT_FOUND');
+    expect(await memberRole(ctx, ws.id, owner.userId)).toBeNull();
+    expect((await searchLinkByToken(ctx, link.token)).status).toBe('not_found');
   });
 });
 
