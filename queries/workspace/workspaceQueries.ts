@@ -120,5 +120,6 @@ export async function workspaceLinkFacts(ctx: Deps, workspaceId: string): Promis
 export async function memberRole(ctx: Deps & Partial<Pick<AppContext, 'revocations'>>, workspaceId: string, userId: string): Promise<Role | null> {
   // A removal this process appended counts at once, though the read models may still show the member.
   if (ctx.revocations?.isMemberRevoked(workspaceId, userId)) return null;
-  return (await membersCollection(ctx.readStore).get(memberId(workspaceId, userId)))?.role ?? null;
+  const role = (await membersCollection(ctx.readStore).get(memberId(workspaceId, userId)))?.role ?? null;
+  return ctx.revocations ? ctx.revocations.roleCap(workspaceId, userId, role) : role;
 }

@@ -149,7 +149,7 @@ function roleInRequest(ctx: AppContext, req: Request, workspaceId: string, userI
     const cache = authReadCache(ctx);
     const read = cache ? cache.memberRole(workspaceId, userId) : memberRole(ctx.readStore, workspaceId, userId);
     // A removal this process appended counts at once, though the read models may still show the member.
-    role = read.then((r) => (ctx.revocations.isMemberRevoked(workspaceId, userId) ? null : r));
+    role = read.then((r) => (ctx.revocations.isMemberRevoked(workspaceId, userId) ? null : ctx.revocations.roleCap(workspaceId, userId, r)));
     roles.set(workspaceId, role);
   }
   return role;

@@ -1,4 +1,24 @@
 import { DomainEvent } from '../domain/event';
+import { Role } from '../domain/workspace/events';
+
+const RANK: ReadonlyMap<Role, number> = new Map<Role, number>([
+  ['MEMBER', 1],
+  ['ADMIN', 2],
+  ['OWNER', 3],
+]);
+
+/** A member's role lowered by the event (`<workspaceId>:<userId>` and the role now), or null. */
+function demotedBy(e: Pick<DomainEvent, 'type' | 'data'>): { id: string; role: Role } | null {
+  const d = e.data as Record<string, unknown>;
+  if (e.type === 'MemberRoleChanged') {
+    const role = d.role as Role;
+    const previous = d.previousRole as Role;
+    return (RANK.get(role) ?? 0) < (RANK.get(previous) ?? 0) ? { id: memberKey(String(d.workspaceId), String(d.userId)), role } : null;
+  }
+  // The owner who hands the workspace over becomes an admin.
+  if (e.type === 'OwnershipTransferred') return { id: memberKey(String(d.workspaceId), String(d.fromUserId)), role: 'ADMIN' };
+  return null;
+}
 
 /** What a revocation withdraws: an API key, a session, a public search link, a membership (`<workspaceId>:<userId>`), a deleted workspace (every membership and link of it). */
 export type RevokedKind = 'api_key' | 'session' | 'link' | 'member' | 'workspace';
@@ -44,11 +64,15 @@ export const memberKey = (workspaceId: string, userId: string): string => `${wor
  * everywhere is the bounded wait: a revocation answered in time is refused by every process.
  *
  * A member removed and added again while the projections lag is refused until they apply the
- * removal (failing closed: never the role the lagging read model still shows).
+ * removal (failing closed: never the role the lagging read model still shows). A member whose
+ * role this process lowered (or an owner who handed the workspace over) has at most the new
+ * role until they apply it (`roleCap`).
  */
 export class Revocations {
   /** By `<kind>:<id>`: the log position of the append that revoked it. */
   private readonly entries = new Map<string, number>();
+  /** By `<workspaceId>:<userId>`: the role a demotion this process appended lowered it to, and its position. */
+  private readonly demotions = new Map<string, { role: Role; position: number }>();
   /** The applied position the entries were last pruned at (no need to walk them again below it). */
   private prunedAt = -1;
 
@@ -59,6 +83,11 @@ export class Revocations {
   appended(events: readonly Pick<DomainEvent, 'type' | 'data'>[], position: number): void {
     if (position <= 0) return;
     for (const e of events) {
+      const demoted = demotedBy(e);
+      if (demoted && this.appliedPosition() < position) {
+        this.demotions.set(demoted.id, { role: demoted.role, position });
+        this.prunedAt = -1;
+      }
       const r = revokedBy(e);
       if (!r) continue;
       if (this.appliedPosition() >= position) return;
@@ -73,6 +102,18 @@ export class Revocations {
     return this.isRevoked('member', memberKey(workspaceId, userId)) || this.isRevoked('workspace', workspaceId);
   }
 
+  /**
+   * The role a member may have at most now, given the read models' `role`: lower when this
+   * process demoted them and the read models may not show it yet (a later promotion by this
+   * process replaces the cap only once they apply it: failing closed).
+   */
+  roleCap(workspaceId: string, userId: string, role: Role | null): Role | null {
+    if (role === null || this.demotions.size === 0) return role;
+    this.prune();
+    const d = this.demotions.get(memberKey(workspaceId, userId));
+    return d !== undefined && (RANK.get(d.role) ?? 0) < (RANK.get(role) ?? 0) ? d.role : role;
+  }
+
   /** Whether this process revoked it and the read models may not show it yet. */
   isRevoked(kind: RevokedKind, id: string): boolean {
     if (this.entries.size === 0) return false;
@@ -82,16 +123,17 @@ export class Revocations {
 
   /** Drops the entries every projection has applied. */
   prune(): void {
-    if (this.entries.size === 0) return;
+    if (this.entries.size === 0 && this.demotions.size === 0) return;
     const applied = this.appliedPosition();
     if (applied === this.prunedAt) return;
     for (const [key, position] of this.entries) if (position <= applied) this.entries.delete(key);
+    for (const [key, d] of this.demotions) if (d.position <= applied) this.demotions.delete(key);
     this.prunedAt = applied;
   }
 
   /** Entries still kept (those the projections have not all applied). */
   get size(): number {
     this.prune();
-    return this.entries.size;
+    return this.entries.size + this.demotions.size;
   }
 }

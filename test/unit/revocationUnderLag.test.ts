@@ -13,7 +13,7 @@ import { authenticateRequest, requireWorkspaceRole } from '../../src/http/auth';
 import { createApiKey, registerUser, revokeApiKey, startSession, logout } from '../../commands/user/userCommands';
 import { revokeAllSessions, revokeSession } from '../../commands/user/sessions';
 import { createWorkspace } from '../../commands/workspace/createWorkspace';
-import { addMember, removeMember } from '../../commands/workspace/members';
+import { addMember, changeMemberRole, removeMember, transferOwnership } from '../../commands/workspace/members';
 import { deleteWorkspace } from '../../commands/workspace/deleteWorkspace';
 import { createSearchLink } from '../../commands/searchLink/createSearchLink';
 import { revokeSearchLink } from '../../commands/searchLink/revokeSearchLink';
@@ -114,6 +114,43 @@ describe('revocations while the projections lag (container, role all)', () => {
     expect((await searchLinkByToken(ctx, link.token)).status).toBe('not_found');
     // The owner is untouched.
     expect(await memberRole(ctx, ws.id, owner.userId)).toBe('OWNER');
+  });
+
+  it('a demoted member, and an owner who handed the workspace over, have the lower role at once', async () => {
+    const owner = await user('owner');
+    const admin = await user('admin');
+    const heir = await user('heir');
+    const ws = await createWorkspace(ctx, cc(owner.userId), { name: 'w' });
+    await settle();
+    await addMember(ctx, cc(owner.userId), ws.id, { userId: admin.userId, role: 'ADMIN' });
+    await addMember(ctx, cc(owner.userId), ws.id, { userId: heir.userId, role: 'ADMIN' });
+    const key = await createApiKey(ctx, cc(admin.userId), admin.userId, 'k');
+    await settle();
+    const before = bearer(key.key);
+    await authenticateRequest(ctx, before);
+    expect(await requireWorkspaceRole(ctx, before, ws.id, 'ADMIN')).toBe('ADMIN');
+
+    await ctx.runner.stop();
+    await changeMemberRole(ctx, cc(owner.userId), ws.id, { userId: admin.userId, role: 'MEMBER' });
+    await transferOwnership(ctx, cc(owner.userId), ws.id, heir.userId);
+    // The read models still show the old roles.
+    expect((await membersCollection(ctx.readStore).get(memberId(ws.id, admin.userId)))?.role).toBe('ADMIN');
+    expect((await membersCollection(ctx.readStore).get(memberId(ws.id, owner.userId)))?.role).toBe('OWNER');
+
+    const after = bearer(key.key);
+    await authenticateRequest(ctx, after);
+    expect(await refusal(requireWorkspaceRole(ctx, after, ws.id, 'ADMIN'))).not.toBe('accepted');
+    expect(await requireWorkspaceRole(ctx, after, ws.id, 'MEMBER')).toBe('MEMBER');
+    expect(await memberRole(ctx, ws.id, admin.userId)).toBe('MEMBER');
+    expect(await memberRole(ctx, ws.id, owner.userId)).toBe('ADMIN');
+    // A promotion is not taken early: the heir is OWNER once the projections apply it.
+    expect(await memberRole(ctx, ws.id, heir.userId)).toBe('ADMIN');
+
+    await ctx.runner.start();
+    await settle();
+    expect(ctx.revocations.size).toBe(0);
+    expect(await memberRole(ctx, ws.id, heir.userId)).toBe('OWNER');
+    expect(await memberRole(ctx, ws.id, owner.userId)).toBe('ADMIN');
   });
 
   it("a deleted workspace's members and links are refused at once", async () => {
