@@ -2,10 +2,6 @@ import { Browser, Page } from 'playwright-core';
 import { startServer, TestServer } from '../support/server';
 import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser';
 
-// A journey is many steps, each bounded on its own (the page's 15 s); on a loaded machine the
-// whole can pass the suite's 60 s per test without anything being wrong.
-jest.setTimeout(150_000);
-
 /**
  * GET /docs: Swagger UI on /openapi.json under a CSP with no inline script and no inline style
  * sheet (but Swagger UI's logo colours, by their hash). The page must render and work without a

@@ -1,6 +1,11 @@
 import fs from 'node:fs';
 import { Browser, chromium, Page } from 'playwright-core';
 
+// Every browser journey imports this module: a journey is many steps, each bounded on its own
+// (the page's 15 s), and on a loaded machine the whole can pass the suite's 60 s per test
+// without anything being wrong.
+jest.setTimeout(150_000);
+
 /** Debian's Chromium (`apt-get install -y chromium`; .ci/run installs it). */
 export const CHROMIUM = process.env.KB_CHROMIUM ?? '/usr/bin/chromium';
 

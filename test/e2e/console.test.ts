@@ -3,10 +3,6 @@ import { Browser, BrowserContext, Page } from 'playwright-core';
 import { startServer, TestServer } from '../support/server';
 import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser';
 
-// A journey is many steps, each bounded on its own (the page's 15 s); on a loaded machine the
-// whole can pass the suite's 60 s per test without anything being wrong.
-jest.setTimeout(150_000);
-
 /**
  * The web console in a real browser (Debian's Chromium) against the real server.
  * Access tokens live 8 s here, so the console renews its session silently (every ~6 s)

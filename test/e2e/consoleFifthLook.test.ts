@@ -3,10 +3,6 @@ import { client, confirmAddress, startServer, TestServer } from '../support/serv
 import { base32Decode, totp } from '../../src/security/totp';
 import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser';
 
-// A journey is many steps, each bounded on its own (the page's 15 s); on a loaded machine the
-// whole can pass the suite's 60 s per test without anything being wrong.
-jest.setTimeout(150_000);
-
 /**
  * Console sides of the fifth identity review. A single sign-on into an account with a second factor comes back to the console's sign-in
  * page with the challenge in the fragment (`/app/signin#mfaChallenge=…`, the callback's 302):

@@ -2,10 +2,6 @@ import { Browser, Page } from 'playwright-core';
 import { client, confirmAddress, startServer, TestServer } from '../support/server';
 import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser';
 
-// A journey is many steps, each bounded on its own (the page's 15 s); on a loaded machine the
-// whole can pass the suite's 60 s per test without anything being wrong.
-jest.setTimeout(150_000);
-
 /**
  * Every user-controlled string the console renders, made hostile (HTML that would run script,
  * or add an element, if it were parsed): names of the account, workspace, tag, document,

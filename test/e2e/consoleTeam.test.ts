@@ -6,10 +6,6 @@ import { client, startServer, TestServer } from '../support/server';
 import { base32Decode, totp } from '../../src/security/totp';
 import { BROWSER_AVAILABLE, launchChromium } from './browser';
 
-// A journey is many steps, each bounded on its own (the page's 15 s); on a loaded machine the
-// whole can pass the suite's 60 s per test without anything being wrong.
-jest.setTimeout(150_000);
-
 /**
  * The console's team, audit and identity screens in Chromium against the real server:
  * invitations (pending, revoke, accept from the mailed link as a newcomer), ownership

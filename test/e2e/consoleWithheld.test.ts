@@ -3,10 +3,6 @@ import { client, confirmAddress, startServer, TestServer } from '../support/serv
 import { base32Decode, totp } from '../../src/security/totp';
 import { BROWSER_AVAILABLE, launchChromium, recordPageProblems } from './browser';
 
-// A journey is many steps, each bounded on its own (the page's 15 s); on a loaded machine the
-// whole can pass the suite's 60 s per test without anything being wrong.
-jest.setTimeout(150_000);
-
 /**
  * GET /v1/workspaces leaves out the workspaces whose requireMfa / requireVerifiedEmail the
  * caller does not meet and says so in KB-Workspaces-Withheld(-Reasons): the console's workspace
